@@ -1,0 +1,141 @@
+"""The one seam between the loop and a model: ``complete_structured(request) -> Completion``.
+
+An adapter turns a :class:`CompletionRequest` (the action schema, the system text and the
+provider-neutral messages) into a :class:`Completion`. It knows nothing of governance,
+budgets or stores. Every adapter validates the reply through ``request.schema.parse``
+(use :func:`parse_reply`), so scripted and real replies take exactly one validation path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from agentcore.contracts import ActionSchema, NextAction, Usage
+from agentcore.contracts.errors import InvalidActionError
+
+__all__ = [
+    "Completion",
+    "CompletionRequest",
+    "Message",
+    "ModelAdapter",
+    "PartialAction",
+    "parse_reply",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One provider-neutral message. The system text travels separately.
+
+    Attributes:
+        role: ``user`` (task, observations, notes from the runner) or ``assistant``
+            (the model's earlier replies, as canonical JSON).
+        content: the text.
+    """
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartialAction:
+    """What is known of an action while it is still being generated (streaming adapters).
+
+    Attributes:
+        type: the action type once known.
+        tool: the tool name once known.
+        thought: the thought so far.
+    """
+
+    type: str | None = None
+    tool: str | None = None
+    thought: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """Everything an adapter needs for one structured completion.
+
+    Attributes:
+        schema: the action union offered at this step; validate replies with it.
+        system: the system text (contract, tools in scope, examples). Identical across the
+            steps of a run, so provider prompt caches hit.
+        messages: the conversation rendered from the transcript, oldest first.
+        run_id: the run this call belongs to (for logs and provider metadata).
+        step: the step number (1-based).
+        max_output_tokens: a cap on the reply's tokens, or ``None`` for the adapter default.
+        deadline: a wall-clock time (``time.time()`` seconds) after which waiting is pointless.
+        on_partial: called with what is known of the action while it streams, if the
+            adapter streams; never given a partial action to execute.
+    """
+
+    schema: ActionSchema
+    system: str
+    messages: Sequence[Message]
+    run_id: str = ""
+    step: int = 0
+    max_output_tokens: int | None = None
+    deadline: float | None = None
+    on_partial: Callable[[PartialAction], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The outcome of one ``complete_structured`` call.
+
+    A reply that does not validate is not an exception: ``action`` is ``None`` and ``error``
+    says why (the runner re-asks with that text, and counts the tokens).
+
+    Attributes:
+        text: the raw reply text.
+        action: the validated, normalised action, or ``None``.
+        error: why the reply is not a valid action, or ``None``.
+        usage: tokens (and cost) of all attempts this call made.
+        model: the route entry that answered, e.g. ``"openai/gpt-4.1-mini"``.
+        attempts: HTTP requests made (retries included).
+        finish_reason: the provider's stop reason, as reported.
+        response_id: the provider's response id (kept for audit, never needed to render).
+        latency_ms: wall time of the call.
+    """
+
+    text: str
+    action: NextAction | None
+    error: InvalidActionError | None
+    usage: Usage
+    model: str
+    attempts: int = 1
+    finish_reason: str | None = None
+    response_id: str | None = None
+    latency_ms: float = 0.0
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """What the loop needs of a model. Implement this to add a provider.
+
+    Attributes:
+        name: the route entry this adapter answers for (``"provider/model"``).
+    """
+
+    name: str
+
+    async def complete_structured(self, request: CompletionRequest) -> Completion:
+        """Ask for one next action.
+
+        Raises:
+            ModelError: the provider could not answer after the adapter's retries (or
+                refused, or truncated twice); ``retryable`` says if another model may help.
+        """
+        ...
+
+
+def parse_reply(
+    request: CompletionRequest, text: str
+) -> tuple[NextAction | None, InvalidActionError | None]:
+    """Validate ``text`` against the request's schema: the one path every adapter uses."""
+    try:
+        return request.schema.parse(text), None
+    except InvalidActionError as exc:
+        return None, exc

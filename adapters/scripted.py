@@ -1,0 +1,118 @@
+"""ScriptedModel: a deterministic model for tests, demos and replays.
+
+It answers from a script and goes through exactly the validation path a real provider's
+text takes (:func:`parse_reply`), so invalid output, unknown tools and oversized replies
+can be exercised without a network.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from agentcore.contracts import Usage
+from agentcore.contracts.errors import AgentcoreError, ModelError, ScriptExhaustedError
+
+from ._protocol import Completion, CompletionRequest, Message, parse_reply
+
+__all__ = ["ScriptItem", "ScriptedModel"]
+
+ScriptItem: TypeAlias = (
+    "Mapping[str, Any] | str | BaseException | Callable[[Sequence[Message]], ScriptReply]"
+)
+"""One scripted reply: an action as a dict (sent as JSON text), a raw string (returned
+verbatim), an exception (raised as a provider error), or a callable of the rendered
+messages returning one of those (or an awaitable of one)."""
+
+ScriptReply: TypeAlias = "Mapping[str, Any] | str | BaseException | Awaitable[Mapping[str, Any] | str | BaseException]"  # noqa: E501
+
+
+class ScriptedModel:
+    """A model that replays a script.
+
+    Args:
+        script: a sequence of :data:`ScriptItem`, consumed one per call; or a single callable
+            of the rendered messages, called for every request.
+        name: the route name recorded in ``model_called`` (default ``"scripted"``).
+        input_tokens: input tokens reported per call (deterministic, for budget tests).
+        output_tokens_per_char: output tokens reported per character of the reply, rounded
+            up, at least 1.
+
+    Example:
+        >>> model = ScriptedModel([
+        ...     {"type": "tool", "thought": "look", "tool": "get_order", "args": {"order_id": "A1"}},
+        ...     {"type": "finish", "thought": "done", "answer": "Shipped."},
+        ... ])
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] | Callable[[Sequence[Message]], ScriptReply],
+        *,
+        name: str = "scripted",
+        input_tokens: int = 50,
+        output_tokens_per_char: float = 0.25,
+    ) -> None:
+        self.name = name
+        self._fn: Callable[[Sequence[Message]], ScriptReply] | None = None
+        self._items: list[ScriptItem] = []
+        if callable(script):
+            self._fn = script
+        else:
+            self._items = list(script)
+        self._pos = 0
+        self.input_tokens = input_tokens
+        self.output_tokens_per_char = output_tokens_per_char
+        self.requests: list[CompletionRequest] = []
+        """Every request received, for tests to inspect."""
+
+    @property
+    def remaining(self) -> int:
+        """Scripted replies not yet used (0 for a callable script)."""
+        return len(self._items) - self._pos
+
+    async def complete_structured(self, request: CompletionRequest) -> Completion:
+        """Return the next scripted reply, validated against ``request.schema``."""
+        started = time.perf_counter()
+        self.requests.append(request)
+        item = self._next()
+        reply: Any = item(request.messages) if callable(item) else item
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if isinstance(reply, BaseException):
+            if isinstance(reply, AgentcoreError):
+                raise reply
+            err = ModelError(f"{self.name}: {type(reply).__name__}: {reply}", model=self.name)
+            raise err from reply
+        text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        action, error = parse_reply(request, text)
+        usage = Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=max(1, math.ceil(len(text) * self.output_tokens_per_char)),
+        )
+        return Completion(
+            text=text,
+            action=action,
+            error=error,
+            usage=usage,
+            model=self.name,
+            finish_reason="stop",
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _next(self) -> ScriptItem:
+        if self._fn is not None:
+            return self._fn
+        if self._pos >= len(self._items):
+            raise ScriptExhaustedError(
+                f"{self.name}: the script has {len(self._items)} replies and all were used; "
+                "add more replies or a finish action.",
+                model=self.name,
+            )
+        item = self._items[self._pos]
+        self._pos += 1
+        return item

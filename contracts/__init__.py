@@ -1,0 +1,51 @@
+"""The next-action contract: action types, per-run schema compiler, contract documents.
+
+This package imports only pydantic and the standard library.
+"""
+
+from ._actions import (
+    MAX_PLAN_STEPS,
+    MAX_THOUGHT_CHARS,
+    Effect,
+    FinishAction,
+    NextAction,
+    PlanAction,
+    ToolAction,
+)
+from ._document import ContractDocument, ExampleTool, ExampleTurn, WorkedExample, load_contract
+from ._jsonschema import model_from_json_schema
+from ._schema import (
+    DEFAULT_MAX_REPLY_BYTES,
+    ActionSchema,
+    SchemaForm,
+    canonical_json,
+    compile_action_schema,
+    dump_action,
+)
+from ._tools import TOOL_NAME_PATTERN, ToolSpec
+from ._usage import Usage
+
+__all__ = [
+    "DEFAULT_MAX_REPLY_BYTES",
+    "MAX_PLAN_STEPS",
+    "MAX_THOUGHT_CHARS",
+    "TOOL_NAME_PATTERN",
+    "ActionSchema",
+    "ContractDocument",
+    "Effect",
+    "ExampleTool",
+    "ExampleTurn",
+    "FinishAction",
+    "NextAction",
+    "PlanAction",
+    "SchemaForm",
+    "ToolAction",
+    "ToolSpec",
+    "Usage",
+    "WorkedExample",
+    "canonical_json",
+    "compile_action_schema",
+    "dump_action",
+    "load_contract",
+    "model_from_json_schema",
+]

@@ -1,0 +1,81 @@
+"""The next action: ``plan | tool | finish``, a discriminated union on ``type``.
+
+These are the provider-neutral, normalised actions the core works with. Per-run schemas
+(see ``_schema.py``) are stricter: one tool variant per tool in scope. Whatever form a model
+answered in, a validated reply is normalised into one of these three models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+__all__ = [
+    "MAX_PLAN_STEPS",
+    "MAX_THOUGHT_CHARS",
+    "Effect",
+    "FinishAction",
+    "NextAction",
+    "PlanAction",
+    "ToolAction",
+]
+
+MAX_THOUGHT_CHARS = 400
+MAX_PLAN_STEPS = 8
+
+Effect = Literal["read", "write", "destructive"]
+"""What a tool does to the world: ``read`` has no side effect, ``write`` has one,
+``destructive`` has one that cannot be undone and always waits for a person."""
+
+Thought = Annotated[
+    str,
+    Field(
+        max_length=MAX_THOUGHT_CHARS,
+        description=f"Your reasoning for this step, at most {MAX_THOUGHT_CHARS} characters.",
+    ),
+]
+
+
+def require_type(schema: dict[str, JsonValue]) -> None:
+    """Mark ``type`` required in a variant's JSON Schema even though Python gives it a default.
+
+    The default lets callers write ``FinishAction(thought=..., answer=...)``; on the wire the
+    discriminator must always be present.
+    """
+    required = schema.setdefault("required", [])
+    if isinstance(required, list) and "type" not in required:
+        required.insert(0, "type")
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=require_type)
+
+
+class PlanAction(_Action):
+    """Propose the steps you will take; writes are allowed only after a plan is approved."""
+
+    type: Literal["plan"] = "plan"
+    thought: Thought
+    steps: Annotated[list[str], Field(min_length=1, max_length=MAX_PLAN_STEPS)]
+
+
+class ToolAction(_Action):
+    """Call one tool with arguments that match its schema."""
+
+    type: Literal["tool"] = "tool"
+    thought: Thought
+    tool: str
+    args: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
+
+
+class FinishAction(_Action):
+    """End the run with an answer for the user."""
+
+    type: Literal["finish"] = "finish"
+    thought: Thought
+    answer: str
+
+
+NextAction = Annotated[PlanAction | ToolAction | FinishAction, Field(discriminator="type")]
+"""One next action, as the core sees it."""

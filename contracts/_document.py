@@ -1,0 +1,170 @@
+"""The contract document: the system text and worked examples, versioned data.
+
+The document's hash is recorded in every run, so a change of wording shows up in the
+transcript and in per-contract statistics. :meth:`ContractDocument.lint` checks that every
+worked example still validates against the action schema and the tools' current schemas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
+
+from ._actions import Effect
+from ._jsonschema import model_from_json_schema
+from ._schema import compile_action_schema
+from ._tools import ToolSpec
+from .errors import ConfigurationError, InvalidActionError, ToolDefinitionError
+
+__all__ = ["ContractDocument", "ExampleTool", "ExampleTurn", "WorkedExample", "load_contract"]
+
+DEFAULT_CONTRACT_VERSION = "1"
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExampleTool(_Doc):
+    """A tool used by a worked example, given as data (JSON Schema parameters)."""
+
+    name: str
+    description: str
+    effect: Effect = "read"
+    parameters: dict[str, JsonValue]
+
+    def to_spec(self) -> ToolSpec:
+        """The tool as the contract compiler sees it."""
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            args_model=model_from_json_schema(f"{self.name}_args", self.parameters),
+            effect=self.effect,
+        )
+
+
+class ExampleTurn(_Doc):
+    """One turn of a worked example: the model's action, or the observation it got."""
+
+    action: dict[str, JsonValue] | None = None
+    observation: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ExampleTurn:
+        if (self.action is None) == (self.observation is None):
+            raise ValueError("a turn has exactly one of 'action' or 'observation'")
+        return self
+
+
+class WorkedExample(_Doc):
+    """A worked example: a task and the actions that solve it.
+
+    ``tools`` defines the tools the example uses. An example may also name tools of the
+    agent it is attached to without defining them; lint then checks it against those.
+    """
+
+    title: str
+    task: str
+    tools: list[ExampleTool] = []
+    turns: list[ExampleTurn]
+
+
+class ContractDocument(_Doc):
+    """System text plus worked examples; identified by ``version`` and :attr:`hash`."""
+
+    version: str
+    system: str
+    examples: list[WorkedExample] = []
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 (16 hex digits) of the canonical JSON of the document."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def with_examples(self, examples: Sequence[WorkedExample]) -> ContractDocument:
+        """A copy with ``examples`` appended (an agent's own examples)."""
+        if not examples:
+            return self
+        return self.model_copy(update={"examples": [*self.examples, *examples]})
+
+    def lint(self, tools: Sequence[ToolSpec] = ()) -> list[str]:
+        """Problems with the worked examples; an empty list means the document is sound.
+
+        Every action of every example must validate against the action schema compiled from
+        the example's tools, where a tool of the same name in ``tools`` (the real, current
+        one) takes precedence over the example's own definition.
+        """
+        real = {t.name: t for t in tools}
+        problems: list[str] = []
+        for ex in self.examples:
+            specs: dict[str, ToolSpec] = {}
+            for et in ex.tools:
+                if et.name in real:
+                    continue
+                try:
+                    specs[et.name] = et.to_spec()
+                except (ToolDefinitionError, ConfigurationError) as exc:
+                    problems.append(f"example {ex.title!r}: tool {et.name!r}: {exc}")
+            specs.update(real)
+            schema = compile_action_schema(list(specs.values()))
+            for i, turn in enumerate(ex.turns):
+                if turn.action is None:
+                    continue
+                try:
+                    schema.parse(json.dumps(turn.action))
+                except InvalidActionError as exc:
+                    problems.append(f"example {ex.title!r}, turn {i}: {exc}")
+        return problems
+
+    def render_system(self, tools: Sequence[ToolSpec]) -> str:
+        """The system text a model sees: rules, the tools in scope, worked examples."""
+        lines = [self.system, "", "Tools you can call:"]
+        if not tools:
+            lines.append("(none: plan or finish)")
+        for t in tools:
+            schema = json.dumps(t.args_schema, sort_keys=True, separators=(",", ":"))
+            lines.append(f"- {t.name} (effect: {t.effect}): {t.description}")
+            lines.append(f"  args schema: {schema}")
+        for ex in self.examples:
+            lines += ["", f"Example: {ex.title}", f"Task: {ex.task}"]
+            if ex.tools:
+                lines.append("Tools: " + ", ".join(t.name for t in ex.tools))
+            for turn in ex.turns:
+                if turn.action is not None:
+                    lines.append("Reply: " + json.dumps(turn.action, separators=(",", ":")))
+                else:
+                    lines.append(f"Observation: {turn.observation}")
+        return "\n".join(lines)
+
+
+def load_contract(source: str | Path | None = None) -> ContractDocument:
+    """Load a contract document.
+
+    Args:
+        source: ``None`` for the built-in current version, a version string such as ``"1"``
+            for a built-in one, or a path to a JSON document.
+
+    Raises:
+        ConfigurationError: no such version, or the file is not a valid contract document.
+    """
+    try:
+        if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
+            raw = Path(source).read_text(encoding="utf-8")
+        else:
+            version = source or DEFAULT_CONTRACT_VERSION
+            res = resources.files("agentcore.contracts").joinpath("documents", f"v{version}.json")
+            if not res.is_file():
+                raise ConfigurationError(f"No built-in contract version {version!r}.")
+            raw = res.read_text(encoding="utf-8")
+        data: Any = json.loads(raw)
+        return ContractDocument.model_validate(data)
+    except (OSError, ValueError, ValidationError) as exc:
+        raise ConfigurationError(f"Cannot load contract document {source!r}: {exc}") from exc

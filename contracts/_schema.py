@@ -1,0 +1,295 @@
+"""Compile the per-run action schema from the tools in scope, and parse replies against it.
+
+Two forms:
+
+* ``typed`` (default): one ``tool`` variant per tool, ``tool`` a literal of its name and
+  ``args`` that tool's own argument model. Out-of-scope tools are not representable.
+* ``generic``: ``tool`` an enum of the names in scope and ``args_json`` a string holding the
+  arguments as JSON, validated here against the tool's model. For providers whose strict
+  schema limits the typed form exceeds.
+
+Whatever the form, :meth:`ActionSchema.parse` returns the normalised
+:data:`~agentcore.contracts.NextAction` or raises :class:`InvalidActionError` with a message
+written for the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from ._actions import FinishAction, NextAction, PlanAction, Thought, ToolAction, require_type
+from ._tools import ToolSpec
+from .errors import ConfigurationError, InvalidActionError, UnknownToolError
+
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "ActionSchema", "SchemaForm", "compile_action_schema"]
+
+SchemaForm = Literal["typed", "generic"]
+DEFAULT_MAX_REPLY_BYTES = 64 * 1024
+_MAX_ERRORS_SHOWN = 5
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_NEXT_ACTION: TypeAdapter[PlanAction | ToolAction | FinishAction] = TypeAdapter(NextAction)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=require_type)
+
+
+def _class_name(tool_name: str) -> str:
+    return "Call_" + re.sub(r"[^A-Za-z0-9_]", "_", tool_name)
+
+
+def _typed_variant(spec: ToolSpec) -> type[BaseModel]:
+    return create_model(
+        _class_name(spec.name),
+        __base__=_Strict,
+        __doc__=spec.description,
+        type=(Literal["tool"], "tool"),
+        thought=(Thought, ...),
+        tool=(Literal[spec.name], spec.name),  # pyright: ignore[reportInvalidTypeForm]  # a literal built at run time is the point
+        args=(spec.args_model, ...),
+    )
+
+
+def _generic_variant(names: Sequence[str]) -> type[BaseModel]:
+    return create_model(
+        "ToolCall",
+        __base__=_Strict,
+        __doc__="Call one tool; args_json holds its arguments as a JSON object.",
+        type=(Literal["tool"], "tool"),
+        thought=(Thought, ...),
+        tool=(Literal[tuple(names)], ...),  # pyright: ignore[reportInvalidTypeForm]  # enum of names in scope
+        args_json=(str, Field(description="The tool's arguments as a JSON object string.")),
+    )
+
+
+def _describe(exc: ValidationError) -> str:
+    parts: list[str] = []
+    for err in exc.errors(include_url=False)[:_MAX_ERRORS_SHOWN]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = exc.error_count() - _MAX_ERRORS_SHOWN
+    if more > 0:
+        parts.append(f"... and {more} more")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
+class ActionSchema:
+    """The action union one step offers the model, and the validator for its reply.
+
+    Build it with :func:`compile_action_schema`. Adapters send :meth:`json_schema` (through
+    their dialect compiler) or :attr:`root_type` (to libraries that take a type); every reply
+    goes through :meth:`parse`, the one validation path for every provider.
+
+    Attributes:
+        tools: the tools a ``tool`` action may name.
+        finish_only: only ``finish`` is allowed (the last step of a budget).
+        allow_plan: whether ``plan`` is offered.
+        form: ``typed`` or ``generic``.
+        max_reply_bytes: replies larger than this are refused before parsing.
+    """
+
+    tools: tuple[ToolSpec, ...]
+    finish_only: bool = False
+    allow_plan: bool = True
+    form: SchemaForm = "typed"
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {t.name: t for t in self.tools})
+        if len(self._by_name) != len(self.tools):
+            raise ConfigurationError("Two tools in one schema share a name.")
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """Names a ``tool`` action may use, in order."""
+        return tuple(self._by_name)
+
+    @property
+    def offered_types(self) -> tuple[str, ...]:
+        """The action types this schema offers."""
+        if self.finish_only:
+            return ("finish",)
+        kinds = ["plan"] if self.allow_plan else []
+        if self.tools:
+            kinds.append("tool")
+        return (*kinds, "finish")
+
+    @cached_property
+    def root_type(self) -> Any:  # Any: a union type built at run time has no static type
+        """The pydantic union type (annotated with its discriminator) of this schema."""
+        variants: list[Any] = []
+        if "plan" in self.offered_types:
+            variants.append(PlanAction)
+        if "tool" in self.offered_types:
+            if self.form == "generic":
+                variants.append(_generic_variant(self.tool_names))
+            else:
+                tool_variants = [_typed_variant(t) for t in self.tools]
+                if len(tool_variants) == 1:
+                    variants.append(tool_variants[0])
+                else:
+                    union: Any = tool_variants[0]
+                    for v in tool_variants[1:]:
+                        union = union | v
+                    variants.append(Annotated[union, Field(discriminator="tool")])
+        variants.append(FinishAction)
+        if len(variants) == 1:
+            return variants[0]
+        union_all: Any = variants[0]
+        for v in variants[1:]:
+            union_all = union_all | v
+        return Annotated[union_all, Field(discriminator="type")]
+
+    @cached_property
+    def _adapter(self) -> TypeAdapter[BaseModel]:
+        adapter: TypeAdapter[BaseModel] = TypeAdapter(self.root_type)
+        return adapter
+
+    @cached_property
+    def _schema(self) -> dict[str, Any]:
+        return self._adapter.json_schema()
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the union (pydantic's form, before any dialect). Do not mutate."""
+        return self._schema
+
+    def spec(self, name: str) -> ToolSpec | None:
+        """The tool named ``name`` if this schema offers it."""
+        return self._by_name.get(name)
+
+    def parse(self, reply: str | bytes) -> NextAction:
+        """Validate a model's reply and normalise it into a :data:`NextAction`.
+
+        Raises:
+            UnknownToolError: a tool action names a tool this schema does not offer.
+            InvalidActionError: anything else wrong; the message is written for the model.
+        """
+        size = len(reply)
+        if size > self.max_reply_bytes:
+            raise InvalidActionError(
+                f"The reply is {size} bytes; the limit is {self.max_reply_bytes}. "
+                "Reply with one short JSON object."
+            )
+        text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+        if not text.strip():
+            raise InvalidActionError("The reply was empty. Reply with one JSON object.")
+        fenced = _FENCE.match(text)
+        if fenced:
+            text = fenced.group(1)
+        try:
+            parsed = self._adapter.validate_json(text)
+        except ValidationError as exc:
+            raise self._explain(text, exc) from exc
+        return self._normalise(parsed)
+
+    def _normalise(self, parsed: BaseModel) -> NextAction:
+        if isinstance(parsed, PlanAction | FinishAction):
+            return parsed
+        tool_name: str = getattr(parsed, "tool")  # noqa: B009  # variant classes are built at run time
+        thought: str = getattr(parsed, "thought")  # noqa: B009
+        if self.form == "generic":
+            raw: str = getattr(parsed, "args_json")  # noqa: B009
+            args_model = self._by_name[tool_name].args_model
+            try:
+                args = args_model.model_validate_json(raw)
+            except ValidationError as exc:
+                raise InvalidActionError(
+                    f"args_json for tool {tool_name!r} is invalid: {_describe(exc)}"
+                ) from exc
+        else:
+            args = getattr(parsed, "args")  # noqa: B009
+        assert isinstance(args, BaseModel)
+        return ToolAction(thought=thought, tool=tool_name, args=args.model_dump(mode="json"))
+
+    def _explain(self, text: str, exc: ValidationError) -> InvalidActionError:
+        """Turn a validation failure into a message the model can act on."""
+        first = exc.errors(include_url=False)[0]
+        if first["type"] == "json_invalid":
+            return InvalidActionError(
+                f"The reply is not valid JSON ({first['msg']}). Reply with exactly one JSON object."
+            )
+        try:
+            loose = _NEXT_ACTION.validate_json(text)
+        except ValidationError:
+            loose = None
+        offered = ", ".join(self.offered_types)
+        if isinstance(loose, ToolAction) and "tool" not in self.offered_types:
+            return InvalidActionError(
+                f"A tool action is not allowed at this step; allowed action types: {offered}."
+            )
+        if isinstance(loose, PlanAction) and "plan" not in self.offered_types:
+            return InvalidActionError(
+                f"A plan action is not allowed at this step; allowed action types: {offered}."
+            )
+        if isinstance(loose, ToolAction) and loose.tool not in self._by_name:
+            names = ", ".join(self.tool_names) or "(none)"
+            return UnknownToolError(
+                f"Unknown tool {loose.tool!r}. Tools you can call: {names}.", tool=loose.tool
+            )
+        return InvalidActionError(
+            f"The reply does not match the action schema: {_describe(exc)}. "
+            f"Allowed action types: {offered}."
+        )
+
+
+def compile_action_schema(
+    tools: Sequence[ToolSpec],
+    *,
+    finish_only: bool = False,
+    allow_plan: bool = True,
+    form: SchemaForm = "typed",
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+) -> ActionSchema:
+    """Compile the action union for one step.
+
+    Args:
+        tools: the tools in scope (order is kept, so the schema is stable across steps).
+        finish_only: offer only ``finish`` (graceful end of a budget).
+        allow_plan: offer ``plan``.
+        form: ``typed`` (one variant per tool) or ``generic`` (``args_json`` string).
+        max_reply_bytes: size cap applied before parsing.
+
+    Returns:
+        An :class:`ActionSchema`; building its validator is lazy and happens once.
+    """
+    if form not in ("typed", "generic"):
+        raise ConfigurationError(f"Invalid schema form {form!r}. Valid forms: 'typed', 'generic'.")
+    return ActionSchema(
+        tools=tuple(tools),
+        finish_only=finish_only,
+        allow_plan=allow_plan,
+        form=form,
+        max_reply_bytes=max_reply_bytes,
+    )
+
+
+def parse_loose_tool_action(reply: str) -> ToolAction | None:
+    """Read a reply as a tool action of any tool name, or ``None``.
+
+    For classifying a reply the per-step schema refused: a real tool outside the offered set
+    is a governance matter (refused with a reason), not a malformed reply.
+    """
+    try:
+        action = _NEXT_ACTION.validate_json(reply)
+    except ValidationError:
+        return None
+    return action if isinstance(action, ToolAction) else None
+
+
+def dump_action(action: NextAction) -> str:
+    """Canonical compact JSON of an action (as rendered back to models and hashed)."""
+    return action.model_dump_json()
+
+
+def canonical_json(value: object) -> str:
+    """Compact JSON with sorted keys: the form argument hashes are computed over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,70 @@
+"""What the contract needs to know about a tool: a name, a description, an argument model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._actions import Effect
+from .errors import ToolDefinitionError
+
+__all__ = ["TOOL_NAME_PATTERN", "ToolSpec"]
+
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+"""Tool names: a letter or underscore first, then letters, digits, ``_``, ``.`` or ``-``;
+at most 64 characters (the strictest provider limit)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ToolSpec:
+    """The provider-neutral description of one tool, as the contract compiles it.
+
+    Attributes:
+        name: the name the model uses to call the tool.
+        description: what the tool does and when to use it (sent to the model).
+        args_model: a pydantic model of the arguments; validation uses it.
+        effect: ``read``, ``write`` or ``destructive``.
+        idempotent: whether running the tool twice with the same arguments is harmless.
+    """
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    effect: Effect = "read"
+    idempotent: bool = field(default=True)
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME_PATTERN.match(self.name):
+            raise ToolDefinitionError(
+                f"Invalid tool name {self.name!r}: use letters, digits, '_', '.' or '-', "
+                "start with a letter or '_', at most 64 characters."
+            )
+        if self.effect not in ("read", "write", "destructive"):
+            raise ToolDefinitionError(
+                f"Invalid effect {self.effect!r} for tool {self.name!r}. "
+                "Valid effects: 'read', 'write', 'destructive'."
+            )
+
+    @cached_property
+    def args_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments."""
+        return self.args_model.model_json_schema()
+
+    @cached_property
+    def manifest_hash(self) -> str:
+        """A hash of what the model and the dispatcher see: name, schema, effect, idempotency."""
+        doc = {
+            "name": self.name,
+            "description": self.description,
+            "schema": self.args_schema,
+            "effect": self.effect,
+            "idempotent": self.idempotent,
+        }
+        blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]

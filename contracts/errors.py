@@ -1,0 +1,144 @@
+"""Every error agentcore raises, in one tree.
+
+The tree lives in the lowest layer (``agentcore.contracts`` imports only pydantic) so that
+contracts, adapters and the core all raise from one root. ``agentcore.errors`` re-exports it.
+
+::
+
+    AgentcoreError
+    ├── ConfigurationError          a setting, tool or argument the caller must fix
+    │   └── ToolDefinitionError     a decorated function cannot become a tool
+    ├── InvalidActionError          model output that is not one valid next action
+    │   └── UnknownToolError        an action naming a tool that is not offered
+    ├── ModelError                  the model could not be asked (raised by adapters)
+    │   ├── ModelRefusedError       the provider refused to answer
+    │   ├── ModelTruncatedError     the reply was cut off (length / max tokens)
+    │   └── ScriptExhaustedError    a ScriptedModel ran out of scripted replies
+    ├── RunError                    an operation on a run that cannot be done
+    │   ├── RunNotFoundError        no run with that id in the store
+    │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
+    │   └── ConfirmationMismatchError      an approval bound to another step or arguments
+    └── StoreError                  the transcript store failed or holds bad data
+        ├── SeqConflictError        another writer appended first (conditional append lost)
+        └── StoreCorruptedError     an event or file that cannot be decoded
+
+Every error carries a message that says what happened and what to do about it; wrappers
+keep the underlying error as ``__cause__`` (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentcoreError",
+    "ConfigurationError",
+    "ConfirmationMismatchError",
+    "InvalidActionError",
+    "ModelError",
+    "ModelRefusedError",
+    "ModelTruncatedError",
+    "NotAwaitingConfirmationError",
+    "RunError",
+    "RunNotFoundError",
+    "ScriptExhaustedError",
+    "SeqConflictError",
+    "StoreCorruptedError",
+    "StoreError",
+    "ToolDefinitionError",
+    "UnknownToolError",
+]
+
+
+class AgentcoreError(Exception):
+    """Root of every error agentcore raises."""
+
+
+class ConfigurationError(AgentcoreError):
+    """A setting, tool or argument that the caller must fix before anything runs."""
+
+
+class ToolDefinitionError(ConfigurationError):
+    """A decorated function cannot be turned into a tool (bad signature or type hints)."""
+
+
+class InvalidActionError(AgentcoreError):
+    """Model output that is not exactly one valid next action.
+
+    The message is written for the model: the runner sends it back in a re-ask.
+    """
+
+
+class UnknownToolError(InvalidActionError):
+    """A tool action naming a tool that the compiled schema does not offer.
+
+    Attributes:
+        tool: the name the model used.
+    """
+
+    def __init__(self, message: str, *, tool: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+class ModelError(AgentcoreError):
+    """The model could not be asked or did not answer usefully.
+
+    Attributes:
+        retryable: whether asking the next model in the route (or again later) may help.
+        model: the model route entry that failed.
+        attempts: how many requests were made before giving up.
+        input_tokens, output_tokens: tokens the failed attempts consumed (counted in budgets).
+    """
+
+    retryable: bool = True
+
+    def __init__(self, message: str, *, model: str | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.model = model
+        self.attempts = attempts
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+
+class ModelRefusedError(ModelError):
+    """The provider refused to produce an answer (a safety refusal)."""
+
+
+class ModelTruncatedError(ModelError):
+    """The reply was cut off before the action was complete; nothing partial is executed."""
+
+
+class ScriptExhaustedError(ModelError):
+    """A ScriptedModel was asked for more replies than it was given."""
+
+    retryable = False
+
+
+class RunError(AgentcoreError):
+    """An operation on a run that cannot be done in the run's current state."""
+
+
+class RunNotFoundError(RunError):
+    """No run with that id exists in the store."""
+
+
+class NotAwaitingConfirmationError(RunError):
+    """confirm() was called on a run that is not waiting for a person."""
+
+
+class ConfirmationMismatchError(RunError):
+    """An approval names a step, tool or arguments other than the ones waiting."""
+
+
+class StoreError(AgentcoreError):
+    """The transcript store failed, or holds data that cannot be used."""
+
+
+class SeqConflictError(StoreError):
+    """A conditional append lost: the run's transcript is not at the expected sequence number.
+
+    Another writer advanced the run first. Nothing was written by this call.
+    """
+
+
+class StoreCorruptedError(StoreError):
+    """A stored event or the store file cannot be decoded. Nothing is guessed or recreated."""

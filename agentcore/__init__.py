@@ -1,0 +1,30 @@
+"""agentcore: tool-using agents on one structured next-action contract.
+
+Every step asks a model for one action (``plan | tool | finish``); a dispatcher enforces
+scope, plan-before-writes, confirmation of destructive tools and budgets; an append-only
+transcript is the only state, so runs resume after a crash and move between providers.
+"""
+
+from ._runner import ContextProvider, ContextRequest
+from ._state import PendingCall, RunResult, RunStatus, RunUsage
+from .agent import Agent, ModelSpec
+from .policy import Budget, Policy
+from .tools import Tool, ToolContext, tool
+
+__all__ = [
+    "Agent",
+    "Budget",
+    "ContextProvider",
+    "ContextRequest",
+    "ModelSpec",
+    "PendingCall",
+    "Policy",
+    "RunResult",
+    "RunStatus",
+    "RunUsage",
+    "Tool",
+    "ToolContext",
+    "tool",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,69 @@
+"""The dispatcher: one decision path for every action, whatever model proposed it.
+
+Order: scope gate -> tool budgets -> plan before writes -> destructive stop -> execute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._state import RunState
+from .contracts import FinishAction, NextAction, PlanAction, ToolAction
+from .events import Verdict
+from .tools import Tool
+
+__all__ = ["Ruling", "decide"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """A verdict and the reason the model (and the audit log) will read."""
+
+    verdict: Verdict
+    reason: str | None = None
+
+
+def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ruling:
+    """Decide what happens to ``action`` in the run described by ``state``."""
+    match action:
+        case FinishAction():
+            return Ruling("execute")
+        case PlanAction():
+            if state.policy.confirm_plans:
+                return Ruling("needs_confirmation", "plans wait for a person's approval")
+            return Ruling("execute", "approved by policy")
+        case ToolAction():
+            return _decide_tool(state, action, tools)
+
+
+def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool]) -> Ruling:
+    name = action.tool
+    in_scope = ", ".join(state.scope) or "(none)"
+    tool = tools.get(name)
+    if name not in state.scope or tool is None:
+        return Ruling(
+            "deny",
+            f"tool {name!r} is not in this run's scope. Tools in scope: {in_scope}.",
+        )
+    budget = state.budget
+    if budget.max_tool_calls is not None and state.tool_calls >= budget.max_tool_calls:
+        return Ruling(
+            "deny",
+            f"the tool-call budget ({budget.max_tool_calls}) is used up; finish with what you have.",
+        )
+    cap = budget.max_calls_per_tool.get(name)
+    if cap is not None and state.per_tool[name] >= cap:
+        return Ruling(
+            "deny", f"tool {name!r} may be called {cap} time(s) in this run and was; use another way."
+        )
+    effect = tool.spec.effect
+    if effect != "read" and state.policy.plan_before_writes and not state.plan_approved:
+        return Ruling(
+            "needs_plan",
+            f"tool {name!r} changes things (effect {effect}); propose a plan with a plan action "
+            "first. It can run once a plan is approved.",
+        )
+    if effect == "destructive":
+        return Ruling("needs_confirmation", f"tool {name!r} is destructive: a person must approve it")
+    return Ruling("execute")

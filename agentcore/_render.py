@@ -1,0 +1,149 @@
+"""Render transcript events into the provider-neutral messages a model sees.
+
+Rendering is a pure function of the events, so a resumed, replayed or re-routed run shows
+any model exactly the same conversation. It is incremental (each event is rendered once)
+and lazy (nothing is rendered until an adapter reads the messages).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from .adapters import Message
+from .contracts import NextAction, PlanAction, dump_action
+from .events import (
+    ActionProposed,
+    Confirmation,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+
+__all__ = ["MessageView", "Renderer", "render_observation"]
+
+_INVALID_HINT = "Reply again with exactly one JSON object that matches the schema."
+
+
+def render_observation(value: object, limit: int) -> str:
+    """A tool result as the model sees it: compact JSON, cut at ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        return f"{text[:limit]}... [cut: {len(text) - limit} more characters]"
+    return text
+
+
+class Renderer:
+    """Turns events into messages, once each, in order."""
+
+    def __init__(self, max_observation_chars: int) -> None:
+        self.messages: list[Message] = []
+        self._rendered = 0
+        self._limit = max_observation_chars
+        self._last: NextAction | None = None
+
+    def render(self, events: Sequence[Event], upto: int) -> int:
+        """Render ``events[:upto]`` (continuing where the last call stopped).
+
+        Returns:
+            How many messages those events render to.
+        """
+        for ev in events[self._rendered : upto]:
+            self._render_one(ev)
+        self._rendered = max(self._rendered, upto)
+        return len(self.messages)
+
+    def _user(self, text: str) -> None:
+        self.messages.append(Message("user", text))
+
+    def _render_one(self, ev: Event) -> None:
+        match ev:
+            case RunStarted():
+                self._user(f"Task: {ev.task}")
+            case ContextAdded():
+                self._user(f"Context from {ev.source}:\n{ev.content}")
+            case ModelCalled(outcome="invalid"):
+                self.messages.append(Message("assistant", ev.reply or ""))
+                self._user(f"That reply is not a valid action: {ev.error}\n{_INVALID_HINT}")
+            case ModelCalled():
+                pass
+            case ActionProposed():
+                self._last = ev.action
+                self.messages.append(Message("assistant", dump_action(ev.action)))
+            case Decision():
+                self._render_decision(ev)
+            case Confirmation():
+                if ev.approved:
+                    edited = " with edited arguments" if ev.args is not None else ""
+                    self._user(f"[{ev.call_id}] Approved by {ev.by}{edited}.")
+                else:
+                    why = f": {ev.reason}" if ev.reason else "."
+                    self._user(f"[{ev.call_id}] Denied by {ev.by}{why} Do not repeat this call.")
+            case ToolStarted() | RunResumed() | RunFinished():
+                pass
+            case ToolFinished():
+                if ev.ok:
+                    body = render_observation(ev.result, self._limit)
+                    self._user(f"[{ev.call_id}] {ev.tool} returned: {body}")
+                else:
+                    self._user(f"[{ev.call_id}] {ev.tool} failed: {ev.error}")
+
+    def _render_decision(self, ev: Decision) -> None:
+        match ev.verdict:
+            case "execute":
+                if isinstance(self._last, PlanAction):
+                    self._user(f"[{ev.call_id}] Plan approved. Go ahead with it.")
+            case "needs_confirmation":
+                return
+            case "deny":
+                self._user(f"[{ev.call_id}] Refused: {ev.reason}")
+            case "needs_plan":
+                self._user(f"[{ev.call_id}] Not run: {ev.reason}")
+
+
+class MessageView(Sequence[Message]):
+    """The messages of one request: the rendered transcript up to a point, plus a note.
+
+    Creating a view costs nothing; the transcript is rendered when the view is first read.
+    """
+
+    __slots__ = ("_events", "_items", "_renderer", "_tail", "_upto")
+
+    def __init__(
+        self, renderer: Renderer, events: Sequence[Event], upto: int, tail: Message | None
+    ) -> None:
+        self._renderer = renderer
+        self._events = events
+        self._upto = upto
+        self._tail = tail
+        self._items: tuple[Message, ...] | None = None
+
+    def _all(self) -> tuple[Message, ...]:
+        if self._items is None:
+            n = self._renderer.render(self._events, self._upto)
+            head = tuple(self._renderer.messages[:n])
+            self._items = head if self._tail is None else (*head, self._tail)
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._all())
+
+    def __repr__(self) -> str:
+        return f"MessageView({list(self._all())!r})"

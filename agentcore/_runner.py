@@ -1,0 +1,417 @@
+"""The loop: build context, ask for an action, decide, act, record. Repeat.
+
+A :class:`Driver` advances one run from whatever its transcript says. Starting, resuming,
+confirming and recovering from a crash are the same code path: the state is a fold of the
+events, and :meth:`Driver.advance` looks at the state to see what comes next.
+
+Durability: events are batched and written at durability points. ``tool_started`` (with
+everything before it) is durable before a tool runs; a non-idempotent tool's
+``tool_finished`` is durable before anything else happens; everything is durable when the
+driver returns. An idempotent tool's result may wait for the next batch: if the process
+dies first, the tool runs again with the same idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._dispatch import decide
+from ._log import get_logger
+from ._render import MessageView, Renderer
+from ._state import OpenCall, RunState, RunStatus
+from .adapters import Completion, CompletionRequest, Message, ModelAdapter
+from .contracts import (
+    ActionSchema,
+    ContractDocument,
+    FinishAction,
+    PlanAction,
+    ToolAction,
+    ToolSpec,
+    compile_action_schema,
+)
+from .contracts._schema import parse_loose_tool_action
+from .contracts.errors import ModelError, UnknownToolError
+from .events import (
+    ActionProposed,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    RunFinished,
+    ToolFinished,
+    ToolStarted,
+)
+from .stores import TranscriptStore
+from .tools import Tool, ToolContext
+
+__all__ = ["ContextProvider", "ContextRequest", "Driver", "RunSetup"]
+
+_REPLY_CAP = 4_000  # characters of an invalid reply kept for the re-ask
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRequest:
+    """What a context provider is told about the step it contributes to."""
+
+    run_id: str
+    task: str
+    step: int
+    scope: tuple[str, ...]
+
+
+ContextProvider = Callable[[ContextRequest], "str | None | Awaitable[str | None]"]
+"""A callable (sync or async) returning extra context for a step, or ``None`` for nothing.
+What it returns is recorded, so replays do not call it again."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    """What a driver needs from its agent: tools, contract, route, providers, store."""
+
+    tools: Mapping[str, Tool]
+    contract: ContractDocument
+    instructions: str | None
+    route: Sequence[ModelAdapter]
+    context_providers: Sequence[ContextProvider]
+    store: TranscriptStore
+    schema_cache: dict[tuple[object, ...], ActionSchema]
+    system_cache: dict[tuple[str, ...], str]
+
+
+class Driver:
+    """Advances one run. Create one per ``run``/``resume``/``confirm`` call."""
+
+    def __init__(self, setup: RunSetup, state: RunState, events: list[Event]) -> None:
+        self.setup = setup
+        self.state = state
+        self.events = events
+        self.pending: list[Event] = []
+        self.renderer = Renderer(state.policy.max_observation_chars)
+        self.log = get_logger().bind(run_id=state.run_id)
+
+    # -- recording ------------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Fold ``event`` into the state and queue it for the next flush."""
+        self.state.apply(event)
+        self.events.append(event)
+        self.pending.append(event)
+
+    def _seq(self) -> dict[str, Any]:  # Any: common event fields
+        return {"run_id": self.state.run_id, "seq": self.state.next_seq, "at": time.time()}
+
+    async def flush(self) -> None:
+        """Write queued events in one conditional append."""
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        await self.setup.store.append(self.state.run_id, batch[0].seq, batch)
+
+    def finish(self, status: RunStatus, *, answer: str | None = None, reason: str | None = None) -> None:
+        """Record that the run stopped."""
+        self.record(RunFinished(**self._seq(), status=status.value, answer=answer, reason=reason))
+        self.log.info("run_stopped", status=status.value, reason=reason)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def advance(self) -> None:
+        """Advance until the run completes, stops or waits for a person; then flush."""
+        st = self.state
+        try:
+            while st.status is RunStatus.RUNNING:
+                call = st.call
+                if call is not None and not call.settled:
+                    await self._continue(call)
+                elif stop := self._stop_reason():
+                    status, reason = stop
+                    self.finish(status, reason=reason)
+                else:
+                    await self._ask()
+        except asyncio.CancelledError:
+            # Task cancellation (a shutdown, a caller's timeout) is not a decision about the
+            # run: keep what was recorded and leave it resumable. Agent.cancel() ends a run.
+            await asyncio.shield(self.flush())
+            raise
+        await self.flush()
+
+    def _stop_reason(self) -> tuple[RunStatus, str] | None:
+        st, budget = self.state, self.state.budget
+        call = st.call
+        if call is not None and isinstance(call.action, ToolAction):
+            key = st.failure_key(call)
+            if st.failures[key] >= st.policy.max_repeated_failures:
+                return (
+                    RunStatus.FAILED,
+                    f"the same call {call.action.tool}({_short(call.run_args())}) failed or was "
+                    f"refused {st.failures[key]} times; stopping instead of repeating it",
+                )
+        if budget.max_steps is not None and st.steps >= budget.max_steps:
+            return RunStatus.BUDGET_EXHAUSTED, f"step budget of {budget.max_steps} used up"
+        if budget.max_tokens is not None and st.usage.total_tokens >= budget.max_tokens:
+            return (
+                RunStatus.BUDGET_EXHAUSTED,
+                f"token budget of {budget.max_tokens} used up ({st.usage.total_tokens} used)",
+            )
+        if budget.max_cost is not None and (st.usage.cost or 0.0) >= budget.max_cost:
+            return RunStatus.BUDGET_EXHAUSTED, f"cost budget of ${budget.max_cost:g} used up"
+        if budget.deadline is not None and time.time() >= budget.deadline:
+            return RunStatus.BUDGET_EXHAUSTED, "the run's deadline has passed"
+        return None
+
+    # -- asking the model -------------------------------------------------------------------
+
+    def _schema(self) -> ActionSchema:
+        st, budget = self.state, self.state.budget
+        steps_left = None if budget.max_steps is None else budget.max_steps - st.steps
+        tokens_left = None if budget.max_tokens is None else budget.max_tokens - st.usage.total_tokens
+        finish_only = (steps_left is not None and steps_left <= 1) or (
+            tokens_left is not None and st.last_call_tokens > 0 and tokens_left < 2 * st.last_call_tokens
+        )
+        names: tuple[str, ...] = ()
+        if budget.max_tool_calls is None or st.tool_calls < budget.max_tool_calls:
+            names = tuple(
+                n for n in st.scope
+                if n in self.setup.tools
+                and (n not in budget.max_calls_per_tool or st.per_tool[n] < budget.max_calls_per_tool[n])
+            )
+        key = (names, finish_only, st.policy.schema_form, st.policy.max_reply_bytes)
+        schema = self.setup.schema_cache.get(key)
+        if schema is None:
+            schema = compile_action_schema(
+                [self.setup.tools[n].spec for n in names],
+                finish_only=finish_only,
+                form=st.policy.schema_form,
+                max_reply_bytes=st.policy.max_reply_bytes,
+            )
+            self.setup.schema_cache[key] = schema
+        return schema
+
+    def _system(self) -> str:
+        scope = self.state.scope
+        text = self.setup.system_cache.get(scope)
+        if text is None:
+            specs: list[ToolSpec] = [self.setup.tools[n].spec for n in scope if n in self.setup.tools]
+            text = self.setup.contract.render_system(specs)
+            if self.setup.instructions:
+                text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
+            self.setup.system_cache[scope] = text
+        return text
+
+    def _status_note(self, schema: ActionSchema) -> Message:
+        st, budget = self.state, self.state.budget
+        step = st.steps + 1
+        parts = [f"Step {step}" + (f" of {budget.max_steps}." if budget.max_steps else ".")]
+        if budget.max_tokens is not None:
+            parts.append(f"Tokens left: {max(0, budget.max_tokens - st.usage.total_tokens)}.")
+        if budget.max_tool_calls is not None:
+            parts.append(f"Tool calls left: {max(0, budget.max_tool_calls - st.tool_calls)}.")
+        if schema.finish_only:
+            parts.append("This is your last step: reply with a finish action.")
+        return Message("user", " ".join(parts))
+
+    async def _gather_context(self, step: int) -> None:
+        st = self.state
+        for provider in self.setup.context_providers:
+            value = provider(ContextRequest(st.run_id, st.task, step, st.scope))
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                source = getattr(provider, "__name__", type(provider).__name__)
+                self.record(ContextAdded(**self._seq(), step=step, source=source, content=value))
+
+    async def _ask(self) -> None:
+        st = self.state
+        step = st.steps + 1
+        if st.reasks == 0 and self.setup.context_providers and not self._context_recorded(step):
+            await self._gather_context(step)
+        while True:
+            schema = self._schema()
+            request = CompletionRequest(
+                schema=schema,
+                system=self._system(),
+                messages=MessageView(self.renderer, self.events, len(self.events), self._status_note(schema)),
+                run_id=st.run_id,
+                step=step,
+                deadline=st.budget.deadline,
+            )
+            completion = await self._complete(request)
+            if completion is None:
+                return
+            if completion.action is not None:
+                self._model_called(step, completion, "ok")
+                self.record(ActionProposed(**self._seq(), step=step, call_id=f"c{step}", action=completion.action))
+                self.log.debug("action", step=step, type=completion.action.type)
+                return
+            error = completion.error
+            loose = parse_loose_tool_action(completion.text) if isinstance(error, UnknownToolError) else None
+            if loose is not None and loose.tool in self.setup.tools:
+                # A real tool the schema does not offer at this step (out of scope or over its
+                # budget): a decision, not a malformed reply. The dispatcher refuses it.
+                self._model_called(step, completion, "ok")
+                self.record(ActionProposed(**self._seq(), step=step, call_id=f"c{step}", action=loose))
+                return
+            self._model_called(step, completion, "invalid")
+            self.log.info("invalid_reply", step=step, error=str(error))
+            if st.reasks > st.policy.max_reasks:
+                self.finish(
+                    RunStatus.FAILED,
+                    reason=f"the model gave no valid action in {st.reasks} replies; last error: {error}",
+                )
+                return
+            if stop := self._stop_reason():
+                self.finish(stop[0], reason=stop[1])
+                return
+
+    def _context_recorded(self, step: int) -> bool:
+        for ev in reversed(self.events):
+            if isinstance(ev, ContextAdded) and ev.step == step:
+                return True
+            if isinstance(ev, ActionProposed):
+                return False
+        return False
+
+    def _model_called(self, step: int, c: Completion, outcome: str) -> None:
+        invalid = outcome == "invalid"
+        self.record(
+            ModelCalled(
+                **self._seq(),
+                step=step,
+                model=c.model,
+                outcome="invalid" if invalid else "ok",
+                attempts=c.attempts,
+                input_tokens=c.usage.input_tokens,
+                output_tokens=c.usage.output_tokens,
+                cached_input_tokens=c.usage.cached_input_tokens,
+                cost=c.usage.cost,
+                latency_ms=round(c.latency_ms, 3),
+                finish_reason=c.finish_reason,
+                response_id=c.response_id,
+                reply=c.text[:_REPLY_CAP] if invalid else None,
+                error=str(c.error) if invalid and c.error else None,
+            )
+        )
+
+    async def _complete(self, request: CompletionRequest) -> Completion | None:
+        """Ask each model of the route in turn until one answers."""
+        errors: list[str] = []
+        for adapter in self.setup.route:
+            try:
+                return await adapter.complete_structured(request)
+            except ModelError as exc:
+                failure, tokens, retryable = exc, (exc.input_tokens, exc.output_tokens), exc.retryable
+            except Exception as exc:  # an adapter bug must not lose the run: record it
+                failure, tokens, retryable = exc, (0, 0), True
+            name = getattr(adapter, "name", type(adapter).__name__)
+            message = f"{type(failure).__name__}: {failure}"
+            errors.append(f"{name}: {message}")
+            self.record(
+                ModelCalled(
+                    **self._seq(),
+                    step=request.step,
+                    model=name,
+                    outcome="error",
+                    attempts=getattr(failure, "attempts", 1),
+                    input_tokens=tokens[0],
+                    output_tokens=tokens[1],
+                    error=message,
+                )
+            )
+            self.log.warning("model_failed", model=name, error=message)
+            if not retryable:
+                break
+        self.finish(RunStatus.FAILED, reason="no model in the route answered: " + "; ".join(errors))
+        return None
+
+    # -- deciding and acting ----------------------------------------------------------------
+
+    async def _continue(self, call: OpenCall) -> None:
+        st = self.state
+        if call.decision is None:
+            ruling = decide(st, call.action, self.setup.tools)
+            self.record(
+                Decision(**self._seq(), step=call.step, call_id=call.call_id, verdict=ruling.verdict, reason=ruling.reason)
+            )
+            if ruling.verdict == "needs_confirmation":
+                self.finish(RunStatus.AWAITING_CONFIRMATION, reason=ruling.reason)
+            return
+        if call.decision.verdict == "needs_confirmation" and call.confirmation is None:
+            self.finish(RunStatus.AWAITING_CONFIRMATION, reason=call.decision.reason)
+            return
+        match call.action:
+            case FinishAction(answer=answer):
+                self.finish(RunStatus.COMPLETED, answer=answer)
+            case PlanAction():  # settled once decided or confirmed; never reached
+                return
+            case ToolAction():
+                if call.started is None:
+                    await self._run_tool(call)
+                else:
+                    await self._recover(call)
+
+    async def _run_tool(self, call: OpenCall) -> None:
+        assert isinstance(call.action, ToolAction)
+        tool = self.setup.tools[call.action.tool]
+        args = call.run_args()
+        key = f"{self.state.run_id}:{call.step}"
+        self.record(
+            ToolStarted(**self._seq(), step=call.step, call_id=call.call_id, tool=tool.name, args=args, idempotency_key=key)
+        )
+        await self.flush()  # write-ahead: the intent is durable before the side effect
+        ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
+        outcome = await tool.run(args, ctx)
+        self.record(
+            ToolFinished(
+                **self._seq(),
+                step=call.step,
+                call_id=call.call_id,
+                tool=tool.name,
+                ok=outcome.ok,
+                result=outcome.result,
+                error=outcome.error,
+                duration_ms=round(outcome.duration_ms, 3),
+            )
+        )
+        self.log.debug("tool_finished", step=call.step, tool=tool.name, ok=outcome.ok)
+        if not tool.spec.idempotent:
+            await self.flush()
+
+    async def _recover(self, call: OpenCall) -> None:
+        """A tool was started but its outcome was never recorded (the process died)."""
+        assert isinstance(call.action, ToolAction) and call.started is not None
+        tool = self.setup.tools[call.action.tool]
+        key = call.started.idempotency_key
+        if tool.spec.idempotent:
+            await self._run_tool(call)
+            return
+        if tool.reconcile is not None:
+            found = tool.reconcile(key)
+            if inspect.isawaitable(found):
+                found = await found
+            if found is not None:
+                self.record(
+                    ToolFinished(
+                        **self._seq(), step=call.step, call_id=call.call_id, tool=tool.name, ok=True, result=found
+                    )
+                )
+                await self.flush()
+            else:
+                await self._run_tool(call)
+            return
+        self.finish(
+            RunStatus.NEEDS_ATTENTION,
+            reason=(
+                f"non-idempotent tool {tool.name!r} was started at step {call.step} with "
+                f"{_short(call.run_args())} but its outcome was not recorded; a person must say "
+                "whether it happened"
+            ),
+        )
+
+
+def _short(args: Mapping[str, object], limit: int = 200) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,309 @@
+"""Run state as a fold over transcript events. Nothing else holds state."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .contracts import FinishAction, NextAction, PlanAction, ToolAction, Usage, canonical_json
+from .events import (
+    ActionProposed,
+    Confirmation,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+from .policy import Budget, Policy
+
+__all__ = ["OpenCall", "PendingCall", "RunResult", "RunState", "RunStatus", "RunUsage", "args_hash"]
+
+
+class RunStatus(StrEnum):
+    """Where a run stands.
+
+    ``completed``, ``failed`` and ``cancelled`` are final (``resume`` returns the result;
+    a failed run can still be resumed by hand). ``awaiting_confirmation`` waits for
+    ``confirm``; ``budget_exhausted`` and ``needs_attention`` wait for ``resume``.
+    ``running`` is a run being advanced, or one whose process died (resume it).
+    """
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    NEEDS_ATTENTION = "needs_attention"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINAL_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})
+
+
+def args_hash(tool: str, args: dict[str, Any]) -> str:  # Any: JSON values
+    """The hash an approval is bound to: tool name plus canonical JSON of the arguments."""
+    blob = canonical_json({"tool": tool, "args": args}).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class RunUsage:
+    """What a run has consumed so far."""
+
+    steps: int = 0
+    tool_calls: int = 0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """An action waiting for a person (``RunResult.pending``).
+
+    Attributes:
+        step, call_id: where it stands in the transcript; an approval is bound to them.
+        kind: ``tool`` or ``plan``.
+        tool, args, effect: the call that will run exactly as shown when approved.
+        args_hash: hash of tool and arguments; pass it to ``confirm`` to bind the approval.
+        thought: the model's stated reason.
+        plan_steps: the proposed steps, for a plan.
+    """
+
+    step: int
+    call_id: str
+    kind: str
+    thought: str
+    tool: str | None = None
+    args: dict[str, Any] | None = None  # Any: JSON values
+    effect: str | None = None
+    args_hash: str | None = None
+    plan_steps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """The state of a run after ``run``, ``confirm`` or ``resume`` returned.
+
+    Attributes:
+        run_id: the run's id.
+        status: see :class:`RunStatus`.
+        answer: the final answer when ``completed``.
+        reason: why the run stopped, when it did not complete.
+        pending: the call waiting for confirmation, when ``awaiting_confirmation``.
+        usage: steps, tool calls, model calls, tokens and cost so far.
+    """
+
+    run_id: str
+    status: RunStatus
+    answer: str | None
+    reason: str | None
+    pending: PendingCall | None
+    usage: RunUsage
+
+
+@dataclass(slots=True)
+class OpenCall:
+    """The most recent action and how far it got."""
+
+    step: int
+    call_id: str
+    action: NextAction
+    decision: Decision | None = None
+    confirmation: Confirmation | None = None
+    started: ToolStarted | None = None
+    finished: ToolFinished | None = None
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more will happen for this call; the next step may begin."""
+        d = self.decision
+        if d is None:
+            return False
+        if d.verdict in ("deny", "needs_plan"):
+            return True
+        if d.verdict == "needs_confirmation" and self.confirmation is None:
+            return False
+        if self.confirmation is not None and not self.confirmation.approved:
+            return True
+        match self.action:
+            case ToolAction():
+                return self.finished is not None
+            case PlanAction():
+                return True
+            case FinishAction():  # settled only by the run_finished that follows it
+                return False
+
+    def run_args(self) -> dict[str, Any]:  # Any: JSON values
+        """The arguments that run: edited ones from an approval, else the proposed ones."""
+        if self.confirmation is not None and self.confirmation.args is not None:
+            return dict(self.confirmation.args)
+        assert isinstance(self.action, ToolAction)
+        return dict(self.action.args)
+
+
+@dataclass(slots=True)
+class RunState:
+    """The fold of a run's events. Apply events in ``seq`` order with :meth:`apply`."""
+
+    run_id: str
+    task: str = ""
+    scope: tuple[str, ...] = ()
+    budget: Budget = field(default_factory=Budget)
+    policy: Policy = field(default_factory=Policy)
+    route: tuple[str, ...] = ()
+    contract: dict[str, str] = field(default_factory=dict[str, str])
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    status: RunStatus = RunStatus.RUNNING
+    answer: str | None = None
+    reason: str | None = None
+    steps: int = 0
+    tool_calls: int = 0
+    per_tool: Counter[str] = field(default_factory=Counter[str])
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+    last_call_tokens: int = 0
+    plan_approved: bool = False
+    call: OpenCall | None = None
+    reasks: int = 0
+    failures: Counter[str] = field(default_factory=Counter[str])
+    next_seq: int = 0
+    started_at: float = 0.0
+    updated_at: float = 0.0
+
+    def apply(self, event: Event) -> None:
+        """Fold one event into the state (events must arrive in ``seq`` order)."""
+        if event.seq != self.next_seq:
+            raise ValueError(f"event seq {event.seq} applied at expected seq {self.next_seq}")
+        self.next_seq += 1
+        self.updated_at = event.at
+        match event:
+            case RunStarted():
+                self.task = event.task
+                self.scope = tuple(event.scope)
+                self.budget = Budget.from_json(event.budget)
+                self.policy = Policy.from_json(event.policy)
+                self.route = tuple(event.route)
+                self.contract = dict(event.contract)
+                self.tools = {k: dict(v) for k, v in event.tools.items()}
+                self.started_at = event.at
+            case ContextAdded():
+                pass
+            case ModelCalled():
+                self.model_calls += 1
+                self.usage = self.usage + Usage(
+                    event.input_tokens, event.output_tokens, event.cached_input_tokens, event.cost
+                )
+                self.last_call_tokens = event.input_tokens + event.output_tokens
+                if event.outcome == "invalid":
+                    self.reasks += 1
+            case ActionProposed():
+                self.steps += 1
+                self.reasks = 0
+                self.call = OpenCall(event.step, event.call_id, event.action)
+            case Decision():
+                call = self._call(event.call_id)
+                call.decision = event
+                if event.verdict == "execute" and isinstance(call.action, PlanAction):
+                    self.plan_approved = True
+                if event.verdict in ("deny", "needs_plan") and isinstance(call.action, ToolAction):
+                    self.failures[self.failure_key(call)] += 1
+            case Confirmation():
+                call = self._call(event.call_id)
+                call.confirmation = event
+                self.status = RunStatus.RUNNING
+                self.reason = None
+                if event.approved and isinstance(call.action, PlanAction):
+                    self.plan_approved = True
+                if not event.approved and isinstance(call.action, ToolAction):
+                    self.failures[self.failure_key(call)] += 1
+            case ToolStarted():
+                call = self._call(event.call_id)
+                if call.started is None:
+                    self.tool_calls += 1
+                    self.per_tool[event.tool] += 1
+                call.started = event
+                call.finished = None
+            case ToolFinished():
+                call = self._call(event.call_id)
+                call.finished = event
+                if not event.ok:
+                    self.failures[self.failure_key(call)] += 1
+            case RunResumed():
+                if event.budget is not None:
+                    self.budget = Budget.from_json(event.budget)
+                self.status = RunStatus.RUNNING
+                self.reason = None
+            case RunFinished():
+                self.status = RunStatus(event.status)
+                self.answer = event.answer
+                self.reason = event.reason
+
+    def _call(self, call_id: str) -> OpenCall:
+        if self.call is None or self.call.call_id != call_id:
+            raise ValueError(f"event for call {call_id!r} which is not the open call")
+        return self.call
+
+    @staticmethod
+    def failure_key(call: OpenCall) -> str:
+        """Identity of a call for repeated-failure detection: tool plus argument hash."""
+        assert isinstance(call.action, ToolAction)
+        return args_hash(call.action.tool, call.run_args())
+
+    def run_usage(self) -> RunUsage:
+        """Consumption so far."""
+        u = self.usage
+        return RunUsage(
+            steps=self.steps,
+            tool_calls=self.tool_calls,
+            model_calls=self.model_calls,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cached_input_tokens=u.cached_input_tokens,
+            cost=u.cost,
+        )
+
+    def pending(self) -> PendingCall | None:
+        """The call waiting for a person, if the run is waiting for one."""
+        call = self.call
+        if (
+            self.status is not RunStatus.AWAITING_CONFIRMATION
+            or call is None
+            or call.decision is None
+            or call.decision.verdict != "needs_confirmation"
+            or call.confirmation is not None
+        ):
+            return None
+        match call.action:
+            case ToolAction(tool=name, thought=thought):
+                args = call.run_args()
+                effect = self.tools.get(name, {}).get("effect")
+                return PendingCall(
+                    call.step, call.call_id, "tool", thought, name, args,
+                    str(effect) if effect else None, args_hash(name, args),
+                )
+            case PlanAction(thought=thought, steps=steps):
+                return PendingCall(call.step, call.call_id, "plan", thought, plan_steps=tuple(steps))
+            case FinishAction():
+                return None
+
+    def result(self) -> RunResult:
+        """A snapshot for the caller."""
+        return RunResult(
+            self.run_id, self.status, self.answer, self.reason, self.pending(), self.run_usage()
+        )

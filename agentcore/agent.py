@@ -1,0 +1,404 @@
+"""The public entry point: :class:`Agent`."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+import uuid
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from ._runner import ContextProvider, Driver, RunSetup
+from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
+from ._state import args_hash as compute_args_hash
+from .adapters import ModelAdapter, resolve_route
+from .contracts import ActionSchema, ContractDocument, WorkedExample, load_contract
+from .contracts.errors import (
+    ConfigurationError,
+    ConfirmationMismatchError,
+    ContractLintError,
+    NotAwaitingConfirmationError,
+    RunNotFoundError,
+    SeqConflictError,
+)
+from .events import Confirmation, Event, RunFinished, RunResumed, RunStarted
+from .policy import Budget, Policy
+from .stores import TranscriptStore, open_store
+from .tools import Tool
+
+__all__ = ["Agent", "ModelSpec"]
+
+T = TypeVar("T")
+ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
+"""A model (``"provider/model"`` or an adapter object) or a route: a list tried in order."""
+
+
+class Agent:
+    """Tools, a model route, a store and a policy: runs tasks step by step.
+
+    Args:
+        tools: ``@tool``-decorated functions.
+        model: an adapter (e.g. ``ScriptedModel([...])``), a ``"provider/model"`` string, or a
+            list of them: a route, where a model failing after its retries hands the step to
+            the next with the same transcript.
+        store: a store URL (``"sqlite:///runs.db"``, ``"memory://"``) or a store object;
+            default ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
+        policy: governance rules (default: :class:`Policy()`).
+        contract: the contract document, a built-in version such as ``"1"``, or a path.
+        instructions: operator instructions added to the system text.
+        examples: worked examples using this agent's tools (linted against them).
+        context: context providers called before each step; what they return is recorded.
+
+    Example:
+        >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
+        >>> result = await agent.run("Where is order A1?", budget=Budget(max_steps=5))
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        model: ModelSpec,
+        *,
+        store: str | TranscriptStore | None = None,
+        policy: Policy | None = None,
+        contract: ContractDocument | str | None = None,
+        instructions: str | None = None,
+        examples: Sequence[WorkedExample] = (),
+        context: ContextProvider | Sequence[ContextProvider] | None = None,
+    ) -> None:
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise ConfigurationError(
+                    f"{t!r} is not a tool: decorate it with @tool(effect=...) so its effect is "
+                    "explicit."
+                )
+            if t.name in self.tools:
+                raise ConfigurationError(f"Two tools are named {t.name!r}; tool names must be unique.")
+            self.tools[t.name] = t
+        self.route: tuple[ModelAdapter, ...] = resolve_route(model)
+        self.policy = policy or Policy()
+        doc = contract if isinstance(contract, ContractDocument) else load_contract(contract)
+        self.contract = doc.with_examples(examples)
+        problems = self.contract.lint([t.spec for t in self.tools.values()])
+        if problems:
+            raise ContractLintError(problems)
+        self.instructions = instructions
+        if context is None:
+            self._context: tuple[ContextProvider, ...] = ()
+        elif callable(context):
+            self._context = (context,)
+        else:
+            self._context = tuple(context)
+        self._store_arg = store
+        self._store: TranscriptStore | None = store if not isinstance(store, str | None) else None
+        self._schema_cache: dict[tuple[object, ...], ActionSchema] = {}
+        self._system_cache: dict[tuple[str, ...], str] = {}
+
+    def configured(self, *, model: ModelSpec | None = None, store: str | None = None) -> Agent:
+        """A copy of this agent with another model route and/or store URL."""
+        clone = copy.copy(self)
+        if model is not None:
+            clone.route = resolve_route(model)
+        if store is not None:
+            clone._store_arg = store
+            clone._store = None
+        clone._schema_cache = {}
+        clone._system_cache = {}
+        return clone
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    @property
+    def store(self) -> TranscriptStore:
+        """The transcript store (opened on first use)."""
+        if self._store is None:
+            self._store = open_store(self._store_arg if isinstance(self._store_arg, str) else None)
+        return self._store
+
+    def _setup(self) -> RunSetup:
+        return RunSetup(
+            tools=self.tools,
+            contract=self.contract,
+            instructions=self.instructions,
+            route=self.route,
+            context_providers=self._context,
+            store=self.store,
+            schema_cache=self._schema_cache,
+            system_cache=self._system_cache,
+        )
+
+    def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:
+        """Tool names selected by ``scope`` (names or labels; ``None``: every tool).
+
+        Raises:
+            ConfigurationError: an entry is neither a tool name nor a label.
+        """
+        if scope is None:
+            return tuple(self.tools)
+        if isinstance(scope, str):
+            raise ConfigurationError("scope is a list of tool names or labels, not one string.")
+        chosen: dict[str, None] = {}
+        for entry in scope:
+            if entry in self.tools:
+                chosen[entry] = None
+                continue
+            labelled = [n for n, t in self.tools.items() if entry in t.labels]
+            if not labelled:
+                labels = sorted({lb for t in self.tools.values() for lb in t.labels})
+                raise ConfigurationError(
+                    f"Scope entry {entry!r} is neither a tool nor a label. Tools: "
+                    f"{', '.join(self.tools) or '(none)'}; labels: {', '.join(labels) or '(none)'}."
+                )
+            chosen.update(dict.fromkeys(labelled))
+        return tuple(chosen)
+
+    async def _load(self, run_id: str) -> tuple[RunState, list[Event]]:
+        events = await self.store.load(run_id)
+        state = RunState(run_id)
+        for ev in events:
+            state.apply(ev)
+        return state, events
+
+    async def _drive(self, state: RunState, events: list[Event]) -> RunResult:
+        driver = Driver(self._setup(), state, events)
+        try:
+            await driver.advance()
+        except SeqConflictError:
+            # Another worker advanced this run first; nothing of ours was written. Report
+            # the run as the store has it.
+            driver.log.info("lost_append_race")
+            state, _ = await self._load(state.run_id)
+        return state.result()
+
+    # -- public API ---------------------------------------------------------------------------
+
+    async def run(
+        self,
+        task: str,
+        *,
+        scope: Sequence[str] | None = None,
+        budget: Budget | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
+    ) -> RunResult:
+        """Start a run and advance it until it completes, stops or waits for a person.
+
+        Args:
+            task: what the user asks for.
+            scope: tool names or labels this run may use (``None``: all of the agent's tools).
+                Only the calling code sets the scope; nothing a model or tool says widens it.
+            budget: limits (default :class:`Budget()`).
+            run_id: a caller-chosen id. Starting an id that exists returns that run's current
+                result instead of starting a second run.
+            metadata: JSON values recorded in ``run_started`` (tenant, request id, ...).
+
+        Raises:
+            ConfigurationError: bad scope, empty task.
+            StoreError: the store failed; nothing after the last durable event happened.
+        """
+        if not task.strip():
+            raise ConfigurationError("The task is empty: say what the agent should do.")
+        names = self.resolve_scope(scope)
+        budget = budget or Budget()
+        if run_id is not None and await self._exists(run_id):
+            return await self.result(run_id)
+        run_id = run_id or uuid.uuid4().hex
+        state = RunState(run_id)
+        started = RunStarted(
+            run_id=run_id,
+            seq=0,
+            at=time.time(),
+            task=task,
+            scope=list(names),
+            budget=budget.to_json(),
+            policy=self.policy.to_json(),
+            contract={"version": self.contract.version, "hash": self.contract.hash},
+            route=[m.name for m in self.route],
+            tools={
+                n: {
+                    "hash": self.tools[n].spec.manifest_hash,
+                    "effect": self.tools[n].spec.effect,
+                    "idempotent": self.tools[n].spec.idempotent,
+                }
+                for n in names
+            },
+            metadata=dict(metadata or {}),
+        )
+        state.apply(started)
+        try:
+            await self.store.append(run_id, 0, [started])
+        except SeqConflictError:
+            return await self.result(run_id)  # started concurrently by someone else
+        return await self._drive(state, [started])
+
+    async def _exists(self, run_id: str) -> bool:
+        try:
+            await self.store.load(run_id, after=2**62)
+        except RunNotFoundError:
+            return False
+        return True
+
+    async def result(self, run_id: str) -> RunResult:
+        """The run's current result, without advancing it.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        state, _ = await self._load(run_id)
+        return state.result()
+
+    async def resume(self, run_id: str, *, budget: Budget | None = None) -> RunResult:
+        """Continue a run from its transcript (after a crash, a budget stop, or by hand).
+
+        Resuming a completed or cancelled run returns its result; a run waiting for
+        confirmation stays waiting (use :meth:`confirm`). A proposed action is executed
+        from the transcript without asking the model again.
+
+        Args:
+            budget: replaces the run's budget (to continue a ``budget_exhausted`` run).
+        """
+        state, events = await self._load(run_id)
+        if state.status in FINAL_STATUSES or state.status is RunStatus.AWAITING_CONFIRMATION:
+            return state.result()
+        if state.status is not RunStatus.RUNNING or budget is not None:
+            ev = RunResumed(
+                run_id=run_id,
+                seq=state.next_seq,
+                at=time.time(),
+                budget=budget.to_json() if budget else None,
+            )
+            await self.store.append(run_id, ev.seq, [ev])
+            state.apply(ev)
+            events.append(ev)
+        return await self._drive(state, events)
+
+    async def confirm(
+        self,
+        run_id: str,
+        *,
+        approve: bool,
+        by: str,
+        reason: str | None = None,
+        args: Mapping[str, Any] | None = None,  # Any: JSON arguments, validated by the tool
+        step: int | None = None,
+        args_hash: str | None = None,
+    ) -> RunResult:
+        """Approve or deny the call a run is waiting on, then continue the run.
+
+        The approved call runs exactly as persisted (or with ``args``, validated against
+        the tool's schema); the model is not asked again. A denial's ``reason`` is shown
+        to the model.
+
+        Args:
+            approve: approve (``True``) or deny (``False``).
+            by: who decided (recorded).
+            reason: why; shown to the model on a denial.
+            args: edited arguments to run instead of the proposed ones.
+            step, args_hash: bind the approval to what the person saw; a mismatch refuses.
+
+        Raises:
+            NotAwaitingConfirmationError: the run is not waiting for a person.
+            ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting.
+            ConfigurationError: ``by`` is empty or edited ``args`` do not validate.
+        """
+        if not by.strip():
+            raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
+        state, events = await self._load(run_id)
+        pending = state.pending()
+        if pending is None:
+            raise NotAwaitingConfirmationError(
+                f"Run {run_id} is {state.status.value}, not awaiting confirmation; nothing to confirm."
+            )
+        if step is not None and step != pending.step:
+            raise ConfirmationMismatchError(
+                f"Run {run_id} is waiting at step {pending.step}, not step {step}; nothing recorded."
+            )
+        if args_hash is not None and args_hash != pending.args_hash:
+            raise ConfirmationMismatchError(
+                f"Run {run_id}: the waiting call's args hash is {pending.args_hash}, not "
+                f"{args_hash}; the call changed since it was shown. Nothing recorded."
+            )
+        edited: dict[str, Any] | None = None  # Any: JSON values
+        new_hash = pending.args_hash
+        if args is not None:
+            if pending.kind != "tool" or pending.tool is None:
+                raise ConfigurationError("Only a tool call's arguments can be edited, not a plan's.")
+            tool = self.tools.get(pending.tool)
+            if tool is None:
+                raise ConfigurationError(f"This agent has no tool {pending.tool!r} to validate args for.")
+            try:
+                edited = tool.validate_args(dict(args))
+            except ValidationError as exc:
+                raise ConfigurationError(f"Edited args for {pending.tool!r} are invalid: {exc}") from exc
+            new_hash = compute_args_hash(pending.tool, edited)
+        ev = Confirmation(
+            run_id=run_id,
+            seq=state.next_seq,
+            at=time.time(),
+            step=pending.step,
+            call_id=pending.call_id,
+            approved=approve,
+            by=by,
+            reason=reason,
+            args=edited,
+            args_hash=new_hash,
+        )
+        await self.store.append(run_id, ev.seq, [ev])
+        state.apply(ev)
+        events.append(ev)
+        return await self._drive(state, events)
+
+    async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
+        """End a run for good (status ``cancelled``). A completed run is left as it is."""
+        state, _ = await self._load(run_id)
+        if state.status in FINAL_STATUSES:
+            return state.result()
+        why = f"cancelled by {by}" + (f": {reason}" if reason else "")
+        ev = RunFinished(run_id=run_id, seq=state.next_seq, at=time.time(), status="cancelled", reason=why)
+        await self.store.append(run_id, ev.seq, [ev])
+        state.apply(ev)
+        return state.result()
+
+    async def transcript(self, run_id: str) -> list[Event]:
+        """Every event of the run, in order."""
+        return await self.store.load(run_id)
+
+    async def close(self) -> None:
+        """Close the store if the agent opened it."""
+        if self._store is not None and isinstance(self._store_arg, str | None):
+            await self._store.close()
+            self._store = None
+
+    # -- sync twins ---------------------------------------------------------------------------
+
+    def run_sync(self, task: str, **kwargs: Any) -> RunResult:  # Any: same keywords as run()
+        """:meth:`run` for code without an event loop."""
+        return _sync(self.run(task, **kwargs))
+
+    def confirm_sync(self, run_id: str, **kwargs: Any) -> RunResult:  # Any: as confirm()
+        """:meth:`confirm` for code without an event loop."""
+        return _sync(self.confirm(run_id, **kwargs))
+
+    def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:  # Any: as resume()
+        """:meth:`resume` for code without an event loop."""
+        return _sync(self.resume(run_id, **kwargs))
+
+
+def _sync(coro: Awaitable[T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        if asyncio.iscoroutine(coro):
+            coro.close()
+        raise ConfigurationError("The *_sync methods cannot run inside an event loop; await run() instead.")
+
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())

@@ -1,0 +1,475 @@
+"""The ``agentcore`` command line.
+
+Exit codes (also in the README):
+
+== ===========================================================
+0  the run completed (or the command succeeded)
+1  an error: store failure, unknown run, a run that cannot be confirmed
+2  usage error: bad option, bad argument, bad configuration
+3  the run is awaiting confirmation
+4  the run's budget is exhausted
+5  the run needs attention
+6  the run failed
+7  the run was cancelled
+8  the run is still marked running (its process may have died: resume it)
+== ===========================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.markup import escape
+from rich.text import Text
+
+from . import Agent, Budget, RunResult, RunStatus
+from .contracts import load_contract
+from .contracts.errors import AgentcoreError, ConfigurationError, ContractLintError
+from .events import (
+    ActionProposed,
+    Confirmation,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+    dump_event,
+)
+from .stores import open_store
+
+__all__ = ["EXIT_CODES", "app", "main"]
+
+T = TypeVar("T")
+
+EXIT_CODES: dict[RunStatus, int] = {
+    RunStatus.COMPLETED: 0,
+    RunStatus.AWAITING_CONFIRMATION: 3,
+    RunStatus.BUDGET_EXHAUSTED: 4,
+    RunStatus.NEEDS_ATTENTION: 5,
+    RunStatus.FAILED: 6,
+    RunStatus.CANCELLED: 7,
+    RunStatus.RUNNING: 8,
+}
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="agentcore",
+    help="Run, inspect, confirm and resume agentcore runs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+contract_app = typer.Typer(help="The next-action contract document.", no_args_is_help=True)
+app.add_typer(contract_app, name="contract")
+
+out = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option("--store", help="Store URL (default: $AGENTCORE_STORE or sqlite:///agentcore.db)."),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="MODULE:ATTR of the Agent (or a factory) that owns the run; default: the one "
+        "recorded when the run was started from the CLI.",
+    ),
+]
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _run_async(coro: Coroutine[Any, Any, T]) -> T:  # Any: coroutine send/throw types
+    try:
+        return asyncio.run(coro)
+    except ConfigurationError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    except AgentcoreError as exc:
+        _fail(str(exc))
+
+
+def _load_agent(ref: str, model: str | None = None, store: str | None = None) -> Agent:
+    """Import ``MODULE:ATTR``: an Agent, or a callable returning one (given model/store)."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"--agent / target {ref!r} must look like 'package.module:attr'.")
+    sys.path.insert(0, ".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"Cannot import {module_name!r}: {exc}") from exc
+    finally:
+        sys.path.pop(0)
+    target: Any = getattr(module, attr, None)  # Any: user object, checked below
+    if target is None:
+        raise ConfigurationError(f"Module {module_name!r} has no attribute {attr!r}.")
+    if isinstance(target, Agent):
+        if model is not None or store is not None:
+            return target.configured(model=model, store=store)
+        return target
+    if callable(target):
+        factory: Callable[..., Any] = target
+        kwargs = {k: v for k, v in (("model", model), ("store", store)) if v is not None}
+        made = factory(**kwargs)
+        if isinstance(made, Agent):
+            return made
+    raise ConfigurationError(f"{ref} is neither an Agent nor a function returning one.")
+
+
+def _describe(ev: Event) -> tuple[str, str]:
+    """(step, text) for one event in the transcript table."""
+    match ev:
+        case RunStarted():
+            return "", f"task: {ev.task}  scope: {', '.join(ev.scope)}  contract: {ev.contract.get('hash')}"
+        case ContextAdded():
+            return str(ev.step), f"{ev.source}: {ev.content[:120]}"
+        case ModelCalled():
+            tokens = f"{ev.input_tokens}+{ev.output_tokens} tokens"
+            extra = f"  {ev.error}" if ev.error else ""
+            return str(ev.step), f"{ev.model}: {ev.outcome}, {tokens}, {ev.latency_ms:.1f} ms{extra}"
+        case ActionProposed():
+            a = ev.action
+            detail = {"plan": lambda: " | ".join(getattr(a, "steps")),  # noqa: B009
+                      "tool": lambda: f"{getattr(a, 'tool')} {json.dumps(getattr(a, 'args'))}",
+                      "finish": lambda: getattr(a, "answer")}[a.type]()
+            return str(ev.step), f"[{ev.call_id}] {a.type}: {detail}\n  thought: {a.thought}"
+        case Decision():
+            return str(ev.step), f"[{ev.call_id}] {ev.verdict}" + (f": {ev.reason}" if ev.reason else "")
+        case Confirmation():
+            verb = "approved" if ev.approved else "denied"
+            edited = " (edited args)" if ev.args is not None else ""
+            why = f": {ev.reason}" if ev.reason else ""
+            return str(ev.step), f"[{ev.call_id}] {verb} by {ev.by}{edited}{why}"
+        case ToolStarted():
+            return str(ev.step), f"[{ev.call_id}] {ev.tool} {json.dumps(ev.args)}  key={ev.idempotency_key}"
+        case ToolFinished():
+            body = json.dumps(ev.result) if ev.ok else f"ERROR {ev.error}"
+            return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[:300]}"
+        case RunResumed():
+            return "", "resumed" + (" with a new budget" if ev.budget else "")
+        case RunFinished():
+            return "", f"{ev.status}: {ev.answer or ev.reason or ''}"
+
+
+def _print_transcript(events: list[Event]) -> None:
+    table = Table(show_lines=False, header_style="bold")
+    table.add_column("seq", justify="right")
+    table.add_column("step", justify="right")
+    table.add_column("event")
+    table.add_column("detail", overflow="fold")
+    for ev in events:
+        step, text = _describe(ev)
+        table.add_row(str(ev.seq), step, ev.type, Text(text))
+    out.print(table)
+
+
+def _report(result: RunResult, *, agent_hint: str | None = None) -> NoReturn:
+    status = result.status
+    style = {RunStatus.COMPLETED: "green", RunStatus.AWAITING_CONFIRMATION: "yellow"}.get(status, "red")
+    out.print(f"[bold {style}]{status.value}[/]  run {result.run_id}", highlight=False)
+    if result.answer:
+        out.print(f"answer: {result.answer}", highlight=False)
+    if result.reason and status is not RunStatus.COMPLETED:
+        out.print(f"reason: {result.reason}", highlight=False)
+    u = result.usage
+    out.print(
+        f"usage: {u.steps} steps, {u.tool_calls} tool calls, {u.model_calls} model calls, "
+        f"{u.input_tokens}+{u.output_tokens} tokens",
+        highlight=False,
+    )
+    p = result.pending
+    if p is not None:
+        what = f"{p.tool}({json.dumps(p.args)})" if p.kind == "tool" else "plan: " + " | ".join(p.plan_steps)
+        out.print(f"waiting for a person to approve step {p.step}: {what}", highlight=False)
+        agent_opt = f" --agent {agent_hint}" if agent_hint else ""
+        out.print("approve: ", end="")
+        out.print(
+            f"agentcore confirm {result.run_id} --approve --by <your-name>{agent_opt}",
+            style="bold", highlight=False, soft_wrap=True,
+        )
+        out.print("deny:    ", end="")
+        out.print(
+            f'agentcore confirm {result.run_id} --deny --by <your-name> --reason "..."{agent_opt}',
+            style="bold", highlight=False, soft_wrap=True,
+        )
+    raise typer.Exit(EXIT_CODES[status])
+
+
+async def _agent_for_run(run_id: str, agent_ref: str | None, store: str | None) -> tuple[Agent, str]:
+    if agent_ref is None:
+        st = open_store(store)
+        try:
+            first = (await st.load(run_id))[0]
+        finally:
+            await st.close()
+        recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
+        if not isinstance(recorded, str):
+            raise ConfigurationError(
+                f"Run {run_id} was not started from the CLI: pass --agent MODULE:ATTR naming "
+                "the agent that owns its tools."
+            )
+        agent_ref = recorded
+    return _load_agent(agent_ref, store=store), agent_ref
+
+
+@app.callback()
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step to stderr.")] = False,
+) -> None:
+    """Run, inspect, confirm and resume agentcore runs."""
+    import structlog
+
+    level = logging.DEBUG if verbose else logging.WARNING
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+
+
+@app.command()
+def demo(
+    model: Annotated[
+        str | None, typer.Option(help="A real model, e.g. openai/gpt-4.1-mini (default: scripted).")
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Run the support-desk demo agent (offline, scripted model, SQLite store)."""
+    from .demo import DEMO_TASK, build_agent
+
+    ref = "agentcore.demo:build_agent"
+
+    async def go() -> tuple[RunResult, list[Event]]:
+        agent = build_agent(model=model, store=store)
+        try:
+            name = agent.route[0].name
+            if name.startswith("scripted"):
+                out.print(
+                    "[bold]model:[/] scripted: a deterministic script, not a language model "
+                    "(pass --model provider/name or set AGENTCORE_MODEL to use a real one)",
+                    highlight=False,
+                )
+            else:
+                out.print(f"[bold]model:[/] {name}", highlight=False)
+            out.print(f"[bold]store:[/] {agent.store.url}", highlight=False)
+            out.print(f"[bold]task:[/] {DEMO_TASK}\n", highlight=False)
+            result = await agent.run(DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref})
+            return result, await agent.transcript(result.run_id)
+        finally:
+            await agent.close()
+
+    result, events = _run_async(go())
+    _print_transcript(events)
+    _report(result)
+
+
+@app.command("run")
+def run_cmd(
+    target: Annotated[str, typer.Argument(help="MODULE:ATTR of an Agent or a function returning one.")],
+    task: Annotated[str, typer.Argument(help="The task.")],
+    scope: Annotated[
+        str | None, typer.Option(help="Comma-separated tool names or labels (default: all).")
+    ] = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="Step budget.")] = 25,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget.")] = None,
+    model: Annotated[str | None, typer.Option(help="Override the agent's model route.")] = None,
+    store: StoreOpt = None,
+    run_id: Annotated[str | None, typer.Option(help="A caller-chosen run id (idempotent start).")] = None,
+    show: Annotated[bool, typer.Option(help="Print the transcript.")] = True,
+) -> None:
+    """Start a run of an agent and advance it until it completes, stops or waits."""
+
+    async def go() -> tuple[RunResult, list[Event]]:
+        agent = _load_agent(target, model=model, store=store)
+        try:
+            names = [s.strip() for s in scope.split(",") if s.strip()] if scope else None
+            result = await agent.run(
+                task,
+                scope=names,
+                budget=Budget(max_steps=max_steps, max_tokens=max_tokens),
+                run_id=run_id,
+                metadata={"agent": target},
+            )
+            return result, await agent.transcript(result.run_id)
+        finally:
+            await agent.close()
+
+    result, events = _run_async(go())
+    if show:
+        _print_transcript(events)
+    _report(result)
+
+
+@app.command()
+def runs(
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    store: StoreOpt = None,
+) -> None:
+    """List runs, most recently updated first."""
+    if status is not None and status not in {s.value for s in RunStatus}:
+        _fail(f"unknown status {status!r}; valid: {', '.join(s.value for s in RunStatus)}", EXIT_USAGE)
+
+    async def go() -> list[Any]:  # Any: RunSummary rows
+        st = open_store(store)
+        try:
+            return list(await st.list_runs(status=status, limit=limit))
+        finally:
+            await st.close()
+
+    rows = _run_async(go())
+    table = Table(header_style="bold")
+    table.add_column("run id", no_wrap=True)
+    for col in ("status", "events", "updated", "task"):
+        table.add_column(col)
+    import datetime as dt
+
+    for r in rows:
+        when = dt.datetime.fromtimestamp(r.updated_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(r.run_id, r.status, str(r.events), when, r.task[:60])
+    out.print(table)
+
+
+@app.command()
+def show(
+    run_id: str,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON Lines instead of a table.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Show a run's transcript."""
+
+    async def go() -> list[Event]:
+        st = open_store(store)
+        try:
+            return await st.load(run_id)
+        finally:
+            await st.close()
+
+    events = _run_async(go())
+    if as_json:
+        for ev in events:
+            sys.stdout.write(json.dumps(dump_event(ev), ensure_ascii=False) + "\n")
+        return
+    _print_transcript(events)
+
+
+@app.command()
+def export(run_id: str, store: StoreOpt = None) -> None:
+    """Write a run's transcript to stdout as JSON Lines (one event per line)."""
+    show(run_id, as_json=True, store=store)
+
+
+@app.command()
+def confirm(
+    run_id: str,
+    by: Annotated[str, typer.Option(help="Who decides (recorded).")],
+    approve: Annotated[bool | None, typer.Option("--approve/--deny", help="Approve or deny.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why (shown to the model on a denial).")] = None,
+    args: Annotated[str | None, typer.Option(help="Edited arguments as a JSON object.")] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Approve or deny the call a run is waiting on, then continue the run."""
+    if approve is None:
+        _fail("say --approve or --deny", EXIT_USAGE)
+    edited: dict[str, Any] | None = None  # Any: JSON values
+    if args is not None:
+        try:
+            parsed: Any = json.loads(args)  # Any: checked below
+        except json.JSONDecodeError as exc:
+            _fail(f"--args is not valid JSON: {exc}", EXIT_USAGE)
+        if not isinstance(parsed, dict):
+            _fail("--args must be a JSON object", EXIT_USAGE)
+        edited = {str(k): v for k, v in parsed.items()}  # pyright: ignore[reportUnknownVariableType]  # JSON object
+
+    async def go() -> tuple[RunResult, str]:
+        owner, ref = await _agent_for_run(run_id, agent, store)
+        try:
+            result = await owner.confirm(run_id, approve=approve, by=by, reason=reason, args=edited)
+            return result, ref
+        finally:
+            await owner.close()
+
+    result, _ = _run_async(go())
+    _report(result, agent_hint=agent)
+
+
+@app.command()
+def resume(
+    run_id: str,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="A new step budget.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="A new token budget.")] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Continue a run from its transcript (after a crash or a budget stop)."""
+
+    async def go() -> RunResult:
+        owner, _ = await _agent_for_run(run_id, agent, store)
+        try:
+            budget = None
+            if max_steps is not None or max_tokens is not None:
+                budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
+            return await owner.resume(run_id, budget=budget)
+        finally:
+            await owner.close()
+
+    _report(_run_async(go()))
+
+
+@contract_app.command("lint")
+def contract_lint(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Also check against this agent's tools.")
+    ] = None,
+    version: Annotated[str | None, typer.Option(help="Contract version or path.")] = None,
+) -> None:
+    """Check that every worked example validates against the action and tool schemas."""
+    try:
+        if agent is not None:
+            owner = _load_agent(agent)
+            doc, tools = owner.contract, [t.spec for t in owner.tools.values()]
+        else:
+            doc, tools = load_contract(version), []
+        problems = doc.lint(tools)
+    except ContractLintError as exc:
+        problems = exc.problems
+        doc = None
+    except ConfigurationError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    for p in problems:
+        err.print(f"[red]problem:[/] {p}", highlight=False)
+    if problems or doc is None:
+        raise typer.Exit(EXIT_ERROR)
+    out.print(
+        f"contract v{doc.version} ({doc.hash}): {len(doc.examples)} worked examples valid",
+        highlight=False,
+    )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+

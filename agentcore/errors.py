@@ -1,0 +1,41 @@
+"""agentcore's errors (the tree is drawn in :mod:`agentcore.contracts.errors`)."""
+
+from .contracts.errors import (
+    AgentcoreError,
+    ConfigurationError,
+    ConfirmationMismatchError,
+    ContractLintError,
+    InvalidActionError,
+    ModelError,
+    ModelRefusedError,
+    ModelTruncatedError,
+    NotAwaitingConfirmationError,
+    RunError,
+    RunNotFoundError,
+    ScriptExhaustedError,
+    SeqConflictError,
+    StoreCorruptedError,
+    StoreError,
+    ToolDefinitionError,
+    UnknownToolError,
+)
+
+__all__ = [
+    "AgentcoreError",
+    "ConfigurationError",
+    "ConfirmationMismatchError",
+    "ContractLintError",
+    "InvalidActionError",
+    "ModelError",
+    "ModelRefusedError",
+    "ModelTruncatedError",
+    "NotAwaitingConfirmationError",
+    "RunError",
+    "RunNotFoundError",
+    "ScriptExhaustedError",
+    "SeqConflictError",
+    "StoreCorruptedError",
+    "StoreError",
+    "ToolDefinitionError",
+    "UnknownToolError",
+]

@@ -1,0 +1,223 @@
+"""The transcript: provider-neutral, append-only events. The run state is a fold over them.
+
+Every event has ``run_id``, a per-run ``seq`` (0, 1, 2, ...), a time ``at`` (Unix seconds)
+and a schema version ``v``. Call ids (``c1``, ``c2``, ...) are ours, never a provider's.
+
+=================  =====================================================================
+type               meaning
+=================  =====================================================================
+run_started        task, scope, budget, policy, contract hash, model route, tool manifest
+context_added      what a context provider returned for a step (rendered on replay)
+model_called       one ask of the model: model, attempts, tokens, cost, latency, outcome
+action_proposed    the validated action of a step, with our call id
+decision           the dispatcher's verdict: execute, deny, needs_plan, needs_confirmation
+confirmation       a person approved (possibly with edited arguments) or denied a call
+tool_started       arguments as executed and the idempotency key; durable before the run
+tool_finished      the result or the error
+run_resumed        a run was resumed (optionally with a new budget)
+run_finished       the run stopped: status and answer or reason (some statuses resume)
+=================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+
+from .contracts import NextAction
+
+__all__ = [
+    "EVENT_SCHEMA_VERSION",
+    "ActionProposed",
+    "Confirmation",
+    "ContextAdded",
+    "Decision",
+    "Event",
+    "ModelCalled",
+    "RunFinished",
+    "RunResumed",
+    "RunStarted",
+    "ToolFinished",
+    "ToolStarted",
+    "Verdict",
+    "decode_event",
+    "encode_event_body",
+]
+
+EVENT_SCHEMA_VERSION = 1
+
+Verdict = Literal["execute", "deny", "needs_plan", "needs_confirmation"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    seq: int
+    at: float
+    v: int = EVENT_SCHEMA_VERSION
+
+
+class RunStarted(_Event):
+    """A run began. Everything needed to render and govern it later is here."""
+
+    type: Literal["run_started"] = "run_started"
+    task: str
+    scope: list[str]
+    budget: dict[str, JsonValue]
+    policy: dict[str, JsonValue]
+    contract: dict[str, str]
+    route: list[str]
+    tools: dict[str, dict[str, JsonValue]]
+    metadata: dict[str, JsonValue] = {}
+
+
+class ContextAdded(_Event):
+    """A context provider's output for a step, recorded so replays render the same context."""
+
+    type: Literal["context_added"] = "context_added"
+    step: int
+    source: str
+    content: str
+
+
+class ModelCalled(_Event):
+    """One ask of a model (its retries included in ``attempts``)."""
+
+    type: Literal["model_called"] = "model_called"
+    step: int
+    model: str
+    outcome: Literal["ok", "invalid", "error"]
+    attempts: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost: float | None = None
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+    response_id: str | None = None
+    reply: str | None = None
+    """The raw reply when it was not a valid action (capped), so the re-ask renders again."""
+    error: str | None = None
+
+
+class ActionProposed(_Event):
+    """The validated action of a step."""
+
+    type: Literal["action_proposed"] = "action_proposed"
+    step: int
+    call_id: str
+    action: NextAction
+
+
+class Decision(_Event):
+    """What the dispatcher decided about an action, and why."""
+
+    type: Literal["decision"] = "decision"
+    step: int
+    call_id: str
+    verdict: Verdict
+    reason: str | None = None
+    args_hash: str | None = None
+
+
+class Confirmation(_Event):
+    """A person's answer to an action that waited for confirmation."""
+
+    type: Literal["confirmation"] = "confirmation"
+    step: int
+    call_id: str
+    approved: bool
+    by: str
+    reason: str | None = None
+    args: dict[str, JsonValue] | None = None
+    """Edited arguments, when the person changed them; ``None`` runs the proposed ones."""
+    args_hash: str | None = None
+
+
+class ToolStarted(_Event):
+    """A tool is about to run with exactly these arguments. Durable before the tool runs."""
+
+    type: Literal["tool_started"] = "tool_started"
+    step: int
+    call_id: str
+    tool: str
+    args: dict[str, JsonValue]
+    idempotency_key: str
+
+
+class ToolFinished(_Event):
+    """A tool returned (``ok``) or failed (``error``)."""
+
+    type: Literal["tool_finished"] = "tool_finished"
+    step: int
+    call_id: str
+    tool: str
+    ok: bool
+    result: JsonValue = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+class RunResumed(_Event):
+    """A stopped run was resumed; ``budget`` replaces the old one when given."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    budget: dict[str, JsonValue] | None = None
+
+
+class RunFinished(_Event):
+    """The run stopped advancing. ``completed``, ``failed`` and ``cancelled`` are final;
+    ``awaiting_confirmation``, ``budget_exhausted`` and ``needs_attention`` can continue."""
+
+    type: Literal["run_finished"] = "run_finished"
+    status: str
+    answer: str | None = None
+    reason: str | None = None
+
+
+Event = Annotated[
+    RunStarted
+    | ContextAdded
+    | ModelCalled
+    | ActionProposed
+    | Decision
+    | Confirmation
+    | ToolStarted
+    | ToolFinished
+    | RunResumed
+    | RunFinished,
+    Field(discriminator="type"),
+]
+"""Any transcript event."""
+
+_EVENT: TypeAdapter[Any] = TypeAdapter(Event)  # Any: the union's members, checked by pydantic
+_KEYS = {"run_id", "seq"}
+
+
+def encode_event_body(event: _Event) -> str:
+    """The event as compact JSON without ``run_id`` and ``seq`` (stores keep those as columns)."""
+    return event.model_dump_json(exclude=_KEYS)
+
+
+def decode_event(run_id: str, seq: int, body: str | bytes) -> Event:
+    """Decode a stored event body; raises pydantic's ``ValidationError`` on a bad body."""
+    text = body.decode() if isinstance(body, bytes) else body
+    if not text.startswith("{"):
+        # Let pydantic produce the error for bodies that are not JSON objects.
+        return _EVENT.validate_json(text)
+    head = f'{{"run_id":{_json_str(run_id)},"seq":{int(seq)}'
+    rest = text[1:].lstrip()
+    return _EVENT.validate_json(head + ("," + rest if rest != "}" else "}"))
+
+
+def _json_str(value: str) -> str:
+    from pydantic_core import to_json
+
+    return to_json(value).decode()
+
+
+def dump_event(event: Event) -> dict[str, Any]:  # Any: JSON-ready event for export
+    """The event as a JSON-ready dict (export, ``show --json``)."""
+    return event.model_dump(mode="json")

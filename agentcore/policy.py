@@ -1,0 +1,109 @@
+"""Budgets and policy: the limits and rules the dispatcher applies to every model alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm
+from .contracts.errors import ConfigurationError
+
+__all__ = ["Budget", "Policy"]
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise ConfigurationError(f"{name} must be > 0 (or None for no limit), got {value!r}")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one run. ``None`` means no limit. Exhaustion stops the run with status
+    ``budget_exhausted``; ``resume(run_id, budget=...)`` continues it with a larger one.
+
+    Attributes:
+        max_steps: actions the model may propose (re-asks of invalid replies are not steps).
+            When one step is left, that step's schema offers only ``finish``.
+        max_tool_calls: tool runs in total.
+        max_calls_per_tool: tool runs per tool name.
+        max_tokens: input plus output tokens of every model call, failed attempts and
+            re-asks included.
+        max_cost: US dollars, where the adapter reports cost.
+        deadline: a wall-clock time (``time.time()`` seconds) after which no step starts.
+    """
+
+    max_steps: int | None = 25
+    max_tool_calls: int | None = None
+    max_calls_per_tool: Mapping[str, int] = field(default_factory=dict[str, int])
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive("max_steps", self.max_steps)
+        _positive("max_tool_calls", self.max_tool_calls)
+        _positive("max_tokens", self.max_tokens)
+        _positive("max_cost", self.max_cost)
+        for name, cap in self.max_calls_per_tool.items():
+            _positive(f"max_calls_per_tool[{name!r}]", cap)
+
+    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+        """A JSON-ready dict (recorded in ``run_started`` and ``run_resumed``)."""
+        data = asdict(self)
+        data["max_calls_per_tool"] = dict(self.max_calls_per_tool)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Budget:  # Any: JSON values
+        """Rebuild a budget recorded by :meth:`to_json`."""
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Governance rules; the same for every model.
+
+    Attributes:
+        plan_before_writes: a ``write`` or ``destructive`` tool runs only after a plan was
+            approved in this run; an unplanned write gets an observation asking for a plan.
+        confirm_plans: a plan waits for a person's approval (otherwise the policy approves
+            it when it is proposed).
+        max_reasks: how many times one step re-asks after an invalid reply before the run
+            fails.
+        max_repeated_failures: the same call (tool and arguments) failing or refused this
+            many times stops the run.
+        max_observation_chars: tool results longer than this are cut when shown to the
+            model (the transcript keeps them whole).
+        schema_form: ``typed`` (one variant per tool) or ``generic`` (``args_json``).
+        max_reply_bytes: replies larger than this are refused before parsing.
+    """
+
+    plan_before_writes: bool = True
+    confirm_plans: bool = False
+    max_reasks: int = 2
+    max_repeated_failures: int = 3
+    max_observation_chars: int = 8_000
+    schema_form: SchemaForm = "typed"
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_reasks < 0:
+            raise ConfigurationError(f"max_reasks must be >= 0, got {self.max_reasks}")
+        _positive("max_repeated_failures", self.max_repeated_failures)
+        _positive("max_observation_chars", self.max_observation_chars)
+        _positive("max_reply_bytes", self.max_reply_bytes)
+        if self.schema_form not in ("typed", "generic"):
+            raise ConfigurationError(
+                f"Invalid schema_form {self.schema_form!r}. Valid forms: 'typed', 'generic'."
+            )
+
+    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+        """A JSON-ready dict (recorded in ``run_started``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Policy:  # Any: JSON values
+        """Rebuild a policy recorded by :meth:`to_json`."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})

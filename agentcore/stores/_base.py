@@ -1,0 +1,94 @@
+"""The store protocol: an append-only log of events per run, with conditional appends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..contracts.errors import StoreError
+from ..events import Event, RunFinished, RunStarted
+
+__all__ = ["RunSummary", "TranscriptStore", "check_batch", "status_after"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One line of ``list_runs``.
+
+    Attributes:
+        run_id: the run.
+        status: the status after the last event (``running`` until the run stops).
+        task: the task text.
+        created_at, updated_at: Unix seconds of the first and last event.
+        events: how many events the run has.
+    """
+
+    run_id: str
+    status: str
+    task: str
+    created_at: float
+    updated_at: float
+    events: int
+
+
+@runtime_checkable
+class TranscriptStore(Protocol):
+    """Where transcripts live. Implementations: MemoryStore, SQLiteStore.
+
+    Appends are conditional: ``append(run_id, expected_seq, events)`` writes only if the
+    run's next sequence number is ``expected_seq`` (0 for a new run), all events or none.
+    Two writers can therefore never both append step N: the loser gets
+    :class:`SeqConflictError` and nothing it sent is written.
+    """
+
+    url: str
+
+    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+        """Append ``events`` (whose seqs are ``expected_seq, expected_seq+1, ...``) atomically.
+
+        Raises:
+            SeqConflictError: the run is not at ``expected_seq``.
+            StoreError: the write failed; nothing was written.
+        """
+        ...
+
+    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
+        """Events of a run with ``seq > after``, in order.
+
+        Raises:
+            RunNotFoundError: no such run.
+            StoreCorruptedError: an event cannot be decoded (names the run and seq).
+        """
+        ...
+
+    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        """Runs, most recently updated first, optionally only those with ``status``."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections. The store is unusable afterwards."""
+        ...
+
+
+def check_batch(run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+    """Validate a batch before writing: non-empty, same run, consecutive seqs from expected."""
+    if not events:
+        raise StoreError("append() needs at least one event")
+    for i, ev in enumerate(events):
+        if ev.run_id != run_id or ev.seq != expected_seq + i:
+            raise StoreError(
+                f"event {i} of the batch has run_id={ev.run_id!r} seq={ev.seq}; expected "
+                f"run_id={run_id!r} seq={expected_seq + i}"
+            )
+    if expected_seq == 0 and not isinstance(events[0], RunStarted):
+        raise StoreError("a run's first event must be run_started")
+
+
+def status_after(current: str, event: Event) -> str:
+    """The run status a store lists after ``event`` (a store keeps it beside the log)."""
+    if isinstance(event, RunFinished):
+        return event.status
+    if event.type in ("run_started", "run_resumed", "confirmation"):
+        return "running"
+    return current

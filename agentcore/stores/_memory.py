@@ -1,0 +1,64 @@
+"""MemoryStore: transcripts in a dict. For tests and short-lived processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ..contracts.errors import RunNotFoundError, SeqConflictError
+from ..events import Event, RunStarted
+from ._base import RunSummary, check_batch, status_after
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """An in-process store. Same conditional-append semantics as the durable stores."""
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._runs: dict[str, list[Event]] = {}
+        self._status: dict[str, str] = {}
+        self._lock = asyncio.Lock()
+
+    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+        """See :meth:`TranscriptStore.append`."""
+        check_batch(run_id, expected_seq, events)
+        log = self._runs.get(run_id)
+        current = 0 if log is None else len(log)
+        if current != expected_seq:
+            raise SeqConflictError(
+                f"run {run_id}: expected to append at seq {expected_seq}, but the transcript "
+                f"has {current} events (another writer advanced it)"
+            )
+        if log is None:
+            log = self._runs[run_id] = []
+            self._status[run_id] = "running"
+        log.extend(events)
+        status = self._status[run_id]
+        for ev in events:
+            status = status_after(status, ev)
+        self._status[run_id] = status
+
+    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
+        """See :meth:`TranscriptStore.load`."""
+        log = self._runs.get(run_id)
+        if log is None:
+            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+        return log[after + 1 :]
+
+    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        """See :meth:`TranscriptStore.list_runs`."""
+        out: list[RunSummary] = []
+        for run_id, log in self._runs.items():
+            st = self._status[run_id]
+            if status is not None and st != status:
+                continue
+            first = log[0]
+            task = first.task if isinstance(first, RunStarted) else ""
+            out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log)))
+        out.sort(key=lambda s: s.updated_at, reverse=True)
+        return out[:limit]
+
+    async def close(self) -> None:
+        """Nothing to release."""

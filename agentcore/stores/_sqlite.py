@@ -1,0 +1,340 @@
+"""SQLiteStore: transcripts in one SQLite file, through the standard library's ``sqlite3``.
+
+Layout: one row per event in ``events`` (the body is the event's compact JSON without
+``run_id`` and ``seq``, which are the primary key), and one row per run in ``runs`` (status,
+task, timestamps and the next sequence number), so that ``list_runs`` never reads events.
+The schema version is kept in ``PRAGMA user_version``; a file written by a newer version is
+refused rather than misread.
+
+Durability:
+    The database runs in WAL mode (``journal_mode=WAL``): readers never block the writer,
+    and a commit is one append to the write-ahead log. With ``synchronous=FULL`` (the
+    default) every commit is fsynced before ``append`` returns, so an appended event
+    survives a process crash and a power loss. With ``synchronous=NORMAL`` the log is
+    fsynced only at checkpoints: a commit still survives a crash of the process, but the
+    last commits before a power loss or an operating system crash may be lost (the file
+    itself stays consistent). Each append is one ``BEGIN IMMEDIATE`` transaction: all of
+    its events are written or none.
+
+Concurrency:
+    Any number of processes may open the same file. An append takes SQLite's write lock
+    for the duration of one short transaction, and waits up to ``busy_timeout_s`` for it;
+    the conditional append (``expected_seq``) is checked inside that transaction, so two
+    writers can never both append the same step. Calls are made inline, on the caller's
+    thread: they are short, and a thread hop per step would cost more than the write.
+
+Errors:
+    Nothing is ever deleted or recreated. A file that is not a SQLite database, or whose
+    pages are damaged, raises :class:`StoreCorruptedError` and is left untouched; an event
+    that cannot be decoded raises it too, naming the run and the seq. Every other SQLite
+    failure (disk full, read-only file, lock held past the busy timeout, I/O error) rolls
+    the transaction back and raises :class:`StoreError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from agentcore.contracts.errors import (
+    ConfigurationError,
+    RunNotFoundError,
+    SeqConflictError,
+    StoreCorruptedError,
+    StoreError,
+)
+from agentcore.events import Event, RunStarted, decode_event, encode_event_body
+
+from ._base import RunSummary, check_batch, status_after
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+SCHEMA_VERSION = 1
+"""The layout this module writes, recorded in ``PRAGMA user_version``."""
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        at REAL NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        task TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        next_seq INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, updated_at)",
+)
+
+_INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)"
+_UPSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq)
+    VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (run_id) DO UPDATE SET
+        status = excluded.status, updated_at = excluded.updated_at, next_seq = excluded.next_seq"""
+# One statement, so the run row and its events come from one snapshot: no row at all means
+# no run; a row with NULL event columns means a run with no events after ``after``.
+_LOAD = """SELECT r.next_seq, e.seq, e.type, e.body
+    FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id AND e.seq > ?
+    WHERE r.run_id = ?
+    ORDER BY e.seq"""
+
+_SYNCHRONOUS = ("FULL", "NORMAL")
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
+
+
+class SQLiteStore:
+    """A durable store in one SQLite file; the same semantics as :class:`MemoryStore`.
+
+    One connection per store object, opened by the constructor. Several store objects (in
+    one process or many) may share a file: conditional appends keep them consistent.
+
+    Args:
+        path: the database file; created with its parent directory when missing.
+        synchronous: ``"FULL"`` fsyncs every commit (survives power loss); ``"NORMAL"``
+            survives process crashes but may lose the last commits on power loss.
+        busy_timeout_s: how long a write waits for another writer's lock before failing.
+
+    Attributes:
+        url: ``sqlite:///<path>``, as :func:`open_store` accepts it.
+        path: the database file.
+
+    Raises:
+        ConfigurationError: an empty path, an unknown ``synchronous`` or a negative timeout.
+        StoreCorruptedError: the file exists but is not a usable SQLite database (it is
+            left untouched).
+        StoreError: the file cannot be opened or created, or was written by a newer
+            version of agentcore.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        busy_timeout_s: float = 5.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.url = f"sqlite:///{self.path}"
+        if not self.path:
+            raise ConfigurationError("SQLiteStore needs a file path, e.g. SQLiteStore('runs.db')")
+        if synchronous not in _SYNCHRONOUS:
+            raise ConfigurationError(
+                f"Invalid synchronous={synchronous!r} for SQLiteStore. Valid values: "
+                "'FULL' (survives power loss), 'NORMAL' (survives process crashes)."
+            )
+        if busy_timeout_s < 0:
+            raise ConfigurationError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
+        self._conn: sqlite3.Connection | None = None
+        if Path(self.path).is_dir():
+            raise StoreError(
+                f"Cannot open SQLite store {self.path}: it is a directory. "
+                "Give a file path, e.g. sqlite:///runs.db."
+            )
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot create the directory for SQLite store {self.path}: {exc}"
+            ) from exc
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc, "cannot open the file") from exc
+        try:
+            _setup(conn, synchronous, busy_timeout_s, self.path)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc, "cannot open the database") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+        """See :meth:`TranscriptStore.append`."""
+        check_batch(run_id, expected_seq, events)
+        conn = self._open_conn()
+        try:
+            current = _append_if_at(conn, run_id, expected_seq, events)
+        except sqlite3.IntegrityError as exc:
+            raise SeqConflictError(
+                f"run {run_id}: an event at seq {expected_seq}..{expected_seq + len(events) - 1} "
+                f"is already stored (another writer advanced it); nothing was written"
+            ) from exc
+        except sqlite3.Error as exc:
+            raise self._error(
+                exc, f"cannot append to run {run_id!r} at seq {expected_seq}; nothing was written"
+            ) from exc
+        if current != expected_seq:
+            raise SeqConflictError(
+                f"run {run_id}: expected to append at seq {expected_seq}, but the transcript "
+                f"has {current} events (another writer advanced it); nothing was written"
+            )
+
+    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
+        """See :meth:`TranscriptStore.load`."""
+        conn = self._open_conn()
+        start = max(after + 1, 0)
+        try:
+            rows: list[tuple[int, int | None, str | None, str | bytes | None]] = conn.execute(
+                _LOAD, (after, run_id)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, f"cannot load run {run_id!r}") from exc
+        if not rows:
+            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+        next_seq = rows[0][0]
+        out: list[Event] = []
+        expected = start
+        for _, seq, type_, body in rows:
+            if seq is None or body is None:
+                break  # the run exists but has no events after ``after``
+            if seq != expected:
+                raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
+            try:
+                event = decode_event(run_id, seq, body)
+            except (ValueError, TypeError) as exc:  # ValidationError, UnicodeDecodeError too
+                raise self._corrupted(run_id, seq, f"its body cannot be decoded: {exc}") from exc
+            if event.type != type_:
+                raise self._corrupted(
+                    run_id, seq, f"its type column says {type_!r} but its body says {event.type!r}"
+                )
+            out.append(event)
+            expected += 1
+        if expected < next_seq:
+            raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
+        return out
+
+    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        """See :meth:`TranscriptStore.list_runs`."""
+        conn = self._open_conn()
+        columns = "run_id, status, task, created_at, updated_at, next_seq"
+        order = "ORDER BY updated_at DESC, run_id LIMIT ?"
+        try:
+            if status is None:
+                cur = conn.execute(f"SELECT {columns} FROM runs {order}", (limit,))
+            else:
+                cur = conn.execute(
+                    f"SELECT {columns} FROM runs WHERE status = ? {order}", (status, limit)
+                )
+            rows: list[tuple[str, str, str, float, float, int]] = cur.fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "cannot list runs") from exc
+        return [RunSummary(*row) for row in rows]
+
+    async def close(self) -> None:
+        """Close the connection. Idempotent; the store is unusable afterwards."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _open_conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"The store {self.url} is closed; open a new one")
+        return self._conn
+
+    def _error(self, exc: sqlite3.Error, what: str) -> StoreError:
+        """Our error for a sqlite3 error: corrupted for a damaged file, else StoreError."""
+        name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+        code = getattr(exc, "sqlite_errorcode", None)  # absent on errors sqlite3 raises itself
+        if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
+            return StoreCorruptedError(
+                f"SQLite store {self.path} is not a usable database ({exc}; {name}): {what}. "
+                "The file was left untouched: restore it from a backup or move it aside."
+            )
+        return StoreError(f"SQLite store {self.path}: {what}: {exc} ({name})")
+
+    def _corrupted(self, run_id: str, seq: int, why: str) -> StoreCorruptedError:
+        return StoreCorruptedError(
+            f"Run {run_id!r} in {self.url} is corrupted at seq {seq}: {why}. The transcript "
+            "is not guessed at: repair or remove the bad event explicitly."
+        )
+
+
+def _setup(conn: sqlite3.Connection, synchronous: str, busy_timeout_s: float, path: str) -> None:
+    """Apply the PRAGMAs and create (or check) the schema."""
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    # The first statement that reads the file: a non-database fails here (SQLITE_NOTADB).
+    # The version is checked before anything is written, so a refused file stays untouched.
+    conn.execute("PRAGMA journal_mode = WAL")
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"SQLite store {path} has schema version {version}, newer than this agentcore "
+            f"reads ({SCHEMA_VERSION}): upgrade agentcore to open it."
+        )
+    (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    if str(mode).lower() != "wal":
+        raise StoreError(
+            f"SQLite store {path}: could not enable WAL mode (journal_mode is {mode!r}); "
+            "use a local file system that supports shared memory."
+        )
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def _append_if_at(
+    conn: sqlite3.Connection, run_id: str, expected_seq: int, events: Sequence[Event]
+) -> int:
+    """Append ``events`` in one transaction if the run is at ``expected_seq``.
+
+    Returns:
+        The run's next seq before the call: ``expected_seq`` when the events were written,
+        anything else when they were not (the transaction is rolled back).
+    """
+    rows = [(run_id, ev.seq, ev.type, ev.at, encode_event_body(ev)) for ev in events]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row: tuple[int, str] | None = conn.execute(
+            "SELECT next_seq, status FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        current, status = (0, "running") if row is None else row
+        if current != expected_seq:
+            _rollback(conn)
+            return current
+        for ev in events:
+            status = status_after(status, ev)
+        first = events[0]
+        task = first.task if isinstance(first, RunStarted) else ""
+        conn.executemany(_INSERT_EVENT, rows)
+        conn.execute(
+            _UPSERT_RUN,
+            (run_id, status, task, first.at, events[-1].at, expected_seq + len(events)),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+    return expected_seq
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is open; a failing rollback must not hide the first error."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")

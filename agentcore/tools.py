@@ -1,0 +1,299 @@
+"""Tools are decorated Python functions.
+
+::
+
+    @tool(effect="read")
+    async def search_orders(customer_id: str, status: OrderStatus | None = None) -> list[Order]:
+        \"\"\"Find a customer's orders. Use when the user asks about their orders.
+
+        Args:
+            customer_id: the customer's id, e.g. "C-17".
+            status: only orders in this status.
+        \"\"\"
+
+The argument schema comes from the type hints (pydantic), the description from the
+docstring (its ``Args:`` section describes each argument). A parameter annotated with
+:class:`ToolContext` is not shown to the model; it receives the run id, step and
+idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, get_args, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from .contracts import Effect, ToolSpec
+from .contracts.errors import ToolDefinitionError
+
+__all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+Reconcile = Callable[[str], Any]
+"""``reconcile(idempotency_key)`` of a non-idempotent tool: return the earlier call's result
+if it already happened, or ``None`` if it did not (then it runs once). May be async."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Given to a tool that declares a parameter of this type.
+
+    Attributes:
+        run_id: the run calling the tool.
+        step: the step number.
+        call_id: our id of this call (``c<step>``).
+        idempotency_key: ``run_id:step``, stable across retries and resumes; pass it to the
+            systems you call so they can deduplicate.
+    """
+
+    run_id: str
+    step: int
+    call_id: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What running a tool produced: a JSON-ready result or an error message."""
+
+    ok: bool
+    result: Any = None  # Any: a JSON-ready value (to_jsonable_python output)
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+_ARGS_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
+_ARG_LINE = re.compile(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into a description and per-argument descriptions."""
+    if not doc:
+        return "", {}
+    text = inspect.cleandoc(doc)
+    section = _ARGS_SECTION.search(text)
+    if not section:
+        return text.strip(), {}
+    args: dict[str, str] = {}
+    current: str | None = None
+    base: int | None = None
+    for line in text[section.end() :].splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:  # the next section ("Returns:", ...)
+            break
+        base = indent if base is None else base
+        arg = _ARG_LINE.match(line.strip())
+        if indent == base and arg:
+            current = arg.group(1)
+            args[current] = arg.group(2).strip()
+        elif current is not None:
+            args[current] = f"{args[current]} {line.strip()}".strip()
+    return text[: section.start()].strip(), args
+
+
+class _ToolArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tool:
+    """A function the model can call, with its contract and governance flags.
+
+    Made by :func:`tool`; calling the object calls the function unchanged.
+
+    Attributes:
+        spec: name, description, argument model, effect and idempotency.
+        timeout: seconds before the call is abandoned with an error (``None``: no limit).
+        reconcile: for non-idempotent tools, how to tell whether a call already happened.
+        labels: names of groups this tool belongs to; a run's scope may name a label.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        effect: Effect,
+        idempotent: bool | None,
+        timeout: float | None,
+        reconcile: Reconcile | None,
+        name: str | None,
+        description: str | None,
+        labels: Sequence[str] = (),
+    ) -> None:
+        self.fn = fn
+        self.labels = frozenset(labels)
+        self.timeout = timeout
+        self.reconcile = reconcile
+        self._is_async = inspect.iscoroutinefunction(fn)
+        tool_name = name or fn.__name__
+        doc_desc, arg_docs = _parse_docstring(fn.__doc__)
+        desc = description or doc_desc
+        if not desc:
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r} has no description: add a docstring saying what it does "
+                "and when to use it, or pass description=..."
+            )
+        if timeout is not None and timeout <= 0:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: timeout must be > 0, got {timeout}")
+        self._ctx_param: str | None = None
+        self.spec = ToolSpec(
+            name=tool_name,
+            description=desc,
+            args_model=self._args_model(tool_name, arg_docs),
+            effect=effect,
+            idempotent=(effect == "read") if idempotent is None else idempotent,
+        )
+        functools.update_wrapper(self, fn)
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.spec.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # Any: the wrapped function's own types
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.spec.name} effect={self.spec.effect}>"
+
+    def _args_model(self, tool_name: str, arg_docs: dict[str, str]) -> type[BaseModel]:
+        try:
+            hints = get_type_hints(self.fn, include_extras=True)
+        except Exception as exc:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(self.fn).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(
+                    f"Tool {tool_name!r}: *args and **kwargs cannot be described to a model; "
+                    "declare each argument."
+                )
+            if pname not in hints:
+                raise ToolDefinitionError(
+                    f"Tool {tool_name!r}: argument {pname!r} has no type hint; the model needs "
+                    "one to know what to send."
+                )
+            annotation = hints[pname]
+            if annotation is ToolContext or ToolContext in get_args(annotation):
+                self._ctx_param = pname
+                continue
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+        model_name = "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]", tool_name)) + "Args"
+        try:
+            return create_model(model_name, __base__=_ToolArgs, **fields)
+        except Exception as exc:
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: its type hints cannot become a schema: {exc}"
+            ) from exc
+
+    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Validate and normalise arguments; returns them as JSON-ready values.
+
+        Raises:
+            pydantic.ValidationError: the arguments do not match the schema.
+        """
+        return self.spec.args_model.model_validate(args).model_dump(mode="json")
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Validate ``args``, call the function (with a timeout) and capture the outcome.
+
+        Never raises for the tool's own failures: a bad argument, an exception, a timeout
+        or an unserialisable result becomes ``ToolOutcome(ok=False, error=...)``.
+        """
+        started = time.perf_counter()
+
+        def done(ok: bool, result: Any = None, error: str | None = None) -> ToolOutcome:
+            return ToolOutcome(ok, result, error, (time.perf_counter() - started) * 1000)
+
+        try:
+            model = self.spec.args_model.model_validate(args)
+        except ValidationError as exc:
+            return done(False, error=f"invalid arguments: {exc.error_count()} error(s): {exc}")
+        kwargs = {k: getattr(model, k) for k in type(model).model_fields}
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        try:
+            if self._is_async:
+                call: Awaitable[Any] = self.fn(**kwargs)
+            else:
+                call = asyncio.to_thread(self.fn, **kwargs)
+            value = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+        except TimeoutError:
+            return done(False, error=f"timed out after {self.timeout:g}s")
+        except Exception as exc:
+            return done(False, error=f"{type(exc).__name__}: {exc}")
+        try:
+            return done(True, result=to_jsonable_python(value))
+        except PydanticSerializationError as exc:
+            return done(False, error=f"the tool returned a value that is not JSON-ready: {exc}")
+
+
+@overload
+def tool(fn: F, /) -> Tool: ...
+@overload
+def tool(
+    *,
+    effect: Effect = "read",
+    idempotent: bool | None = None,
+    timeout: float | None = None,
+    reconcile: Reconcile | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    labels: Sequence[str] = (),
+) -> Callable[[F], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    effect: Effect = "read",
+    idempotent: bool | None = None,
+    timeout: float | None = None,
+    reconcile: Reconcile | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    labels: Sequence[str] = (),
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function (sync or async) into a :class:`Tool`.
+
+    Args:
+        effect: ``read`` (no side effect), ``write`` (runs only after an approved plan when
+            the policy asks for one) or ``destructive`` (always waits for a person).
+        idempotent: whether re-running with the same arguments is harmless. Default: true
+            for reads, false otherwise. Non-idempotent tools are never re-run blindly.
+        timeout: seconds before the call is abandoned and reported as an error. A sync
+            function keeps running in its worker thread; only the wait is abandoned.
+        reconcile: ``reconcile(idempotency_key)`` tells whether a non-idempotent call whose
+            outcome was lost (a crash) already happened.
+        name: the name the model sees (default: the function's name).
+        description: overrides the docstring's description.
+        labels: groups the tool belongs to (``scope=["billing"]`` selects every tool
+            labelled ``billing``).
+
+    Raises:
+        ToolDefinitionError: no description, an argument without a type hint, ``*args``.
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(
+            f,
+            effect=effect,
+            idempotent=idempotent,
+            timeout=timeout,
+            reconcile=reconcile,
+            name=name,
+            description=description,
+            labels=labels,
+        )
+
+    return wrap(fn) if fn is not None else wrap

@@ -7,7 +7,8 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
 
     AgentcoreError
     ├── ConfigurationError          a setting, tool or argument the caller must fix
-    │   └── ToolDefinitionError     a decorated function cannot become a tool
+    │   ├── ToolDefinitionError     a decorated function cannot become a tool
+    │   └── ContractLintError       a worked example no longer validates
     ├── InvalidActionError          model output that is not one valid next action
     │   └── UnknownToolError        an action naming a tool that is not offered
     ├── ModelError                  the model could not be asked (raised by adapters)
@@ -32,6 +33,7 @@ __all__ = [
     "AgentcoreError",
     "ConfigurationError",
     "ConfirmationMismatchError",
+    "ContractLintError",
     "InvalidActionError",
     "ModelError",
     "ModelRefusedError",
@@ -58,6 +60,18 @@ class ConfigurationError(AgentcoreError):
 
 class ToolDefinitionError(ConfigurationError):
     """A decorated function cannot be turned into a tool (bad signature or type hints)."""
+
+
+class ContractLintError(ConfigurationError):
+    """Worked examples of a contract document do not validate against the current schemas.
+
+    Attributes:
+        problems: one line per invalid example turn.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("The contract's worked examples are invalid: " + "; ".join(problems))
+        self.problems = problems
 
 
 class InvalidActionError(AgentcoreError):

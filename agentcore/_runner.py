@@ -258,6 +258,15 @@ class Driver:
             self._model_called(step, completion, "invalid")
             self.log.info("invalid_reply", step=step, error=str(error))
             if st.reasks > st.policy.max_reasks:
+                if schema.finish_only:
+                    # The budget forced a finish-only step and the model would not finish:
+                    # the budget, not the model, ended the run; a larger one can continue it.
+                    self.finish(
+                        RunStatus.BUDGET_EXHAUSTED,
+                        reason=f"budget nearly used up: the last step allows only finish and the "
+                        f"model did not finish in {st.reasks} replies (last error: {error})",
+                    )
+                    return
                 self.finish(
                     RunStatus.FAILED,
                     reason=f"the model gave no valid action in {st.reasks} replies; last error: {error}",

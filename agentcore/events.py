@@ -21,9 +21,11 @@ run_finished       the run stopped: status and answer or reason (some statuses r
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic_core import to_json
 
 from .contracts import NextAction
 
@@ -42,6 +44,7 @@ __all__ = [
     "ToolStarted",
     "Verdict",
     "decode_event",
+    "dump_event",
     "encode_event_body",
 ]
 
@@ -51,7 +54,8 @@ Verdict = Literal["execute", "deny", "needs_plan", "needs_confirmation"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: schemas are built on first use, keeping `import agentcore` fast.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     run_id: str
     seq: int
@@ -192,7 +196,12 @@ Event = Annotated[
 ]
 """Any transcript event."""
 
-_EVENT: TypeAdapter[Any] = TypeAdapter(Event)  # Any: the union's members, checked by pydantic
+
+
+@functools.cache
+def _event_adapter() -> TypeAdapter[Any]:  # Any: the union's members, checked by pydantic
+    return TypeAdapter(Event)
+
 _KEYS = {"run_id", "seq"}
 
 
@@ -206,15 +215,13 @@ def decode_event(run_id: str, seq: int, body: str | bytes) -> Event:
     text = body.decode() if isinstance(body, bytes) else body
     if not text.startswith("{"):
         # Let pydantic produce the error for bodies that are not JSON objects.
-        return _EVENT.validate_json(text)
+        return _event_adapter().validate_json(text)
     head = f'{{"run_id":{_json_str(run_id)},"seq":{int(seq)}'
     rest = text[1:].lstrip()
-    return _EVENT.validate_json(head + ("," + rest if rest != "}" else "}"))
+    return _event_adapter().validate_json(head + ("," + rest if rest != "}" else "}"))
 
 
 def _json_str(value: str) -> str:
-    from pydantic_core import to_json
-
     return to_json(value).decode()
 
 

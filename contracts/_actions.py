@@ -49,7 +49,9 @@ def require_type(schema: dict[str, JsonValue]) -> None:
 
 
 class _Action(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=require_type)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_extra=require_type, defer_build=True
+    )
 
 
 class PlanAction(_Action):

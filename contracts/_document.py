@@ -29,7 +29,7 @@ DEFAULT_CONTRACT_VERSION = "1"
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ExampleTool(_Doc):

@@ -15,6 +15,7 @@ written for the model.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -34,7 +35,11 @@ SchemaForm = Literal["typed", "generic"]
 DEFAULT_MAX_REPLY_BYTES = 64 * 1024
 _MAX_ERRORS_SHOWN = 5
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
-_NEXT_ACTION: TypeAdapter[PlanAction | ToolAction | FinishAction] = TypeAdapter(NextAction)
+
+
+@functools.cache
+def _next_action() -> TypeAdapter[PlanAction | ToolAction | FinishAction]:
+    return TypeAdapter(NextAction)
 
 
 class _Strict(BaseModel):
@@ -218,7 +223,7 @@ class ActionSchema:
                 f"The reply is not valid JSON ({first['msg']}). Reply with exactly one JSON object."
             )
         try:
-            loose = _NEXT_ACTION.validate_json(text)
+            loose = _next_action().validate_json(text)
         except ValidationError:
             loose = None
         offered = ", ".join(self.offered_types)
@@ -279,7 +284,7 @@ def parse_loose_tool_action(reply: str) -> ToolAction | None:
     is a governance matter (refused with a reason), not a malformed reply.
     """
     try:
-        action = _NEXT_ACTION.validate_json(reply)
+        action = _next_action().validate_json(reply)
     except ValidationError:
         return None
     return action if isinstance(action, ToolAction) else None

@@ -1,0 +1,73 @@
+"""Layering and import-cost rules (STYLE.md section 2), checked on the source."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("litellm", "instructor", "openai", "anthropic", "google")
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(module, line, at_top_level) for every import in a file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    top = {id(n) for n in tree.body}
+    found: list[tuple[str, int, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mod = ("." * node.level) + (node.module or "")
+            found.append((mod, node.lineno, id(node) in top))
+    return found
+
+
+def _py_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_contracts_import_only_pydantic_and_stdlib() -> None:
+    allowed_third_party = {"pydantic", "pydantic_core"}
+    for path in _py_files("contracts"):
+        for mod, line, _ in _imports(path):
+            root = mod.split(".")[0]
+            if mod.startswith(".") or root == "__future__":
+                continue
+            assert root in allowed_third_party or root in sys.stdlib_module_names, (
+                f"{path.relative_to(ROOT)}:{line} imports {mod}"
+            )
+
+
+def test_core_never_imports_provider_libraries() -> None:
+    for path in _py_files("agentcore"):
+        for mod, line, _ in _imports(path):
+            assert mod.split(".")[0] not in HEAVY, f"{path.relative_to(ROOT)}:{line} imports {mod}"
+
+
+def test_adapters_import_provider_libraries_only_lazily() -> None:
+    for path in _py_files("adapters"):
+        for mod, line, top in _imports(path):
+            if mod.split(".")[0] in HEAVY:
+                assert not top, f"{path.relative_to(ROOT)}:{line} imports {mod} at module level"
+
+
+def test_adapters_do_not_import_the_core() -> None:
+    """Adapters know nothing of governance: only contracts and their own modules."""
+    for path in _py_files("adapters"):
+        for mod, line, _ in _imports(path):
+            if mod.startswith("agentcore"):
+                assert mod.startswith("agentcore.contracts") or mod.startswith(
+                    "agentcore.adapters"
+                ), f"{path.relative_to(ROOT)}:{line} imports {mod}"
+
+
+def test_import_and_cli_startup_load_no_heavy_library() -> None:
+    code = (
+        "import sys, agentcore, agentcore.cli, agentcore.adapters, agentcore.stores;"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

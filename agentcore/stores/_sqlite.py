@@ -271,7 +271,6 @@ def _setup(conn: sqlite3.Connection, synchronous: str, busy_timeout_s: float, pa
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     # The first statement that reads the file: a non-database fails here (SQLITE_NOTADB).
     # The version is checked before anything is written, so a refused file stays untouched.
-    conn.execute("PRAGMA journal_mode = WAL")
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     if version > SCHEMA_VERSION:
         raise StoreError(

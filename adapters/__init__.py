@@ -4,7 +4,14 @@ Provider modules are imported lazily through the registry; importing this packag
 no provider SDK and no litellm.
 """
 
-from ._protocol import Completion, CompletionRequest, Message, ModelAdapter, PartialAction, parse_reply
+from ._protocol import (
+    Completion,
+    CompletionRequest,
+    Message,
+    ModelAdapter,
+    PartialAction,
+    parse_reply,
+)
 from ._registry import register_provider, registered_providers, resolve_model, resolve_route
 from .scripted import ScriptedModel, ScriptItem
 

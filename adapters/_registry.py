@@ -36,7 +36,7 @@ def registered_providers() -> list[str]:
     return sorted(_PROVIDERS)
 
 
-def resolve_model(entry: str | ModelAdapter, **options: Any) -> ModelAdapter:  # Any: provider options
+def resolve_model(entry: object, **options: Any) -> ModelAdapter:  # Any: provider options
     """Turn one route entry into an adapter.
 
     Raises:

@@ -28,7 +28,9 @@ ScriptItem: TypeAlias = (
 verbatim), an exception (raised as a provider error), or a callable of the rendered
 messages returning one of those (or an awaitable of one)."""
 
-ScriptReply: TypeAlias = "Mapping[str, Any] | str | BaseException | Awaitable[Mapping[str, Any] | str | BaseException]"  # noqa: E501
+ScriptReply: TypeAlias = (
+    "Mapping[str, Any] | str | BaseException | Awaitable[Mapping[str, Any] | str | BaseException]"
+)
 
 
 class ScriptedModel:
@@ -44,7 +46,8 @@ class ScriptedModel:
 
     Example:
         >>> model = ScriptedModel([
-        ...     {"type": "tool", "thought": "look", "tool": "get_order", "args": {"order_id": "A1"}},
+        ...     {"type": "tool", "thought": "look", "tool": "get_order",
+        ...      "args": {"order_id": "A1"}},
         ...     {"type": "finish", "thought": "done", "answer": "Shipped."},
         ... ])
     """

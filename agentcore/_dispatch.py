@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
+
 from ._state import RunState
-from .contracts import FinishAction, NextAction, PlanAction, ToolAction
 from .events import Verdict
 from .tools import Tool
 
@@ -50,12 +51,14 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
     if budget.max_tool_calls is not None and state.tool_calls >= budget.max_tool_calls:
         return Ruling(
             "deny",
-            f"the tool-call budget ({budget.max_tool_calls}) is used up; finish with what you have.",
+            f"the tool-call budget ({budget.max_tool_calls}) is used up; "
+            "finish with what you have.",
         )
     cap = budget.max_calls_per_tool.get(name)
     if cap is not None and state.per_tool[name] >= cap:
         return Ruling(
-            "deny", f"tool {name!r} may be called {cap} time(s) in this run and was; use another way."
+            "deny",
+            f"tool {name!r} may be called {cap} time(s) in this run and was; use another way.",
         )
     effect = tool.spec.effect
     if effect != "read" and state.policy.plan_before_writes and not state.plan_approved:
@@ -65,5 +68,7 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             "first. It can run once a plan is approved.",
         )
     if effect == "destructive":
-        return Ruling("needs_confirmation", f"tool {name!r} is destructive: a person must approve it")
+        return Ruling(
+            "needs_confirmation", f"tool {name!r} is destructive: a person must approve it"
+        )
     return Ruling("execute")

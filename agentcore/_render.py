@@ -11,8 +11,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from .adapters import Message
-from .contracts import NextAction, PlanAction, dump_action
+from agentcore.adapters import Message
+from agentcore.contracts import NextAction, PlanAction, dump_action
+
 from .events import (
     ActionProposed,
     Confirmation,

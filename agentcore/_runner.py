@@ -20,12 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._dispatch import decide
-from ._log import get_logger
-from ._render import MessageView, Renderer
-from ._state import OpenCall, RunState, RunStatus
-from .adapters import Completion, CompletionRequest, Message, ModelAdapter
-from .contracts import (
+from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
+from agentcore.contracts import (
     ActionSchema,
     ContractDocument,
     FinishAction,
@@ -34,8 +30,13 @@ from .contracts import (
     ToolSpec,
     compile_action_schema,
 )
-from .contracts._schema import parse_loose_tool_action
-from .contracts.errors import ModelError, UnknownToolError
+from agentcore.contracts._schema import parse_loose_tool_action
+from agentcore.contracts.errors import ModelError, UnknownToolError
+
+from ._dispatch import decide
+from ._log import get_logger
+from ._render import MessageView, Renderer
+from ._state import OpenCall, RunState, RunStatus
 from .events import (
     ActionProposed,
     ContextAdded,
@@ -64,7 +65,7 @@ class ContextRequest:
     scope: tuple[str, ...]
 
 
-ContextProvider = Callable[[ContextRequest], "str | None | Awaitable[str | None]"]
+ContextProvider = Callable[[ContextRequest], "str | Awaitable[str | None] | None"]
 """A callable (sync or async) returning extra context for a step, or ``None`` for nothing.
 What it returns is recorded, so replays do not call it again."""
 
@@ -112,7 +113,9 @@ class Driver:
         batch, self.pending = self.pending, []
         await self.setup.store.append(self.state.run_id, batch[0].seq, batch)
 
-    def finish(self, status: RunStatus, *, answer: str | None = None, reason: str | None = None) -> None:
+    def finish(
+        self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
+    ) -> None:
         """Record that the run stopped."""
         self.record(RunFinished(**self._seq(), status=status.value, answer=answer, reason=reason))
         self.log.info("run_stopped", status=status.value, reason=reason)
@@ -168,16 +171,24 @@ class Driver:
     def _schema(self) -> ActionSchema:
         st, budget = self.state, self.state.budget
         steps_left = None if budget.max_steps is None else budget.max_steps - st.steps
-        tokens_left = None if budget.max_tokens is None else budget.max_tokens - st.usage.total_tokens
+        tokens_left = (
+            None if budget.max_tokens is None else budget.max_tokens - st.usage.total_tokens
+        )
         finish_only = (steps_left is not None and steps_left <= 1) or (
-            tokens_left is not None and st.last_call_tokens > 0 and tokens_left < 2 * st.last_call_tokens
+            tokens_left is not None
+            and st.last_call_tokens > 0
+            and tokens_left < 2 * st.last_call_tokens
         )
         names: tuple[str, ...] = ()
         if budget.max_tool_calls is None or st.tool_calls < budget.max_tool_calls:
             names = tuple(
-                n for n in st.scope
+                n
+                for n in st.scope
                 if n in self.setup.tools
-                and (n not in budget.max_calls_per_tool or st.per_tool[n] < budget.max_calls_per_tool[n])
+                and (
+                    n not in budget.max_calls_per_tool
+                    or st.per_tool[n] < budget.max_calls_per_tool[n]
+                )
             )
         key = (names, finish_only, st.policy.schema_form, st.policy.max_reply_bytes)
         schema = self.setup.schema_cache.get(key)
@@ -195,7 +206,9 @@ class Driver:
         scope = self.state.scope
         text = self.setup.system_cache.get(scope)
         if text is None:
-            specs: list[ToolSpec] = [self.setup.tools[n].spec for n in scope if n in self.setup.tools]
+            specs: list[ToolSpec] = [
+                self.setup.tools[n].spec for n in scope if n in self.setup.tools
+            ]
             text = self.setup.contract.render_system(specs)
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
@@ -234,7 +247,9 @@ class Driver:
             request = CompletionRequest(
                 schema=schema,
                 system=self._system(),
-                messages=MessageView(self.renderer, self.events, len(self.events), self._status_note(schema)),
+                messages=MessageView(
+                    self.renderer, self.events, len(self.events), self._status_note(schema)
+                ),
                 run_id=st.run_id,
                 step=step,
                 deadline=st.budget.deadline,
@@ -244,16 +259,26 @@ class Driver:
                 return
             if completion.action is not None:
                 self._model_called(step, completion, "ok")
-                self.record(ActionProposed(**self._seq(), step=step, call_id=f"c{step}", action=completion.action))
+                self.record(
+                    ActionProposed(
+                        **self._seq(), step=step, call_id=f"c{step}", action=completion.action
+                    )
+                )
                 self.log.debug("action", step=step, type=completion.action.type)
                 return
             error = completion.error
-            loose = parse_loose_tool_action(completion.text) if isinstance(error, UnknownToolError) else None
+            loose = (
+                parse_loose_tool_action(completion.text)
+                if isinstance(error, UnknownToolError)
+                else None
+            )
             if loose is not None and loose.tool in self.setup.tools:
                 # A real tool the schema does not offer at this step (out of scope or over its
                 # budget): a decision, not a malformed reply. The dispatcher refuses it.
                 self._model_called(step, completion, "ok")
-                self.record(ActionProposed(**self._seq(), step=step, call_id=f"c{step}", action=loose))
+                self.record(
+                    ActionProposed(**self._seq(), step=step, call_id=f"c{step}", action=loose)
+                )
                 return
             self._model_called(step, completion, "invalid")
             self.log.info("invalid_reply", step=step, error=str(error))
@@ -269,7 +294,8 @@ class Driver:
                     return
                 self.finish(
                     RunStatus.FAILED,
-                    reason=f"the model gave no valid action in {st.reasks} replies; last error: {error}",
+                    reason=f"the model gave no valid action in {st.reasks} replies; "
+                    f"last error: {error}",
                 )
                 return
             if stop := self._stop_reason():
@@ -312,7 +338,11 @@ class Driver:
             try:
                 return await adapter.complete_structured(request)
             except ModelError as exc:
-                failure, tokens, retryable = exc, (exc.input_tokens, exc.output_tokens), exc.retryable
+                failure, tokens, retryable = (
+                    exc,
+                    (exc.input_tokens, exc.output_tokens),
+                    exc.retryable,
+                )
             except Exception as exc:  # an adapter bug must not lose the run: record it
                 failure, tokens, retryable = exc, (0, 0), True
             name = getattr(adapter, "name", type(adapter).__name__)
@@ -343,7 +373,13 @@ class Driver:
         if call.decision is None:
             ruling = decide(st, call.action, self.setup.tools)
             self.record(
-                Decision(**self._seq(), step=call.step, call_id=call.call_id, verdict=ruling.verdict, reason=ruling.reason)
+                Decision(
+                    **self._seq(),
+                    step=call.step,
+                    call_id=call.call_id,
+                    verdict=ruling.verdict,
+                    reason=ruling.reason,
+                )
             )
             if ruling.verdict == "needs_confirmation":
                 self.finish(RunStatus.AWAITING_CONFIRMATION, reason=ruling.reason)
@@ -368,7 +404,14 @@ class Driver:
         args = call.run_args()
         key = f"{self.state.run_id}:{call.step}"
         self.record(
-            ToolStarted(**self._seq(), step=call.step, call_id=call.call_id, tool=tool.name, args=args, idempotency_key=key)
+            ToolStarted(
+                **self._seq(),
+                step=call.step,
+                call_id=call.call_id,
+                tool=tool.name,
+                args=args,
+                idempotency_key=key,
+            )
         )
         await self.flush()  # write-ahead: the intent is durable before the side effect
         ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
@@ -404,7 +447,12 @@ class Driver:
             if found is not None:
                 self.record(
                     ToolFinished(
-                        **self._seq(), step=call.step, call_id=call.call_id, tool=tool.name, ok=True, result=found
+                        **self._seq(),
+                        step=call.step,
+                        call_id=call.call_id,
+                        tool=tool.name,
+                        ok=True,
+                        result=found,
                     )
                 )
                 await self.flush()

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .contracts import FinishAction, NextAction, PlanAction, ToolAction, Usage, canonical_json
+from agentcore.contracts import (
+    FinishAction,
+    NextAction,
+    PlanAction,
+    ToolAction,
+    Usage,
+    canonical_json,
+)
+
 from .events import (
     ActionProposed,
     Confirmation,
@@ -294,11 +302,19 @@ class RunState:
                 args = call.run_args()
                 effect = self.tools.get(name, {}).get("effect")
                 return PendingCall(
-                    call.step, call.call_id, "tool", thought, name, args,
-                    str(effect) if effect else None, args_hash(name, args),
+                    call.step,
+                    call.call_id,
+                    "tool",
+                    thought,
+                    name,
+                    args,
+                    str(effect) if effect else None,
+                    args_hash(name, args),
                 )
             case PlanAction(thought=thought, steps=steps):
-                return PendingCall(call.step, call.call_id, "plan", thought, plan_steps=tuple(steps))
+                return PendingCall(
+                    call.step, call.call_id, "plan", thought, plan_steps=tuple(steps)
+                )
             case FinishAction():
                 return None
 

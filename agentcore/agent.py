@@ -11,12 +11,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from ._runner import ContextProvider, Driver, RunSetup
-from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
-from ._state import args_hash as compute_args_hash
-from .adapters import ModelAdapter, resolve_route
-from .contracts import ActionSchema, ContractDocument, WorkedExample, load_contract
-from .contracts.errors import (
+from agentcore.adapters import ModelAdapter, resolve_route
+from agentcore.contracts import ActionSchema, ContractDocument, WorkedExample, load_contract
+from agentcore.contracts.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
     ContractLintError,
@@ -24,6 +21,10 @@ from .contracts.errors import (
     RunNotFoundError,
     SeqConflictError,
 )
+
+from ._runner import ContextProvider, Driver, RunSetup
+from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
+from ._state import args_hash as compute_args_hash
 from .events import Confirmation, Event, RunFinished, RunResumed, RunStarted
 from .policy import Budget, Policy
 from .stores import TranscriptStore, open_store
@@ -71,13 +72,15 @@ class Agent:
     ) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
-            if not isinstance(t, Tool):
+            if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers pass plain functions
                 raise ConfigurationError(
                     f"{t!r} is not a tool: decorate it with @tool(effect=...) so its effect is "
                     "explicit."
                 )
             if t.name in self.tools:
-                raise ConfigurationError(f"Two tools are named {t.name!r}; tool names must be unique.")
+                raise ConfigurationError(
+                    f"Two tools are named {t.name!r}; tool names must be unique."
+                )
             self.tools[t.name] = t
         self.route: tuple[ModelAdapter, ...] = resolve_route(model)
         self.policy = policy or Policy()
@@ -311,11 +314,13 @@ class Agent:
         pending = state.pending()
         if pending is None:
             raise NotAwaitingConfirmationError(
-                f"Run {run_id} is {state.status.value}, not awaiting confirmation; nothing to confirm."
+                f"Run {run_id} is {state.status.value}, not awaiting confirmation; "
+                "nothing to confirm."
             )
         if step is not None and step != pending.step:
             raise ConfirmationMismatchError(
-                f"Run {run_id} is waiting at step {pending.step}, not step {step}; nothing recorded."
+                f"Run {run_id} is waiting at step {pending.step}, not step {step}; "
+                "nothing recorded."
             )
         if args_hash is not None and args_hash != pending.args_hash:
             raise ConfirmationMismatchError(
@@ -326,14 +331,20 @@ class Agent:
         new_hash = pending.args_hash
         if args is not None:
             if pending.kind != "tool" or pending.tool is None:
-                raise ConfigurationError("Only a tool call's arguments can be edited, not a plan's.")
+                raise ConfigurationError(
+                    "Only a tool call's arguments can be edited, not a plan's."
+                )
             tool = self.tools.get(pending.tool)
             if tool is None:
-                raise ConfigurationError(f"This agent has no tool {pending.tool!r} to validate args for.")
+                raise ConfigurationError(
+                    f"This agent has no tool {pending.tool!r} to validate args for."
+                )
             try:
                 edited = tool.validate_args(dict(args))
             except ValidationError as exc:
-                raise ConfigurationError(f"Edited args for {pending.tool!r} are invalid: {exc}") from exc
+                raise ConfigurationError(
+                    f"Edited args for {pending.tool!r} are invalid: {exc}"
+                ) from exc
             new_hash = compute_args_hash(pending.tool, edited)
         ev = Confirmation(
             run_id=run_id,
@@ -358,7 +369,9 @@ class Agent:
         if state.status in FINAL_STATUSES:
             return state.result()
         why = f"cancelled by {by}" + (f": {reason}" if reason else "")
-        ev = RunFinished(run_id=run_id, seq=state.next_seq, at=time.time(), status="cancelled", reason=why)
+        ev = RunFinished(
+            run_id=run_id, seq=state.next_seq, at=time.time(), status="cancelled", reason=why
+        )
         await self.store.append(run_id, ev.seq, [ev])
         state.apply(ev)
         return state.result()
@@ -396,7 +409,9 @@ def _sync(coro: Awaitable[T]) -> T:
     else:
         if asyncio.iscoroutine(coro):
             coro.close()
-        raise ConfigurationError("The *_sync methods cannot run inside an event loop; await run() instead.")
+        raise ConfigurationError(
+            "The *_sync methods cannot run inside an event loop; await run() instead."
+        )
 
     async def main() -> T:
         return await coro

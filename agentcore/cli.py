@@ -23,17 +23,18 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
+from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, load_contract
+from agentcore.contracts.errors import AgentcoreError, ConfigurationError, ContractLintError
+
 from . import Agent, Budget, RunResult, RunStatus
-from .contracts import load_contract
-from .contracts.errors import AgentcoreError, ConfigurationError, ContractLintError
 from .events import (
     ActionProposed,
     Confirmation,
@@ -81,7 +82,9 @@ err = Console(stderr=True)
 
 StoreOpt = Annotated[
     str | None,
-    typer.Option("--store", help="Store URL (default: $AGENTCORE_STORE or sqlite:///agentcore.db)."),
+    typer.Option(
+        "--store", help="Store URL (default: $AGENTCORE_STORE or sqlite:///agentcore.db)."
+    ),
 ]
 AgentOpt = Annotated[
     str | None,
@@ -135,32 +138,50 @@ def _load_agent(ref: str, model: str | None = None, store: str | None = None) ->
     raise ConfigurationError(f"{ref} is neither an Agent nor a function returning one.")
 
 
+def _action_detail(action: NextAction) -> str:
+    match action:
+        case PlanAction(steps=steps):
+            return " | ".join(steps)
+        case ToolAction(tool=name, args=args):
+            return f"{name} {json.dumps(args)}"
+        case FinishAction(answer=answer):
+            return answer
+
+
 def _describe(ev: Event) -> tuple[str, str]:
     """(step, text) for one event in the transcript table."""
     match ev:
         case RunStarted():
-            return "", f"task: {ev.task}  scope: {', '.join(ev.scope)}  contract: {ev.contract.get('hash')}"
+            return (
+                "",
+                f"task: {ev.task}  scope: {', '.join(ev.scope)}  "
+                f"contract: {ev.contract.get('hash')}",
+            )
         case ContextAdded():
             return str(ev.step), f"{ev.source}: {ev.content[:120]}"
         case ModelCalled():
             tokens = f"{ev.input_tokens}+{ev.output_tokens} tokens"
             extra = f"  {ev.error}" if ev.error else ""
-            return str(ev.step), f"{ev.model}: {ev.outcome}, {tokens}, {ev.latency_ms:.1f} ms{extra}"
+            return str(
+                ev.step
+            ), f"{ev.model}: {ev.outcome}, {tokens}, {ev.latency_ms:.1f} ms{extra}"
         case ActionProposed():
             a = ev.action
-            detail = {"plan": lambda: " | ".join(getattr(a, "steps")),  # noqa: B009
-                      "tool": lambda: f"{getattr(a, 'tool')} {json.dumps(getattr(a, 'args'))}",
-                      "finish": lambda: getattr(a, "answer")}[a.type]()
+            detail = _action_detail(a)
             return str(ev.step), f"[{ev.call_id}] {a.type}: {detail}\n  thought: {a.thought}"
         case Decision():
-            return str(ev.step), f"[{ev.call_id}] {ev.verdict}" + (f": {ev.reason}" if ev.reason else "")
+            return str(ev.step), f"[{ev.call_id}] {ev.verdict}" + (
+                f": {ev.reason}" if ev.reason else ""
+            )
         case Confirmation():
             verb = "approved" if ev.approved else "denied"
             edited = " (edited args)" if ev.args is not None else ""
             why = f": {ev.reason}" if ev.reason else ""
             return str(ev.step), f"[{ev.call_id}] {verb} by {ev.by}{edited}{why}"
         case ToolStarted():
-            return str(ev.step), f"[{ev.call_id}] {ev.tool} {json.dumps(ev.args)}  key={ev.idempotency_key}"
+            return str(
+                ev.step
+            ), f"[{ev.call_id}] {ev.tool} {json.dumps(ev.args)}  key={ev.idempotency_key}"
         case ToolFinished():
             body = json.dumps(ev.result) if ev.ok else f"ERROR {ev.error}"
             return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[:300]}"
@@ -184,7 +205,9 @@ def _print_transcript(events: list[Event]) -> None:
 
 def _report(result: RunResult, *, agent_hint: str | None = None) -> NoReturn:
     status = result.status
-    style = {RunStatus.COMPLETED: "green", RunStatus.AWAITING_CONFIRMATION: "yellow"}.get(status, "red")
+    style = {RunStatus.COMPLETED: "green", RunStatus.AWAITING_CONFIRMATION: "yellow"}.get(
+        status, "red"
+    )
     out.print(f"[bold {style}]{status.value}[/]  run {result.run_id}", highlight=False)
     if result.answer:
         out.print(f"answer: {result.answer}", highlight=False)
@@ -198,23 +221,33 @@ def _report(result: RunResult, *, agent_hint: str | None = None) -> NoReturn:
     )
     p = result.pending
     if p is not None:
-        what = f"{p.tool}({json.dumps(p.args)})" if p.kind == "tool" else "plan: " + " | ".join(p.plan_steps)
+        what = (
+            f"{p.tool}({json.dumps(p.args)})"
+            if p.kind == "tool"
+            else "plan: " + " | ".join(p.plan_steps)
+        )
         out.print(f"waiting for a person to approve step {p.step}: {what}", highlight=False)
         agent_opt = f" --agent {agent_hint}" if agent_hint else ""
         out.print("approve: ", end="")
         out.print(
             f"agentcore confirm {result.run_id} --approve --by <your-name>{agent_opt}",
-            style="bold", highlight=False, soft_wrap=True,
+            style="bold",
+            highlight=False,
+            soft_wrap=True,
         )
         out.print("deny:    ", end="")
         out.print(
             f'agentcore confirm {result.run_id} --deny --by <your-name> --reason "..."{agent_opt}',
-            style="bold", highlight=False, soft_wrap=True,
+            style="bold",
+            highlight=False,
+            soft_wrap=True,
         )
     raise typer.Exit(EXIT_CODES[status])
 
 
-async def _agent_for_run(run_id: str, agent_ref: str | None, store: str | None) -> tuple[Agent, str]:
+async def _agent_for_run(
+    run_id: str, agent_ref: str | None, store: str | None
+) -> tuple[Agent, str]:
     if agent_ref is None:
         st = open_store(store)
         try:
@@ -233,7 +266,9 @@ async def _agent_for_run(run_id: str, agent_ref: str | None, store: str | None) 
 
 @app.callback()
 def _main(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each step to stderr.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log each step to stderr.")
+    ] = False,
 ) -> None:
     """Run, inspect, confirm and resume agentcore runs."""
     import structlog
@@ -271,7 +306,9 @@ def demo(
                 out.print(f"[bold]model:[/] {name}", highlight=False)
             out.print(f"[bold]store:[/] {agent.store.url}", highlight=False)
             out.print(f"[bold]task:[/] {DEMO_TASK}\n", highlight=False)
-            result = await agent.run(DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref})
+            result = await agent.run(
+                DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref}
+            )
             return result, await agent.transcript(result.run_id)
         finally:
             await agent.close()
@@ -283,7 +320,9 @@ def demo(
 
 @app.command("run")
 def run_cmd(
-    target: Annotated[str, typer.Argument(help="MODULE:ATTR of an Agent or a function returning one.")],
+    target: Annotated[
+        str, typer.Argument(help="MODULE:ATTR of an Agent or a function returning one.")
+    ],
     task: Annotated[str, typer.Argument(help="The task.")],
     scope: Annotated[
         str | None, typer.Option(help="Comma-separated tool names or labels (default: all).")
@@ -292,7 +331,9 @@ def run_cmd(
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget.")] = None,
     model: Annotated[str | None, typer.Option(help="Override the agent's model route.")] = None,
     store: StoreOpt = None,
-    run_id: Annotated[str | None, typer.Option(help="A caller-chosen run id (idempotent start).")] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="A caller-chosen run id (idempotent start).")
+    ] = None,
     show: Annotated[bool, typer.Option(help="Print the transcript.")] = True,
 ) -> None:
     """Start a run of an agent and advance it until it completes, stops or waits."""
@@ -326,7 +367,9 @@ def runs(
 ) -> None:
     """List runs, most recently updated first."""
     if status is not None and status not in {s.value for s in RunStatus}:
-        _fail(f"unknown status {status!r}; valid: {', '.join(s.value for s in RunStatus)}", EXIT_USAGE)
+        _fail(
+            f"unknown status {status!r}; valid: {', '.join(s.value for s in RunStatus)}", EXIT_USAGE
+        )
 
     async def go() -> list[Any]:  # Any: RunSummary rows
         st = open_store(store)
@@ -381,8 +424,12 @@ def export(run_id: str, store: StoreOpt = None) -> None:
 def confirm(
     run_id: str,
     by: Annotated[str, typer.Option(help="Who decides (recorded).")],
-    approve: Annotated[bool | None, typer.Option("--approve/--deny", help="Approve or deny.")] = None,
-    reason: Annotated[str | None, typer.Option(help="Why (shown to the model on a denial).")] = None,
+    approve: Annotated[
+        bool | None, typer.Option("--approve/--deny", help="Approve or deny.")
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Why (shown to the model on a denial).")
+    ] = None,
     args: Annotated[str | None, typer.Option(help="Edited arguments as a JSON object.")] = None,
     agent: AgentOpt = None,
     store: StoreOpt = None,
@@ -393,12 +440,12 @@ def confirm(
     edited: dict[str, Any] | None = None  # Any: JSON values
     if args is not None:
         try:
-            parsed: Any = json.loads(args)  # Any: checked below
+            parsed: object = json.loads(args)
         except json.JSONDecodeError as exc:
             _fail(f"--args is not valid JSON: {exc}", EXIT_USAGE)
         if not isinstance(parsed, dict):
             _fail("--args must be a JSON object", EXIT_USAGE)
-        edited = {str(k): v for k, v in parsed.items()}  # pyright: ignore[reportUnknownVariableType]  # JSON object
+        edited = cast("dict[str, Any]", parsed)  # a JSON object; the tool's schema validates it
 
     async def go() -> tuple[RunResult, str]:
         owner, ref = await _agent_for_run(run_id, agent, store)
@@ -472,4 +519,3 @@ def main() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-

@@ -11,7 +11,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .adapters import Message, ModelAdapter, ScriptedModel
+from agentcore.adapters import Message, ModelAdapter, ScriptedModel
+
 from .agent import Agent
 from .policy import Policy
 from .tools import ToolContext, tool

@@ -1,6 +1,6 @@
 """agentcore's errors (the tree is drawn in :mod:`agentcore.contracts.errors`)."""
 
-from .contracts.errors import (
+from agentcore.contracts.errors import (
     AgentcoreError,
     ConfigurationError,
     ConfirmationMismatchError,

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic_core import to_json
 
-from .contracts import NextAction
+from agentcore.contracts import NextAction
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
@@ -197,10 +197,10 @@ Event = Annotated[
 """Any transcript event."""
 
 
-
 @functools.cache
 def _event_adapter() -> TypeAdapter[Any]:  # Any: the union's members, checked by pydantic
     return TypeAdapter(Event)
+
 
 _KEYS = {"run_id", "seq"}
 

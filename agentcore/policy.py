@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm
-from .contracts.errors import ConfigurationError
+from agentcore.contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm
+from agentcore.contracts.errors import ConfigurationError
 
 __all__ = ["Budget", "Policy"]
 

@@ -26,17 +26,15 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_args, get_type_hints, overload
+from typing import Any, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from .contracts import Effect, ToolSpec
-from .contracts.errors import ToolDefinitionError
+from agentcore.contracts import Effect, ToolSpec
+from agentcore.contracts.errors import ToolDefinitionError
 
 __all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "tool"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 Reconcile = Callable[[str], Any]
 """``reconcile(idempotency_key)`` of a non-idempotent tool: return the earlier call's result
@@ -95,8 +93,8 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         base = indent if base is None else base
         arg = _ARG_LINE.match(line.strip())
         if indent == base and arg:
-            current = arg.group(1)
-            args[current] = arg.group(2).strip()
+            current = str(arg.group(1))
+            args[current] = str(arg.group(2)).strip()
         elif current is not None:
             args[current] = f"{args[current]} {line.strip()}".strip()
     return text[: section.start()].strip(), args
@@ -170,7 +168,9 @@ class Tool:
         try:
             hints = get_type_hints(self.fn, include_extras=True)
         except Exception as exc:
-            raise ToolDefinitionError(f"Tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: cannot resolve type hints: {exc}"
+            ) from exc
         fields: dict[str, Any] = {}
         for pname, param in inspect.signature(self.fn).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -240,7 +240,7 @@ class Tool:
 
 
 @overload
-def tool(fn: F, /) -> Tool: ...
+def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
     *,
@@ -251,7 +251,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     labels: Sequence[str] = (),
-) -> Callable[[F], Tool]: ...
+) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
     /,

@@ -43,14 +43,16 @@ def _type_for(schema: dict[str, Any], name: str) -> Any:  # Any: types built at 
             t = _type_for(option, f"{name}_{i}")
             result = t if result is None else result | t
         return result if result is not None else JsonValue
-    kind = schema.get("type")
+    kind: Any = schema.get("type")  # Any: JSON Schema "type" is a string or a list of them
     if isinstance(kind, list):
-        return _type_for({**schema, "anyOf": [{**schema, "type": k} for k in kind]}, name)
+        kinds: list[str] = [str(k) for k in kind]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]  # JSON data
+        options: list[dict[str, Any]] = [{**schema, "type": k} for k in kinds]
+        return _type_for({"anyOf": options}, name)
     if kind in _PRIMITIVES:
         return _PRIMITIVES[kind]
     if kind == "array":
-        items = schema.get("items")
-        inner = _type_for(items, f"{name}_item") if isinstance(items, dict) else JsonValue
+        items: Any = schema.get("items")  # Any: JSON data, checked below
+        inner = _type_for(items, f"{name}_item") if isinstance(items, dict) else JsonValue  # pyright: ignore[reportUnknownArgumentType]  # a JSON object
         return list[inner]  # pyright: ignore[reportInvalidTypeForm]  # built from data
     if kind == "object" and "properties" in schema:
         return model_from_json_schema(name, schema)
@@ -72,7 +74,7 @@ def model_from_json_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]
     if schema.get("type", "object") != "object":
         raise ToolDefinitionError(f"{name}: a tool's parameters must be an object schema")
     props: dict[str, Any] = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
+    required: set[str] = set(schema.get("required") or ())
     fields: dict[str, Any] = {}
     for prop, sub in props.items():
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", prop):

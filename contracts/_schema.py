@@ -50,28 +50,31 @@ def _class_name(tool_name: str) -> str:
     return "Call_" + re.sub(r"[^A-Za-z0-9_]", "_", tool_name)
 
 
+def _literal(*values: str) -> Any:  # Any: a Literal type built at run time from data
+    return Literal[values]  # pyright: ignore[reportInvalidTypeForm]  # run-time literal is the point
+
+
 def _typed_variant(spec: ToolSpec) -> type[BaseModel]:
+    fields: dict[str, Any] = {  # Any: pydantic field definitions
+        "type": (Literal["tool"], "tool"),
+        "thought": (Thought, ...),
+        "tool": (_literal(spec.name), spec.name),
+        "args": (spec.args_model, ...),
+    }
     return create_model(
-        _class_name(spec.name),
-        __base__=_Strict,
-        __doc__=spec.description,
-        type=(Literal["tool"], "tool"),
-        thought=(Thought, ...),
-        tool=(Literal[spec.name], spec.name),  # pyright: ignore[reportInvalidTypeForm]  # a literal built at run time is the point
-        args=(spec.args_model, ...),
+        _class_name(spec.name), __base__=_Strict, __doc__=spec.description, **fields
     )
 
 
 def _generic_variant(names: Sequence[str]) -> type[BaseModel]:
-    return create_model(
-        "ToolCall",
-        __base__=_Strict,
-        __doc__="Call one tool; args_json holds its arguments as a JSON object.",
-        type=(Literal["tool"], "tool"),
-        thought=(Thought, ...),
-        tool=(Literal[tuple(names)], ...),  # pyright: ignore[reportInvalidTypeForm]  # enum of names in scope
-        args_json=(str, Field(description="The tool's arguments as a JSON object string.")),
-    )
+    fields: dict[str, Any] = {  # Any: pydantic field definitions
+        "type": (Literal["tool"], "tool"),
+        "thought": (Thought, ...),
+        "tool": (_literal(*names), ...),
+        "args_json": (str, Field(description="The tool's arguments as a JSON object string.")),
+    }
+    doc = "Call one tool; args_json holds its arguments as a JSON object."
+    return create_model("ToolCall", __base__=_Strict, __doc__=doc, **fields)
 
 
 def _describe(exc: ValidationError) -> str:

@@ -86,7 +86,9 @@ def test_demo_deny_reason_reaches_the_model(tmp_path: Path) -> None:
     lines = cli(tmp_path, "export", run_id).stdout.splitlines()
     events = [json.loads(line) for line in lines]
     conf = [e for e in events if e["type"] == "confirmation"]
-    assert conf == [conf[0]] and conf[0]["approved"] is False and conf[0]["reason"] == "keep it open"
+    assert (
+        conf == [conf[0]] and conf[0]["approved"] is False and conf[0]["reason"] == "keep it open"
+    )
     assert not any(e["type"] == "tool_started" and e["tool"] == "close_account" for e in events)
 
 
@@ -99,7 +101,9 @@ def test_run_show_export_runs(tmp_path: Path) -> None:
 
     exported = [json.loads(line) for line in cli(tmp_path, "export", run_id).stdout.splitlines()]
     assert [e["seq"] for e in exported] == list(range(len(exported)))
-    assert exported[0]["type"] == "run_started" and exported[0]["metadata"]["agent"] == "myagents:make"
+    assert (
+        exported[0]["type"] == "run_started" and exported[0]["metadata"]["agent"] == "myagents:make"
+    )
     assert exported[-1]["type"] == "run_finished" and exported[-1]["status"] == "completed"
     started = next(e for e in exported if e["type"] == "tool_started")
     assert started["args"] == {"a": 2, "b": 3}
@@ -158,7 +162,7 @@ def test_contract_lint(tmp_path: Path) -> None:
     ok = cli(tmp_path, "contract", "lint")
     assert ok.returncode == 0 and "worked examples valid" in ok.stdout
     broken = AGENT_MODULE + textwrap.dedent(
-        '''
+        """
         from agentcore.contracts import WorkedExample, ExampleTurn
 
         def drifted(model=None, store=None):
@@ -169,7 +173,7 @@ def test_contract_lint(tmp_path: Path) -> None:
                                            "args": {"x": 1}})],
             )
             return Agent(tools=[add], model=ScriptedModel([]), store=store, examples=[ex])
-        '''
+        """
     )
     (tmp_path / "myagents.py").write_text(broken)
     bad = cli(tmp_path, "contract", "lint", "--agent", "myagents:drifted")

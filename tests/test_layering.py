@@ -59,9 +59,8 @@ def test_adapters_do_not_import_the_core() -> None:
     for path in _py_files("adapters"):
         for mod, line, _ in _imports(path):
             if mod.startswith("agentcore"):
-                assert mod.startswith("agentcore.contracts") or mod.startswith(
-                    "agentcore.adapters"
-                ), f"{path.relative_to(ROOT)}:{line} imports {mod}"
+                allowed = ("agentcore.contracts", "agentcore.adapters")
+                assert mod.startswith(allowed), f"{path.relative_to(ROOT)}:{line} imports {mod}"
 
 
 def test_import_and_cli_startup_load_no_heavy_library() -> None:

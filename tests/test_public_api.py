@@ -37,12 +37,15 @@ def test_all_is_sorted_and_complete(name: str) -> None:
         and (getattr(v, "__module__", "") + ".").startswith(name + ".")
         and not isinstance(v, type(importlib))
     }
-    assert public <= set(exported) | {"annotations"}, f"{name} exports unlisted {public - set(exported)}"
+    assert public <= set(exported) | {"annotations"}, (
+        f"{name} exports unlisted {public - set(exported)}"
+    )
 
 
 def test_issue_api_names() -> None:
-    from agentcore import Agent, Budget, Policy, RunResult, RunStatus, tool
     from agentcore.adapters import ScriptedModel
+
+    from agentcore import Agent, Budget, Policy, RunResult, RunStatus, tool
     from agentcore.stores import MemoryStore, SQLiteStore, open_store
 
     assert {s.value for s in RunStatus} >= {
@@ -53,7 +56,15 @@ def test_issue_api_names() -> None:
         "failed",
         "cancelled",
     }
-    for method in ("run", "confirm", "resume", "transcript", "run_sync", "confirm_sync", "resume_sync"):
+    for method in (
+        "run",
+        "confirm",
+        "resume",
+        "transcript",
+        "run_sync",
+        "confirm_sync",
+        "resume_sync",
+    ):
         assert callable(getattr(Agent, method))
     assert {"run_id", "status", "answer", "pending", "usage"} <= set(RunResult.__dataclass_fields__)
     assert callable(tool) and callable(open_store)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-from ..contracts.errors import ConfigurationError
+from agentcore.contracts.errors import ConfigurationError
+
 from ._base import RunSummary, TranscriptStore
 from ._memory import MemoryStore
 from ._sqlite import SQLiteStore

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..contracts.errors import StoreError
+from agentcore.contracts.errors import StoreError
+
 from ..events import Event, RunFinished, RunStarted
 
 __all__ = ["RunSummary", "TranscriptStore", "check_batch", "status_after"]

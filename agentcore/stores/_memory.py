@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ..contracts.errors import RunNotFoundError, SeqConflictError
+from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
+
 from ..events import Event, RunStarted
 from ._base import RunSummary, check_batch, status_after
 

@@ -13,8 +13,15 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   └── UnknownToolError        an action naming a tool that is not offered
     ├── ModelError                  the model could not be asked (raised by adapters)
     │   ├── ModelRefusedError       the provider refused to answer
-    │   ├── ModelTruncatedError     the reply was cut off (length / max tokens)
-    │   └── ScriptExhaustedError    a ScriptedModel ran out of scripted replies
+    │   ├── ModelTruncatedError     the reply was cut off (length / max tokens), twice
+    │   ├── ScriptExhaustedError    a ScriptedModel ran out of scripted replies
+    │   ├── CircuitOpenError        the provider failed repeatedly; calls are paused
+    │   └── ProviderError           the provider answered with an error or not at all
+    │       ├── RateLimitedError        429 (``retry_after`` when the provider said)
+    │       ├── ProviderUnavailableError 5xx, 529 overloaded, timeouts, resets
+    │       ├── AuthenticationError     401 / 403: fix the key          (not retryable)
+    │       ├── BadRequestError         400 / 404 / 422: fix the request (not retryable)
+    │       └── SpendLimitError         429 spend or quota limit reached (not retryable)
     ├── RunError                    an operation on a run that cannot be done
     │   ├── RunNotFoundError        no run with that id in the store
     │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
@@ -31,6 +38,9 @@ from __future__ import annotations
 
 __all__ = [
     "AgentcoreError",
+    "AuthenticationError",
+    "BadRequestError",
+    "CircuitOpenError",
     "ConfigurationError",
     "ConfirmationMismatchError",
     "ContractLintError",
@@ -39,10 +49,14 @@ __all__ = [
     "ModelRefusedError",
     "ModelTruncatedError",
     "NotAwaitingConfirmationError",
+    "ProviderError",
+    "ProviderUnavailableError",
+    "RateLimitedError",
     "RunError",
     "RunNotFoundError",
     "ScriptExhaustedError",
     "SeqConflictError",
+    "SpendLimitError",
     "StoreCorruptedError",
     "StoreError",
     "ToolDefinitionError",
@@ -123,6 +137,60 @@ class ModelTruncatedError(ModelError):
 
 class ScriptExhaustedError(ModelError):
     """A ScriptedModel was asked for more replies than it was given."""
+
+    retryable = False
+
+
+class CircuitOpenError(ModelError):
+    """The provider failed repeatedly; calls to it are paused until the breaker half-opens."""
+
+
+class ProviderError(ModelError):
+    """The provider answered with an error status, or the connection failed.
+
+    Attributes:
+        status: the HTTP status, when there was a response.
+        provider: the provider family (``openai``, ``anthropic``, ...).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        attempts: int = 1,
+        status: int | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message, model=model, attempts=attempts)
+        self.status = status
+        self.provider = provider
+
+
+class RateLimitedError(ProviderError):
+    """HTTP 429. ``retry_after`` holds the provider's Retry-After in seconds, when sent."""
+
+    retry_after: float | None = None
+
+
+class ProviderUnavailableError(ProviderError):
+    """A 5xx, Anthropic's 529 overloaded, a timeout or a reset connection: try again later."""
+
+
+class AuthenticationError(ProviderError):
+    """401 or 403: the key is missing, wrong or lacks access. Fix the configuration."""
+
+    retryable = False
+
+
+class BadRequestError(ProviderError):
+    """400, 404 or 422: the request (model name, schema, parameters) must change."""
+
+    retryable = False
+
+
+class SpendLimitError(ProviderError):
+    """A 429 saying a spend or quota limit was reached: waiting will not help."""
 
     retryable = False
 

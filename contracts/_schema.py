@@ -110,6 +110,9 @@ class ActionSchema:
     form: SchemaForm = "typed"
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
+    _forms: dict[str, ActionSchema] = field(
+        init=False, repr=False, default_factory=dict[str, "ActionSchema"]
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {t.name: t for t in self.tools})
@@ -169,6 +172,22 @@ class ActionSchema:
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of the union (pydantic's form, before any dialect). Do not mutate."""
         return self._schema
+
+    def with_form(self, form: SchemaForm) -> ActionSchema:
+        """The same offer in another form (an adapter may need the generic form when the
+        typed one exceeds a provider's schema limits). Parsing either gives the same actions."""
+        if form == self.form:
+            return self
+        cache = self._forms
+        if form not in cache:
+            cache[form] = compile_action_schema(
+                self.tools,
+                finish_only=self.finish_only,
+                allow_plan=self.allow_plan,
+                form=form,
+                max_reply_bytes=self.max_reply_bytes,
+            )
+        return cache[form]
 
     def spec(self, name: str) -> ToolSpec | None:
         """The tool named ``name`` if this schema offers it."""

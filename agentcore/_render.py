@@ -85,7 +85,7 @@ class Renderer:
                     edited = " with edited arguments" if ev.args is not None else ""
                     self._user(f"[{ev.call_id}] Approved by {ev.by}{edited}.")
                 else:
-                    why = f": {ev.reason}" if ev.reason else "."
+                    why = f": {ev.reason.rstrip('.')}." if ev.reason else "."
                     self._user(f"[{ev.call_id}] Denied by {ev.by}{why} Do not repeat this call.")
             case ToolStarted() | RunResumed() | RunFinished():
                 pass

@@ -272,7 +272,11 @@ class Driver:
                 if isinstance(error, UnknownToolError)
                 else None
             )
-            if loose is not None and loose.tool in self.setup.tools:
+            if (
+                loose is not None
+                and loose.tool in self.setup.tools
+                and decide(st, loose, self.setup.tools).verdict == "deny"
+            ):
                 # A real tool the schema does not offer at this step (out of scope or over its
                 # budget): a decision, not a malformed reply. The dispatcher refuses it.
                 self._model_called(step, completion, "ok")

@@ -133,7 +133,7 @@ class Tool:
         self.timeout = timeout
         self.reconcile = reconcile
         self._is_async = inspect.iscoroutinefunction(fn)
-        tool_name = name or fn.__name__
+        tool_name = fn.__name__ if name is None else name
         doc_desc, arg_docs = _parse_docstring(fn.__doc__)
         desc = description or doc_desc
         if not desc:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -83,7 +82,7 @@ class ContractDocument(_Doc):
     system: str
     examples: list[WorkedExample] = []
 
-    @cached_property
+    @property
     def hash(self) -> str:
         """sha256 (16 hex digits) of the canonical JSON of the document."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -58,7 +58,7 @@ def _typed_variant(spec: ToolSpec) -> type[BaseModel]:
     fields: dict[str, Any] = {  # Any: pydantic field definitions
         "type": (Literal["tool"], "tool"),
         "thought": (Thought, ...),
-        "tool": (_literal(spec.name), spec.name),
+        "tool": (_literal(spec.name), ...),
         "args": (spec.args_model, ...),
     }
     return create_model(
@@ -200,7 +200,7 @@ class ActionSchema:
             UnknownToolError: a tool action names a tool this schema does not offer.
             InvalidActionError: anything else wrong; the message is written for the model.
         """
-        size = len(reply)
+        size = len(reply) if isinstance(reply, bytes) else len(reply.encode("utf-8", "replace"))
         if size > self.max_reply_bytes:
             raise InvalidActionError(
                 f"The reply is {size} bytes; the limit is {self.max_reply_bytes}. "
@@ -244,14 +244,17 @@ class ActionSchema:
             return InvalidActionError(
                 f"The reply is not valid JSON ({first['msg']}). Reply with exactly one JSON object."
             )
-        try:
-            loose = _next_action().validate_json(text)
-        except ValidationError:
-            loose = None
+        loose: NextAction | None = parse_loose_tool_action(text)
+        if loose is None:
+            try:
+                loose = _next_action().validate_json(text)
+            except ValidationError:
+                loose = None
         offered = ", ".join(self.offered_types)
         if isinstance(loose, ToolAction) and "tool" not in self.offered_types:
-            return InvalidActionError(
-                f"A tool action is not allowed at this step; allowed action types: {offered}."
+            return UnknownToolError(
+                f"A tool action is not allowed at this step; allowed action types: {offered}.",
+                tool=loose.tool,
             )
         if isinstance(loose, PlanAction) and "plan" not in self.offered_types:
             return InvalidActionError(
@@ -306,10 +309,25 @@ def parse_loose_tool_action(reply: str) -> ToolAction | None:
     is a governance matter (refused with a reason), not a malformed reply.
     """
     try:
-        action = _next_action().validate_json(reply)
+        data: object = json.loads(reply)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    obj = cast("dict[str, Any]", data)  # a JSON object
+    if obj.get("type") != "tool":
+        return None
+    raw_args = obj.get("args_json")
+    if isinstance(raw_args, str):  # the generic form
+        try:
+            args: object = json.loads(raw_args)
+        except ValueError:
+            return None
+        obj = {k: v for k, v in obj.items() if k != "args_json"} | {"args": args}
+    try:
+        return ToolAction.model_validate(obj)
     except ValidationError:
         return None
-    return action if isinstance(action, ToolAction) else None
 
 
 def dump_action(action: NextAction) -> str:

@@ -63,10 +63,12 @@ def test_adapters_do_not_import_the_core() -> None:
                 assert mod.startswith(allowed), f"{path.relative_to(ROOT)}:{line} imports {mod}"
 
 
-def test_import_and_cli_startup_load_no_heavy_library() -> None:
+def test_import_and_cli_startup_load_no_heavy_library(tmp_path: Path) -> None:
     code = (
         "import sys, agentcore, agentcore.cli, agentcore.adapters, agentcore.stores;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
     assert out.stdout.strip() == "[]"

@@ -1,0 +1,191 @@
+"""Shared test setup: no real network, no store file in the repository, quiet logs, tools.
+
+Tests replay, never call out (STYLE.md section 8): every socket connection to anything but
+the loopback interface fails loudly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from agentcore import Tool, ToolContext, tool
+
+structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+class NetworkBlockedError(RuntimeError):
+    """A test tried to reach the network."""
+
+
+def _check_address(address: object) -> None:
+    if isinstance(address, str | bytes):  # AF_UNIX paths: local by definition
+        return
+    if isinstance(address, tuple) and address and address[0] in _LOOPBACK:
+        return
+    raise NetworkBlockedError(f"tests must not use the network (tried to connect to {address!r})")
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_create_connection = socket.create_connection
+
+    def connect(self: socket.socket, address: Any) -> None:  # Any: socket address forms
+        _check_address(address)
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:  # Any: socket address forms
+        _check_address(address)
+        return real_connect_ex(self, address)
+
+    def create_connection(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        _check_address(address)
+        return real_create_connection(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+
+
+@pytest.fixture(autouse=True)
+def default_store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default store is a file in the test's tmp dir, never agentcore.db in the repo."""
+    path = tmp_path / "default-store.db"
+    monkeypatch.setenv("AGENTCORE_STORE", f"sqlite:///{path}")
+    return path
+
+
+@dataclass
+class Toolbox:
+    """A small set of tools that record how they were called.
+
+    Attributes:
+        calls: ``(tool name, kwargs)`` for every call that reached a function body.
+    """
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    contexts: list[ToolContext] = field(default_factory=list)
+    lookup: Tool = field(init=False)
+    update_note: Tool = field(init=False)
+    delete_order: Tool = field(init=False)
+    fetch_status: Tool = field(init=False)
+    explode: Tool = field(init=False)
+    slow: Tool = field(init=False)
+
+    def count(self, name: str) -> int:
+        """How many times the tool named ``name`` ran."""
+        return sum(1 for n, _ in self.calls if n == name)
+
+    def args_of(self, name: str) -> list[dict[str, Any]]:
+        """The arguments of each call of ``name``, in order."""
+        return [a for n, a in self.calls if n == name]
+
+    @property
+    def all(self) -> list[Tool]:
+        """Every tool of the box."""
+        return [
+            self.lookup,
+            self.update_note,
+            self.delete_order,
+            self.fetch_status,
+            self.explode,
+            self.slow,
+        ]
+
+
+SLOW_TIMEOUT_S = 0.05
+SLOW_SLEEP_S = 0.3
+
+
+def make_toolbox() -> Toolbox:
+    """Fresh tools with their own call log."""
+    box = Toolbox()
+
+    @tool(effect="read", labels=["orders"])
+    def lookup(order_id: str) -> dict[str, str]:
+        """Look up one order by id.
+
+        Args:
+            order_id: the order's id, e.g. "A1".
+        """
+        box.calls.append(("lookup", {"order_id": order_id}))
+        return {"order_id": order_id, "status": "shipped"}
+
+    @tool(effect="write", labels=["orders"])
+    def update_note(order_id: str, note: str) -> dict[str, bool]:
+        """Add a note to an order.
+
+        Args:
+            order_id: the order's id.
+            note: the note's text.
+        """
+        box.calls.append(("update_note", {"order_id": order_id, "note": note}))
+        return {"saved": True}
+
+    @tool(effect="destructive")
+    def delete_order(order_id: str, ctx: ToolContext) -> dict[str, str]:
+        """Delete an order for good.
+
+        Args:
+            order_id: the order to delete.
+        """
+        box.calls.append(("delete_order", {"order_id": order_id}))
+        box.contexts.append(ctx)
+        return {"deleted": order_id}
+
+    @tool(effect="read")
+    async def fetch_status(service: str) -> str:
+        """Check whether a service is up (async).
+
+        Args:
+            service: the service name.
+        """
+        await asyncio.sleep(0)
+        box.calls.append(("fetch_status", {"service": service}))
+        return f"{service}: up"
+
+    @tool(effect="read")
+    def explode(reason: str) -> str:
+        """A tool that always fails.
+
+        Args:
+            reason: what to complain about.
+        """
+        box.calls.append(("explode", {"reason": reason}))
+        raise ValueError(f"cannot do it: {reason}")
+
+    @tool(effect="read", timeout=SLOW_TIMEOUT_S)
+    async def slow(seconds: float = SLOW_SLEEP_S) -> str:
+        """A tool that sleeps past its timeout.
+
+        Args:
+            seconds: how long to sleep.
+        """
+        box.calls.append(("slow", {"seconds": seconds}))
+        await asyncio.sleep(seconds)
+        return "finally"
+
+    box.lookup = lookup
+    box.update_note = update_note
+    box.delete_order = delete_order
+    box.fetch_status = fetch_status
+    box.explode = explode
+    box.slow = slow
+    return box
+
+
+@pytest.fixture
+def tools() -> Toolbox:
+    """A fresh :class:`Toolbox` per test."""
+    return make_toolbox()

@@ -21,6 +21,7 @@ from .events import (
     Decision,
     Event,
     ModelCalled,
+    Resolution,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -87,7 +88,12 @@ class Renderer:
                 else:
                     why = f": {ev.reason.rstrip('.')}." if ev.reason else "."
                     self._user(f"[{ev.call_id}] Denied by {ev.by}{why} Do not repeat this call.")
-            case ToolStarted() | RunResumed() | RunFinished():
+            case Resolution(decision="rerun"):
+                self._user(
+                    f"[{ev.call_id}] The outcome of this call was lost; {ev.by} says it did not "
+                    "happen, so it runs once more."
+                )
+            case ToolStarted() | RunResumed() | RunFinished() | Resolution():
                 pass
             case ToolFinished():
                 if ev.ok:

@@ -34,6 +34,7 @@ from agentcore.contracts._schema import parse_loose_tool_action
 from agentcore.contracts.errors import ModelError, UnknownToolError
 
 from ._dispatch import decide
+from ._faults import crash_point
 from ._log import get_logger
 from ._render import MessageView, Renderer
 from ._state import OpenCall, RunState, RunStatus
@@ -254,9 +255,14 @@ class Driver:
                 step=step,
                 deadline=st.budget.deadline,
             )
+            if any(isinstance(ev, ModelCalled) for ev in self.pending):
+                # Earlier replies' tokens are not recomputable: make them durable before
+                # spending more. (A pending idempotent tool result is: it may wait.)
+                await self.flush()
             completion = await self._complete(request)
             if completion is None:
                 return
+            crash_point("after_model_response")
             if completion.action is not None:
                 self._model_called(step, completion, "ok")
                 self.record(
@@ -418,8 +424,10 @@ class Driver:
             )
         )
         await self.flush()  # write-ahead: the intent is durable before the side effect
+        crash_point("after_intent_commit")
         ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
         outcome = await tool.run(args, ctx)
+        crash_point("after_tool_return")
         self.record(
             ToolFinished(
                 **self._seq(),
@@ -441,7 +449,9 @@ class Driver:
         assert isinstance(call.action, ToolAction) and call.started is not None
         tool = self.setup.tools[call.action.tool]
         key = call.started.idempotency_key
-        if tool.spec.idempotent:
+        if tool.spec.idempotent or (
+            call.resolution is not None and call.resolution.decision == "rerun"
+        ):
             await self._run_tool(call)
             return
         if tool.reconcile is not None:
@@ -467,8 +477,9 @@ class Driver:
             RunStatus.NEEDS_ATTENTION,
             reason=(
                 f"non-idempotent tool {tool.name!r} was started at step {call.step} with "
-                f"{_short(call.run_args())} but its outcome was not recorded; a person must say "
-                "whether it happened"
+                f"{_short(call.run_args())} (idempotency key {key}) but its outcome was not "
+                "recorded; a person must say whether it happened: agentcore resolve "
+                f"{self.state.run_id} --result JSON | --rerun | --fail --by NAME"
             ),
         )
 

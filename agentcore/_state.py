@@ -24,6 +24,7 @@ from .events import (
     Decision,
     Event,
     ModelCalled,
+    Resolution,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -136,6 +137,7 @@ class OpenCall:
     confirmation: Confirmation | None = None
     started: ToolStarted | None = None
     finished: ToolFinished | None = None
+    resolution: Resolution | None = None
 
     @property
     def settled(self) -> bool:
@@ -193,6 +195,8 @@ class RunState:
     next_seq: int = 0
     started_at: float = 0.0
     updated_at: float = 0.0
+    recoveries: int = 0
+    """Consecutive recovery resumes (the worker died) without progress in between."""
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""
@@ -221,6 +225,7 @@ class RunState:
                 if event.outcome == "invalid":
                     self.reasks += 1
             case ActionProposed():
+                self.recoveries = 0
                 self.steps += 1
                 self.reasks = 0
                 self.call = OpenCall(event.step, event.call_id, event.action)
@@ -248,6 +253,7 @@ class RunState:
                 call.started = event
                 call.finished = None
             case ToolFinished():
+                self.recoveries = 0
                 call = self._call(event.call_id)
                 call.finished = event
                 if not event.ok:
@@ -255,6 +261,11 @@ class RunState:
             case RunResumed():
                 if event.budget is not None:
                     self.budget = Budget.from_json(event.budget)
+                self.recoveries = self.recoveries + 1 if event.recovery else 0
+                self.status = RunStatus.RUNNING
+                self.reason = None
+            case Resolution():
+                self._call(event.call_id).resolution = event
                 self.status = RunStatus.RUNNING
                 self.reason = None
             case RunFinished():

@@ -10,22 +10,39 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 
 from agentcore.adapters import ModelAdapter, resolve_route
-from agentcore.contracts import ActionSchema, ContractDocument, WorkedExample, load_contract
+from agentcore.contracts import (
+    ActionSchema,
+    ContractDocument,
+    ToolAction,
+    WorkedExample,
+    load_contract,
+)
 from agentcore.contracts.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
     ContractLintError,
     NotAwaitingConfirmationError,
+    RunError,
     RunNotFoundError,
     SeqConflictError,
+    ToolManifestChangedError,
 )
 
 from ._runner import ContextProvider, Driver, RunSetup
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
-from .events import Confirmation, Event, RunFinished, RunResumed, RunStarted
+from .events import (
+    Confirmation,
+    Event,
+    Resolution,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+)
 from .policy import Budget, Policy
 from .stores import TranscriptStore, open_store
 from .tools import Tool
@@ -34,6 +51,7 @@ __all__ = ["Agent", "ModelSpec"]
 
 T = TypeVar("T")
 ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
+_UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 """A model (``"provider/model"`` or an adapter object) or a route: a list tried in order."""
 
 
@@ -254,27 +272,170 @@ class Agent:
         state, _ = await self._load(run_id)
         return state.result()
 
-    async def resume(self, run_id: str, *, budget: Budget | None = None) -> RunResult:
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        budget: Budget | None = None,
+        by: str | None = None,
+        accept_tool_changes: bool = False,
+    ) -> RunResult:
         """Continue a run from its transcript (after a crash, a budget stop, or by hand).
 
         Resuming a completed or cancelled run returns its result; a run waiting for
         confirmation stays waiting (use :meth:`confirm`). A proposed action is executed
-        from the transcript without asking the model again.
+        from the transcript without asking the model again; a tool that was started but
+        never finished is re-run only if it is idempotent (or its ``reconcile`` says it did
+        not happen); otherwise the run stops as ``needs_attention`` (see :meth:`resolve`).
+
+        A run found still ``running`` had its process die; after
+        ``Policy.dead_letter_after`` such recoveries in a row without progress it is stopped
+        as ``failed`` (dead-lettered) instead. A person resumes it anyway by passing ``by``.
 
         Args:
             budget: replaces the run's budget (to continue a ``budget_exhausted`` run).
+            by: who resumes by hand (recorded); resets the dead-letter count.
+            accept_tool_changes: resume although a tool the run used has changed since it
+                started (recorded); otherwise that refuses with ToolManifestChangedError.
+
+        Raises:
+            RunNotFoundError: no such run.
+            ToolManifestChangedError: a tool the run used changed or is gone.
         """
         state, events = await self._load(run_id)
         if state.status in FINAL_STATUSES or state.status is RunStatus.AWAITING_CONFIRMATION:
             return state.result()
-        if state.status is not RunStatus.RUNNING or budget is not None:
+        accepted = self._check_tools(state, accept_tool_changes)
+        recovery = state.status is RunStatus.RUNNING
+        if recovery and by is None and state.recoveries >= state.policy.dead_letter_after:
+            ev: Event = RunFinished(
+                run_id=run_id,
+                seq=state.next_seq,
+                at=time.time(),
+                status=RunStatus.FAILED.value,
+                reason=(
+                    f"dead-lettered: the process advancing this run died {state.recoveries + 1} "
+                    f"times in a row at step {state.steps} without progress; inspect it with "
+                    f"`agentcore show {run_id}` and resume by hand with "
+                    f"`agentcore resume {run_id} --by NAME`"
+                ),
+            )
+        else:
             ev = RunResumed(
                 run_id=run_id,
                 seq=state.next_seq,
                 at=time.time(),
                 budget=budget.to_json() if budget else None,
+                recovery=recovery,
+                by=by,
+                accepted_tool_changes=accepted,
             )
+        try:
             await self.store.append(run_id, ev.seq, [ev])
+        except SeqConflictError:
+            return await self.result(run_id)  # another worker is resuming it
+        state.apply(ev)
+        events.append(ev)
+        if isinstance(ev, RunFinished):
+            return state.result()
+        return await self._drive(state, events)
+
+    def _check_tools(self, state: RunState, accept: bool) -> list[str]:
+        """Tools the run used whose definition changed since it started (or are gone)."""
+        used = {name for name, n in state.per_tool.items() if n > 0}
+        if state.call is not None and isinstance(state.call.action, ToolAction):
+            used.add(state.call.action.tool)
+        changed: list[str] = []
+        for name in sorted(used):
+            recorded = state.tools.get(name, {}).get("hash")
+            current = self.tools.get(name)
+            if current is None:
+                changed.append(f"{name} (no longer a tool of this agent)")
+            elif recorded is not None and current.spec.manifest_hash != recorded:
+                changed.append(f"{name} (schema, description or effect changed)")
+        if changed and not accept:
+            raise ToolManifestChangedError(
+                f"Run {state.run_id} used tools that changed since it started: "
+                f"{'; '.join(changed)}. Resume with accept_tool_changes=True "
+                "(--accept-tool-changes) if the run may continue with the new definitions."
+            )
+        return changed
+
+    async def resolve(
+        self,
+        run_id: str,
+        *,
+        by: str,
+        result: Any = _UNSET,  # Any: the JSON result the lost call produced
+        rerun: bool = False,
+        fail: bool = False,
+        reason: str | None = None,
+    ) -> RunResult:
+        """Settle a call whose outcome was lost, for a run in ``needs_attention``.
+
+        Exactly one of: ``result=<JSON value>`` (the call happened and returned this),
+        ``rerun=True`` (it did not happen: run it once), ``fail=True`` (treat it as failed;
+        the model sees the failure). The decision is recorded, then the run continues.
+
+        Raises:
+            RunError: the run is not waiting on a lost call.
+            ConfigurationError: not exactly one of ``result``, ``rerun``, ``fail``; empty ``by``.
+        """
+        if not by.strip():
+            raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
+        chosen = [
+            name
+            for name, on in (("result", result is not _UNSET), ("rerun", rerun), ("fail", fail))
+            if on
+        ]
+        if len(chosen) != 1:
+            raise ConfigurationError(
+                "resolve() takes exactly one of result=..., rerun=True, fail=True."
+            )
+        state, events = await self._load(run_id)
+        call = state.call
+        if (
+            state.status is not RunStatus.NEEDS_ATTENTION
+            or call is None
+            or call.started is None
+            or call.finished is not None
+            or not isinstance(call.action, ToolAction)
+        ):
+            raise RunError(
+                f"Run {run_id} is {state.status.value} and has no call with a lost outcome to "
+                "resolve."
+            )
+        decision = chosen[0]
+        now, seq = time.time(), state.next_seq
+        batch: list[Event] = [
+            Resolution(
+                run_id=run_id,
+                seq=seq,
+                at=now,
+                step=call.step,
+                call_id=call.call_id,
+                decision="result" if result is not _UNSET else "rerun" if rerun else "fail",
+                by=by,
+                reason=reason,
+            )
+        ]
+        if decision != "rerun":
+            why = f"marked as failed by {by}" + (f": {reason}" if reason else "")
+            batch.append(
+                ToolFinished(
+                    run_id=run_id,
+                    seq=seq + 1,
+                    at=now,
+                    step=call.step,
+                    call_id=call.call_id,
+                    tool=call.action.tool,
+                    ok=decision == "result",
+                    result=to_jsonable_python(result) if decision == "result" else None,
+                    error=None if decision == "result" else why,
+                )
+            )
+        await self.store.append(run_id, state.next_seq, batch)
+        for ev in batch:
             state.apply(ev)
             events.append(ev)
         return await self._drive(state, events)

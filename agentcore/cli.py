@@ -42,6 +42,7 @@ from .events import (
     Decision,
     Event,
     ModelCalled,
+    Resolution,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -185,6 +186,9 @@ def _describe(ev: Event) -> tuple[str, str]:
         case ToolFinished():
             body = json.dumps(ev.result) if ev.ok else f"ERROR {ev.error}"
             return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[:300]}"
+        case Resolution():
+            why = f": {ev.reason}" if ev.reason else ""
+            return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
         case RunResumed():
             return "", "resumed" + (" with a new budget" if ev.budget else "")
         case RunFinished():

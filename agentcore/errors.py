@@ -24,6 +24,7 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
     ToolDefinitionError,
+    ToolManifestChangedError,
     UnknownToolError,
 )
 
@@ -51,5 +52,6 @@ __all__ = [
     "StoreCorruptedError",
     "StoreError",
     "ToolDefinitionError",
+    "ToolManifestChangedError",
     "UnknownToolError",
 ]

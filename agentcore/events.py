@@ -14,6 +14,7 @@ decision           the dispatcher's verdict: execute, deny, needs_plan, needs_co
 confirmation       a person approved (possibly with edited arguments) or denied a call
 tool_started       arguments as executed and the idempotency key; durable before the run
 tool_finished      the result or the error
+resolution         a person settled a call whose outcome was lost (result, rerun, fail)
 run_resumed        a run was resumed (optionally with a new budget)
 run_finished       the run stopped: status and answer or reason (some statuses resume)
 =================  =====================================================================
@@ -37,6 +38,7 @@ __all__ = [
     "Decision",
     "Event",
     "ModelCalled",
+    "Resolution",
     "RunFinished",
     "RunResumed",
     "RunStarted",
@@ -165,10 +167,30 @@ class ToolFinished(_Event):
 
 
 class RunResumed(_Event):
-    """A stopped run was resumed; ``budget`` replaces the old one when given."""
+    """A run was resumed; ``budget`` replaces the old one when given.
+
+    ``recovery`` is true when the run was still marked running, i.e. the process that was
+    advancing it died. Consecutive recoveries without progress count towards dead-lettering.
+    """
 
     type: Literal["run_resumed"] = "run_resumed"
     budget: dict[str, JsonValue] | None = None
+    recovery: bool = False
+    by: str | None = None
+    accepted_tool_changes: list[str] = []
+
+
+class Resolution(_Event):
+    """A person settled a call whose outcome was lost (a non-idempotent tool that was started
+    but never recorded as finished): ``result`` (it happened, with this result), ``rerun``
+    (it did not happen: run it once) or ``fail`` (treat it as failed)."""
+
+    type: Literal["resolution"] = "resolution"
+    step: int
+    call_id: str
+    decision: Literal["result", "rerun", "fail"]
+    by: str
+    reason: str | None = None
 
 
 class RunFinished(_Event):
@@ -191,6 +213,7 @@ Event = Annotated[
     | ToolStarted
     | ToolFinished
     | RunResumed
+    | Resolution
     | RunFinished,
     Field(discriminator="type"),
 ]

@@ -25,7 +25,8 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     ├── RunError                    an operation on a run that cannot be done
     │   ├── RunNotFoundError        no run with that id in the store
     │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
-    │   └── ConfirmationMismatchError      an approval bound to another step or arguments
+    │   ├── ConfirmationMismatchError      an approval bound to another step or arguments
+    │   └── ToolManifestChangedError       a tool the run used changed since it started
     └── StoreError                  the transcript store failed or holds bad data
         ├── SeqConflictError        another writer appended first (conditional append lost)
         └── StoreCorruptedError     an event or file that cannot be decoded
@@ -60,6 +61,7 @@ __all__ = [
     "StoreCorruptedError",
     "StoreError",
     "ToolDefinitionError",
+    "ToolManifestChangedError",
     "UnknownToolError",
 ]
 
@@ -201,6 +203,10 @@ class RunError(AgentcoreError):
 
 class RunNotFoundError(RunError):
     """No run with that id exists in the store."""
+
+
+class ToolManifestChangedError(RunError):
+    """A tool the run used changed (schema, description, effect) or is gone since it started."""
 
 
 class NotAwaitingConfirmationError(RunError):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
-from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
+from agentcore.contracts.errors import RunNotFoundError, SeqConflictError, StoreError
+from agentcore.events import Event, RunStarted, encode_event_body
 
-from ..events import Event, RunStarted
 from ._base import RunSummary, check_batch, status_after
 
 __all__ = ["MemoryStore"]
@@ -20,7 +19,6 @@ class MemoryStore:
         self.url = "memory://"
         self._runs: dict[str, list[Event]] = {}
         self._status: dict[str, str] = {}
-        self._lock = asyncio.Lock()
 
     async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
         """See :meth:`TranscriptStore.append`."""
@@ -47,6 +45,21 @@ class MemoryStore:
         if log is None:
             raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
         return log[after + 1 :]
+
+    async def truncate(self, run_id: str, *, after: int) -> list[tuple[int, str]]:
+        """See :meth:`TranscriptStore.truncate`."""
+        log = self._runs.get(run_id)
+        if log is None:
+            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+        if after < 0:
+            raise StoreError("truncate keeps at least run_started: use after >= 0")
+        removed = [(ev.seq, encode_event_body(ev)) for ev in log[after + 1 :]]
+        del log[after + 1 :]
+        status = "running"
+        for ev in log:
+            status = status_after(status, ev)
+        self._status[run_id] = status
+        return removed
 
     async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`."""

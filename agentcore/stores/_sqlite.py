@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from agentcore._faults import crash_point
 from agentcore.contracts.errors import (
     ConfigurationError,
     RunNotFoundError,
@@ -220,6 +221,30 @@ class SQLiteStore:
             raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
         return out
 
+    async def truncate(self, run_id: str, *, after: int) -> list[tuple[int, str]]:
+        """See :meth:`TranscriptStore.truncate`."""
+        conn = self._open_conn()
+        if after < 0:
+            raise StoreError("truncate keeps at least run_started: use after >= 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                removed = _truncate(conn, run_id, after)
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, f"cannot truncate run {run_id!r}") from exc
+        except (ValueError, TypeError) as exc:
+            raise StoreCorruptedError(
+                f"run {run_id}: an event the truncation would keep cannot be decoded ({exc}); "
+                "truncate earlier"
+            ) from exc
+        if removed is None:
+            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+        return removed
+
     async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`."""
         conn = self._open_conn()
@@ -325,11 +350,35 @@ def _append_if_at(
             _UPSERT_RUN,
             (run_id, status, task, first.at, events[-1].at, expected_seq + len(events)),
         )
+        crash_point("in_append_transaction")
         conn.execute("COMMIT")
     except BaseException:
         _rollback(conn)
         raise
     return expected_seq
+
+
+def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[int, str]] | None:
+    """Delete events after ``after`` inside the caller's transaction; ``None``: no such run."""
+    if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+        return None
+    rows: list[tuple[int, str | bytes]] = conn.execute(
+        "SELECT seq, body FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+    ).fetchall()
+    status = "running"
+    for seq, body in rows:
+        if seq <= after:
+            status = status_after(status, decode_event(run_id, seq, body))
+    conn.execute("DELETE FROM events WHERE run_id = ? AND seq > ?", (run_id, after))
+    kept = sum(1 for seq, _ in rows if seq <= after)
+    conn.execute(
+        "UPDATE runs SET next_seq = ?, status = ? WHERE run_id = ?", (kept, status, run_id)
+    )
+    return [
+        (seq, body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+        for seq, body in rows
+        if seq > after
+    ]
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

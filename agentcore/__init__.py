@@ -5,6 +5,7 @@ scope, plan-before-writes, confirmation of destructive tools and budgets; an app
 transcript is the only state, so runs resume after a crash and move between providers.
 """
 
+from ._integrity import check_transcript
 from ._runner import ContextProvider, ContextRequest
 from ._state import PendingCall, RunResult, RunStatus, RunUsage
 from .agent import Agent, ModelSpec
@@ -24,6 +25,7 @@ __all__ = [
     "RunUsage",
     "Tool",
     "ToolContext",
+    "check_transcript",
     "tool",
 ]
 

@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
@@ -34,7 +35,7 @@ from rich.text import Text
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, load_contract
 from agentcore.contracts.errors import AgentcoreError, ConfigurationError, ContractLintError
 
-from . import Agent, Budget, RunResult, RunStatus
+from . import Agent, Budget, RunResult, RunStatus, check_transcript
 from .events import (
     ActionProposed,
     Confirmation,
@@ -468,6 +469,12 @@ def resume(
     run_id: str,
     max_steps: Annotated[int | None, typer.Option(min=1, help="A new step budget.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="A new token budget.")] = None,
+    by: Annotated[
+        str | None, typer.Option(help="Resume by hand as this person (resets dead-lettering).")
+    ] = None,
+    accept_tool_changes: Annotated[
+        bool, typer.Option(help="Continue although a tool the run used has changed.")
+    ] = False,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -479,11 +486,101 @@ def resume(
             budget = None
             if max_steps is not None or max_tokens is not None:
                 budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
-            return await owner.resume(run_id, budget=budget)
+            return await owner.resume(
+                run_id, budget=budget, by=by, accept_tool_changes=accept_tool_changes
+            )
         finally:
             await owner.close()
 
     _report(_run_async(go()))
+
+
+@app.command()
+def resolve(
+    run_id: str,
+    by: Annotated[str, typer.Option(help="Who decides (recorded).")],
+    result: Annotated[
+        str | None, typer.Option(help="The call happened and returned this JSON value.")
+    ] = None,
+    rerun: Annotated[bool, typer.Option(help="The call did not happen: run it once.")] = False,
+    fail: Annotated[bool, typer.Option(help="Treat the call as failed.")] = False,
+    reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Settle a lost non-idempotent call of a run in needs_attention, then continue it."""
+    if sum((result is not None, rerun, fail)) != 1:
+        _fail("say exactly one of --result JSON, --rerun, --fail", EXIT_USAGE)
+    value: object = None
+    if result is not None:
+        try:
+            value = json.loads(result)
+        except json.JSONDecodeError as exc:
+            _fail(f"--result is not valid JSON: {exc}", EXIT_USAGE)
+
+    async def go() -> RunResult:
+        owner, _ = await _agent_for_run(run_id, agent, store)
+        try:
+            if result is not None:
+                return await owner.resolve(run_id, by=by, result=value, reason=reason)
+            return await owner.resolve(run_id, by=by, rerun=rerun, fail=fail, reason=reason)
+        finally:
+            await owner.close()
+
+    _report(_run_async(go()))
+
+
+@app.command()
+def check(run_id: str, store: StoreOpt = None) -> None:
+    """Check a run's transcript integrity (exit 0 when sound, 1 with the problems)."""
+
+    async def go() -> list[Event]:
+        st = open_store(store)
+        try:
+            return await st.load(run_id)
+        finally:
+            await st.close()
+
+    problems = check_transcript(_run_async(go()))
+    for p in problems:
+        err.print(f"[red]problem:[/] {escape(p)}", highlight=False)
+    if problems:
+        raise typer.Exit(EXIT_ERROR)
+    out.print(f"run {run_id}: transcript sound", highlight=False)
+
+
+@app.command()
+def repair(
+    run_id: str,
+    truncate_after: Annotated[
+        int, typer.Option(min=0, help="Delete every event after this seq (explicit repair).")
+    ],
+    backup: Annotated[
+        Path | None,
+        typer.Option(help="Where to save the removed events (default: RUN_ID.removed.jsonl)."),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Cut a damaged transcript after SEQ; the removed raw events are saved to a file first."""
+    target = backup or Path(f"{run_id}.removed.jsonl")
+
+    async def go(dry_run: bool) -> list[tuple[int, str]]:
+        st = open_store(store)
+        try:
+            return await st.truncate(run_id, after=truncate_after, dry_run=dry_run)
+        finally:
+            await st.close()
+
+    doomed = _run_async(go(dry_run=True))
+    with target.open("a", encoding="utf-8") as fh:  # the backup is written before deleting
+        for seq, body in doomed:
+            fh.write(json.dumps({"run_id": run_id, "seq": seq, "raw": body}) + "\n")
+    removed = _run_async(go(dry_run=False))
+    out.print(
+        f"run {run_id}: removed {len(removed)} event(s) after seq {truncate_after}; "
+        f"saved to {target}. Resume it with: agentcore resume {run_id}",
+        highlight=False,
+    )
 
 
 @contract_app.command("lint")

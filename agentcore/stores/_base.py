@@ -67,6 +67,24 @@ class TranscriptStore(Protocol):
         """Runs, most recently updated first, optionally only those with ``status``."""
         ...
 
+    async def truncate(
+        self, run_id: str, *, after: int, dry_run: bool = False
+    ) -> list[tuple[int, str]]:
+        """Repair: delete the run's events with ``seq > after``; an explicit act.
+
+        Args:
+            after: the last seq to keep (``run_started`` is never removed).
+            dry_run: delete nothing; return what would be removed (to back it up first).
+
+        Returns:
+            The removed events as ``(seq, raw stored body)``, for the caller to keep.
+
+        Raises:
+            RunNotFoundError: no such run.
+            StoreCorruptedError: an event that would be kept cannot be decoded.
+        """
+        ...
+
     async def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
         ...

@@ -46,7 +46,9 @@ class MemoryStore:
             raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
         return log[after + 1 :]
 
-    async def truncate(self, run_id: str, *, after: int) -> list[tuple[int, str]]:
+    async def truncate(
+        self, run_id: str, *, after: int, dry_run: bool = False
+    ) -> list[tuple[int, str]]:
         """See :meth:`TranscriptStore.truncate`."""
         log = self._runs.get(run_id)
         if log is None:
@@ -54,6 +56,8 @@ class MemoryStore:
         if after < 0:
             raise StoreError("truncate keeps at least run_started: use after >= 0")
         removed = [(ev.seq, encode_event_body(ev)) for ev in log[after + 1 :]]
+        if dry_run:
+            return removed
         del log[after + 1 :]
         status = "running"
         for ev in log:

@@ -221,7 +221,9 @@ class SQLiteStore:
             raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
         return out
 
-    async def truncate(self, run_id: str, *, after: int) -> list[tuple[int, str]]:
+    async def truncate(
+        self, run_id: str, *, after: int, dry_run: bool = False
+    ) -> list[tuple[int, str]]:
         """See :meth:`TranscriptStore.truncate`."""
         conn = self._open_conn()
         if after < 0:
@@ -230,7 +232,7 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 removed = _truncate(conn, run_id, after)
-                conn.execute("COMMIT")
+                conn.execute("ROLLBACK" if dry_run else "COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise

@@ -1,0 +1,80 @@
+"""Transcript integrity: the invariants every stored transcript must satisfy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._state import FINAL_STATUSES, RunState, RunStatus
+from .events import (
+    ActionProposed,
+    Confirmation,
+    Decision,
+    Event,
+    Resolution,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+
+__all__ = ["check_transcript"]
+
+
+def check_transcript(events: Sequence[Event]) -> list[str]:
+    """Problems with a run's transcript; an empty list means it is sound.
+
+    Checks: one run id; ``seq`` 0, 1, 2, ... with ``run_started`` first; the events fold
+    into a run state; steps advance one at a time with our call ids; every ``tool_started``
+    follows an ``execute`` decision, an approval or a ``rerun`` resolution for the same call,
+    and every ``tool_finished`` follows a ``tool_started``; nothing follows a final
+    ``run_finished``.
+    """
+    problems: list[str] = []
+    if not events:
+        return ["the transcript is empty"]
+    if not isinstance(events[0], RunStarted):
+        problems.append(f"seq 0 is {events[0].type}, not run_started")
+    run_id = events[0].run_id
+    state = RunState(run_id)
+    last_step = 0
+    cleared: set[str] = set()  # call ids allowed to start a tool
+    started: set[str] = set()
+    final_at: int | None = None
+    for i, ev in enumerate(events):
+        where = f"seq {ev.seq} ({ev.type})"
+        if ev.run_id != run_id:
+            problems.append(f"{where}: run id {ev.run_id!r} differs from {run_id!r}")
+        if ev.seq != i:
+            problems.append(f"{where}: expected seq {i}")
+            break
+        if final_at is not None:
+            problems.append(f"{where}: follows the final run_finished at seq {final_at}")
+        try:
+            state.apply(ev)
+        except ValueError as exc:
+            problems.append(f"{where}: does not fold into the run state: {exc}")
+            break
+        match ev:
+            case ActionProposed():
+                if ev.step != last_step + 1 or ev.call_id != f"c{ev.step}":
+                    problems.append(
+                        f"{where}: step {ev.step} / call {ev.call_id} after step {last_step}"
+                    )
+                last_step = ev.step
+            case Decision(verdict="execute"):
+                cleared.add(ev.call_id)
+            case Confirmation(approved=True) | Resolution(decision="rerun"):
+                cleared.add(ev.call_id)
+            case ToolStarted():
+                if ev.call_id not in cleared:
+                    problems.append(f"{where}: no execute decision or approval for {ev.call_id}")
+                started.add(ev.call_id)
+            case ToolFinished():
+                if ev.call_id not in started:
+                    problems.append(f"{where}: no tool_started for {ev.call_id}")
+            case RunFinished():
+                if RunStatus(ev.status) in FINAL_STATUSES:
+                    final_at = ev.seq
+            case _:
+                pass
+    return problems

@@ -66,7 +66,11 @@ class ScriptedModel:
         if callable(script):
             self._fn = script
         else:
-            self._items = list(script)
+            # Dicts are serialised once here, not on every call.
+            self._items = [
+                json.dumps(item, ensure_ascii=False) if isinstance(item, Mapping) else item
+                for item in script
+            ]
         self._pos = 0
         self.input_tokens = input_tokens
         self.output_tokens_per_char = output_tokens_per_char

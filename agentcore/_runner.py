@@ -146,7 +146,7 @@ class Driver:
     def _stop_reason(self) -> tuple[RunStatus, str] | None:
         st, budget = self.state, self.state.budget
         call = st.call
-        if call is not None and isinstance(call.action, ToolAction):
+        if st.failures and call is not None and isinstance(call.action, ToolAction):
             key = st.failure_key(call)
             if st.failures[key] >= st.policy.max_repeated_failures:
                 return (

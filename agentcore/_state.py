@@ -204,16 +204,7 @@ class RunState:
             raise ValueError(f"event seq {event.seq} applied at expected seq {self.next_seq}")
         self.next_seq += 1
         self.updated_at = event.at
-        match event:
-            case RunStarted():
-                self.task = event.task
-                self.scope = tuple(event.scope)
-                self.budget = Budget.from_json(event.budget)
-                self.policy = Policy.from_json(event.policy)
-                self.route = tuple(event.route)
-                self.contract = dict(event.contract)
-                self.tools = {k: dict(v) for k, v in event.tools.items()}
-                self.started_at = event.at
+        match event:  # most frequent first
             case ContextAdded():
                 pass
             case ModelCalled():
@@ -272,6 +263,15 @@ class RunState:
                 self.status = RunStatus(event.status)
                 self.answer = event.answer
                 self.reason = event.reason
+            case RunStarted():
+                self.task = event.task
+                self.scope = tuple(event.scope)
+                self.budget = Budget.from_json(event.budget)
+                self.policy = Policy.from_json(event.policy)
+                self.route = tuple(event.route)
+                self.contract = dict(event.contract)
+                self.tools = {k: dict(v) for k, v in event.tools.items()}
+                self.started_at = event.at
 
     def _call(self, call_id: str) -> OpenCall:
         if self.call is None or self.call.call_id != call_id:

@@ -235,7 +235,10 @@ class ActionSchema:
         else:
             args = getattr(parsed, "args")  # noqa: B009
         assert isinstance(args, BaseModel)
-        return ToolAction(thought=thought, tool=tool_name, args=args.model_dump(mode="json"))
+        # Everything was validated by the per-tool variant; skip validating it again.
+        return ToolAction.model_construct(
+            type="tool", thought=thought, tool=tool_name, args=args.model_dump(mode="json")
+        )
 
     def _explain(self, text: str, exc: ValidationError) -> InvalidActionError:
         """Turn a validation failure into a message the model can act on."""
@@ -289,12 +292,25 @@ def compile_action_schema(
         max_reply_bytes: size cap applied before parsing.
 
     Returns:
-        An :class:`ActionSchema`; building its validator is lazy and happens once.
+        An :class:`ActionSchema`; building its validator is lazy and happens once. The same
+        tools (the same ToolSpec objects) and options give the same, shared schema object,
+        so its validator is built once per process, not once per agent or run.
     """
     if form not in ("typed", "generic"):
         raise ConfigurationError(f"Invalid schema form {form!r}. Valid forms: 'typed', 'generic'.")
+    return _compile(tuple(tools), finish_only, allow_plan, form, max_reply_bytes)
+
+
+@functools.lru_cache(maxsize=512)
+def _compile(
+    tools: tuple[ToolSpec, ...],
+    finish_only: bool,
+    allow_plan: bool,
+    form: SchemaForm,
+    max_reply_bytes: int,
+) -> ActionSchema:
     return ActionSchema(
-        tools=tuple(tools),
+        tools=tools,
         finish_only=finish_only,
         allow_plan=allow_plan,
         form=form,

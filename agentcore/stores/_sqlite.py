@@ -74,14 +74,16 @@ _SCHEMA = (
         updated_at REAL NOT NULL,
         next_seq INTEGER NOT NULL
     ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, updated_at)",
+    # Only ``status`` is indexed: every append updates ``updated_at`` and ``next_seq``, and an
+    # index on them would be rewritten on every step.
+    "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status)",
 )
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)"
-_UPSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq)
-    VALUES (?, ?, ?, ?, ?, ?)
-    ON CONFLICT (run_id) DO UPDATE SET
-        status = excluded.status, updated_at = excluded.updated_at, next_seq = excluded.next_seq"""
+_INSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq)
+    VALUES (?, ?, ?, ?, ?, ?)"""
+_ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ? WHERE run_id = ?"
+_ADVANCE_RUN_STATUS = "UPDATE runs SET status = ?, updated_at = ?, next_seq = ? WHERE run_id = ?"
 # One statement, so the run row and its events come from one snapshot: no row at all means
 # no run; a row with NULL event columns means a run with no events after ``after``.
 _LOAD = """SELECT r.next_seq, e.seq, e.type, e.body
@@ -339,19 +341,22 @@ def _append_if_at(
         row: tuple[int, str] | None = conn.execute(
             "SELECT next_seq, status FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        current, status = (0, "running") if row is None else row
+        current, before = (0, "running") if row is None else row
         if current != expected_seq:
             _rollback(conn)
             return current
+        status = before
         for ev in events:
             status = status_after(status, ev)
-        first = events[0]
-        task = first.task if isinstance(first, RunStarted) else ""
+        first, end = events[0], expected_seq + len(events)
         conn.executemany(_INSERT_EVENT, rows)
-        conn.execute(
-            _UPSERT_RUN,
-            (run_id, status, task, first.at, events[-1].at, expected_seq + len(events)),
-        )
+        if row is None:
+            task = first.task if isinstance(first, RunStarted) else ""
+            conn.execute(_INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end))
+        elif status != before:
+            conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, run_id))
+        else:
+            conn.execute(_ADVANCE_RUN, (events[-1].at, end, run_id))
         crash_point("in_append_transaction")
         conn.execute("COMMIT")
     except BaseException:

@@ -10,6 +10,7 @@ from ._runner import ContextProvider, ContextRequest
 from ._state import PendingCall, RunResult, RunStatus, RunUsage
 from .agent import Agent, ModelSpec
 from .policy import Budget, Policy
+from .routing import Route
 from .tools import Tool, ToolContext, tool
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "ModelSpec",
     "PendingCall",
     "Policy",
+    "Route",
     "RunResult",
     "RunStatus",
     "RunUsage",

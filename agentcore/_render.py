@@ -29,9 +29,17 @@ from .events import (
     ToolStarted,
 )
 
-__all__ = ["MessageView", "Renderer", "render_observation"]
+__all__ = ["MessageView", "Renderer", "reask_messages", "render_observation"]
 
 _INVALID_HINT = "Reply again with exactly one JSON object that matches the schema."
+
+
+def reask_messages(reply: str, error: str) -> list[Message]:
+    """The two messages of a re-ask: the invalid reply, then what was wrong with it."""
+    return [
+        Message("assistant", reply),
+        Message("user", f"That reply is not a valid action: {error}\n{_INVALID_HINT}"),
+    ]
 
 
 def render_observation(value: object, limit: int) -> str:
@@ -72,8 +80,7 @@ class Renderer:
             case ContextAdded():
                 self._user(f"Context from {ev.source}:\n{ev.content}")
             case ModelCalled(outcome="invalid"):
-                self.messages.append(Message("assistant", ev.reply or ""))
-                self._user(f"That reply is not a valid action: {ev.error}\n{_INVALID_HINT}")
+                self.messages.extend(reask_messages(ev.reply or "", ev.error or ""))
             case ModelCalled():
                 pass
             case ActionProposed():

@@ -18,7 +18,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
@@ -79,6 +79,7 @@ class RunSetup:
     contract: ContractDocument
     instructions: str | None
     route: Sequence[ModelAdapter]
+    plan_route: Sequence[ModelAdapter]
     context_providers: Sequence[ContextProvider]
     store: TranscriptStore
     schema_cache: dict[tuple[object, ...], ActionSchema]
@@ -328,6 +329,7 @@ class Driver:
                 step=step,
                 model=c.model,
                 outcome="invalid" if invalid else "ok",
+                role=self._role(),
                 attempts=c.attempts,
                 input_tokens=c.usage.input_tokens,
                 output_tokens=c.usage.output_tokens,
@@ -341,10 +343,14 @@ class Driver:
             )
         )
 
+    def _role(self) -> Literal["plan", "act"]:
+        return "plan" if self.setup.plan_route and not self.state.plan_approved else "act"
+
     async def _complete(self, request: CompletionRequest) -> Completion | None:
         """Ask each model of the route in turn until one answers."""
         errors: list[str] = []
-        for adapter in self.setup.route:
+        route = self.setup.plan_route if self._role() == "plan" else self.setup.route
+        for adapter in route:
             try:
                 return await adapter.complete_structured(request)
             except ModelError as exc:
@@ -364,6 +370,7 @@ class Driver:
                     step=request.step,
                     model=name,
                     outcome="error",
+                    role=self._role(),
                     attempts=getattr(failure, "attempts", 1),
                     input_tokens=tokens[0],
                     output_tokens=tokens[1],

@@ -44,6 +44,7 @@ from .events import (
     ToolFinished,
 )
 from .policy import Budget, Policy
+from .routing import Route
 from .stores import TranscriptStore, open_store
 from .tools import Tool
 
@@ -62,7 +63,8 @@ class Agent:
         tools: ``@tool``-decorated functions.
         model: an adapter (e.g. ``ScriptedModel([...])``), a ``"provider/model"`` string, or a
             list of them: a route, where a model failing after its retries hands the step to
-            the next with the same transcript.
+            the next with the same transcript. A :class:`Route` adds plan-step models and a
+            minimum eval score.
         store: a store URL (``"sqlite:///runs.db"``, ``"memory://"``) or a store object;
             default ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
         policy: governance rules (default: :class:`Policy()`).
@@ -79,7 +81,7 @@ class Agent:
     def __init__(
         self,
         tools: Sequence[Tool],
-        model: ModelSpec,
+        model: ModelSpec | Route,
         *,
         store: str | TranscriptStore | None = None,
         policy: Policy | None = None,
@@ -100,7 +102,12 @@ class Agent:
                     f"Two tools are named {t.name!r}; tool names must be unique."
                 )
             self.tools[t.name] = t
-        self.route: tuple[ModelAdapter, ...] = resolve_route(model)
+        if isinstance(model, Route):
+            self.route: tuple[ModelAdapter, ...] = model.act_models
+            self.plan_route: tuple[ModelAdapter, ...] = model.plan_models
+        else:
+            self.route = resolve_route(model)
+            self.plan_route = ()
         self.policy = policy or Policy()
         doc = contract if isinstance(contract, ContractDocument) else load_contract(contract)
         self.contract = doc.with_examples(examples)
@@ -124,6 +131,7 @@ class Agent:
         clone = copy.copy(self)
         if model is not None:
             clone.route = resolve_route(model)
+            clone.plan_route = ()
         if store is not None:
             clone._store_arg = store
             clone._store = None
@@ -146,6 +154,7 @@ class Agent:
             contract=self.contract,
             instructions=self.instructions,
             route=self.route,
+            plan_route=self.plan_route,
             context_providers=self._context,
             store=self.store,
             schema_cache=self._schema_cache,
@@ -239,6 +248,7 @@ class Agent:
             policy=self.policy.to_json(),
             contract={"version": self.contract.version, "hash": self.contract.hash},
             route=[m.name for m in self.route],
+            plan_route=[m.name for m in self.plan_route],
             tools={
                 n: {
                     "hash": self.tools[n].spec.manifest_hash,

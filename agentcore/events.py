@@ -75,6 +75,7 @@ class RunStarted(_Event):
     policy: dict[str, JsonValue]
     contract: dict[str, str]
     route: list[str]
+    plan_route: list[str] = []
     tools: dict[str, dict[str, JsonValue]]
     metadata: dict[str, JsonValue] = {}
 
@@ -95,6 +96,8 @@ class ModelCalled(_Event):
     step: int
     model: str
     outcome: Literal["ok", "invalid", "error"]
+    role: Literal["plan", "act"] = "act"
+    """Which part of the route was asked: ``plan`` models until a plan is approved."""
     attempts: int = 1
     input_tokens: int = 0
     output_tokens: int = 0

@@ -32,6 +32,7 @@ from agentcore.contracts import (
     ContractDocument,
     Effect,
     NextAction,
+    PlanAction,
     ToolAction,
     ToolSpec,
     compile_action_schema,
@@ -151,14 +152,15 @@ class Scorecard(_Data):
     dataset_hash: str
     created_at: float
     cases: int
-    metrics: dict[str, float]
-    by_category: dict[str, dict[str, float]]
+    metrics: dict[str, float | None]
+    """Rates are ``None`` where no case applies (no abstention cases, say)."""
+    by_category: dict[str, dict[str, float | None]]
     results: list[dict[str, Any]]  # Any: JSON rows of CaseResult
 
     @property
     def score(self) -> float:
         """The headline score: the share of cases solved."""
-        return self.metrics["accuracy"]
+        return self.metrics.get("accuracy") or 0.0
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -318,11 +320,15 @@ def _same(value: Any, acceptable: Any) -> bool:  # Any: JSON values
     return bool(value == acceptable)
 
 
-def _args_ok(args: Mapping[str, Any], expected: Mapping[str, list[Any]]) -> bool:  # Any: JSON
+def _args_ok(
+    args: Mapping[str, Any],  # Any: JSON values
+    expected: Mapping[str, list[Any]],  # Any: JSON values
+    params: Mapping[str, Any],  # Any: the tool's JSON Schema properties
+) -> bool:
     sent = {k: v for k, v in args.items() if v is not None}
     for name in sent:
-        if name not in expected:
-            return False
+        if name not in expected and name not in params:
+            return False  # not a parameter of the tool at all
     for name, acceptable in expected.items():
         if name not in sent:
             if "" not in acceptable:
@@ -336,13 +342,26 @@ def _args_ok(args: Mapping[str, Any], expected: Mapping[str, list[Any]]) -> bool
 def score_action(
     case: EvalCase, action: NextAction | None
 ) -> tuple[bool | None, bool | None, bool | None, bool]:
-    """Score one action: (tool_correct, args_correct, abstained_correctly, correct)."""
+    """Score one action: ``(tool_correct, args_correct, abstained_correctly, correct)``.
+
+    Tool cases: the expected tool with acceptable arguments (listed arguments must match one
+    of their values, ``""`` meaning "may be omitted"; arguments not listed may be any
+    optional parameter of the tool). When the expected tool changes things (effect write or
+    destructive), a ``plan`` is also correct: the contract asks for a plan before writes;
+    it is then left out of the tool-selection and argument rates. Abstention cases: an
+    action of an accepted type.
+    """
     exp = case.expected
     if exp.type == "tool":
+        tool = next((t for t in case.tools if t.name == exp.tool), None)
+        if isinstance(action, PlanAction) and tool is not None and tool.effect != "read":
+            return None, None, None, True
         if not isinstance(action, ToolAction):
             return False, False, None, False
+        props: Any = tool.parameters.get("properties") if tool else None  # Any: JSON Schema
+        params = cast("dict[str, Any]", props) if isinstance(props, dict) else {}
         tool_ok = action.tool == exp.tool
-        args_ok = tool_ok and _args_ok(action.args, exp.args)
+        args_ok = tool_ok and _args_ok(action.args, exp.args, params)
         return tool_ok, args_ok, None, args_ok
     abstained = action is not None and action.type in exp.types()
     return None, None, abstained, abstained
@@ -433,21 +452,21 @@ async def _run_case(
     )
 
 
-def _rate(values: Iterable[bool | None]) -> float:
+def _rate(values: Iterable[bool | None]) -> float | None:
     counted = [v for v in values if v is not None]
-    return round(sum(counted) / len(counted), 4) if counted else float("nan")
+    return round(sum(counted) / len(counted), 4) if counted else None
 
 
-def _metrics(results: Sequence[CaseResult]) -> dict[str, float]:
+def _metrics(results: Sequence[CaseResult]) -> dict[str, float | None]:
     n = len(results)
     return {
         "cases": float(n),
-        "accuracy": round(sum(r.correct for r in results) / n, 4) if n else float("nan"),
+        "accuracy": round(sum(r.correct for r in results) / n, 4) if n else None,
         "tool_selection": _rate(r.tool_correct for r in results),
         "argument_accuracy": _rate(r.args_correct for r in results),
         "abstention": _rate(r.abstained_correctly for r in results),
-        "invalid_rate": round(sum(r.invalid for r in results) / n, 4) if n else float("nan"),
-        "reasks_per_case": round(sum(r.reasks for r in results) / n, 4) if n else float("nan"),
+        "invalid_rate": round(sum(r.invalid for r in results) / n, 4) if n else None,
+        "reasks_per_case": round(sum(r.reasks for r in results) / n, 4) if n else None,
         "input_tokens_per_case": round(sum(r.input_tokens for r in results) / n, 1) if n else 0.0,
         "output_tokens_per_case": round(sum(r.output_tokens for r in results) / n, 1) if n else 0.0,
         "latency_ms_median": round(statistics.median(r.latency_ms for r in results), 3)

@@ -12,6 +12,17 @@ from ._actions import (
     PlanAction,
     ToolAction,
 )
+from ._dialects import (
+    ANTHROPIC_MAX_OPTIONAL_PARAMS,
+    ANTHROPIC_MAX_UNION_PARAMS,
+    AnthropicLimitReport,
+    Dialect,
+    WireSchema,
+    anthropic_limits,
+    choose_form,
+    compile_wire_schema,
+    fits_anthropic,
+)
 from ._document import ContractDocument, ExampleTool, ExampleTurn, WorkedExample, load_contract
 from ._jsonschema import model_from_json_schema
 from ._schema import (
@@ -26,12 +37,16 @@ from ._tools import TOOL_NAME_PATTERN, ToolSpec
 from ._usage import Usage
 
 __all__ = [
+    "ANTHROPIC_MAX_OPTIONAL_PARAMS",
+    "ANTHROPIC_MAX_UNION_PARAMS",
     "DEFAULT_MAX_REPLY_BYTES",
     "MAX_PLAN_STEPS",
     "MAX_THOUGHT_CHARS",
     "TOOL_NAME_PATTERN",
     "ActionSchema",
+    "AnthropicLimitReport",
     "ContractDocument",
+    "Dialect",
     "Effect",
     "ExampleTool",
     "ExampleTurn",
@@ -42,10 +57,15 @@ __all__ = [
     "ToolAction",
     "ToolSpec",
     "Usage",
+    "WireSchema",
     "WorkedExample",
+    "anthropic_limits",
     "canonical_json",
+    "choose_form",
     "compile_action_schema",
+    "compile_wire_schema",
     "dump_action",
+    "fits_anthropic",
     "load_contract",
     "model_from_json_schema",
 ]

@@ -11,6 +11,7 @@ from ._protocol import (
     ModelAdapter,
     PartialAction,
     parse_reply,
+    partial_action,
 )
 from ._registry import register_provider, registered_providers, resolve_model, resolve_route
 from .scripted import ScriptedModel, ScriptItem
@@ -24,6 +25,7 @@ __all__ = [
     "ScriptItem",
     "ScriptedModel",
     "parse_reply",
+    "partial_action",
     "register_provider",
     "registered_providers",
     "resolve_model",

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, cast, runtime_checkable
+
+from pydantic_core import from_json
 
 from agentcore.contracts import ActionSchema, NextAction, Usage
 from agentcore.contracts.errors import InvalidActionError
@@ -22,6 +24,7 @@ __all__ = [
     "ModelAdapter",
     "PartialAction",
     "parse_reply",
+    "partial_action",
 ]
 
 
@@ -129,6 +132,43 @@ class ModelAdapter(Protocol):
                 refused, or truncated twice); ``retryable`` says if another model may help.
         """
         ...
+
+
+def partial_action(text: str) -> PartialAction | None:
+    """What is known of an action from the start of its JSON text (for streaming adapters).
+
+    Uses pydantic's partial JSON parsing. Understands the wrapped form (``{"action": ...}``)
+    and a grouped tool choice (``{"call": {"tool": ...}}``). The type and tool name are
+    reported only once their strings are complete; the thought grows as it streams.
+    Returns ``None`` while nothing is known yet (or the text is not JSON).
+    """
+    try:
+        complete: object = from_json(text, allow_partial=True)
+        growing: object = from_json(text, allow_partial="trailing-strings")
+    except ValueError:
+        return None
+    action, live = _inner(complete), _inner(growing)
+    if action is None or live is None:
+        return None
+    kind, tool, thought = action.get("type"), action.get("tool"), live.get("thought")
+    call = action.get("call")
+    if tool is None and isinstance(call, dict):
+        tool = cast("dict[str, object]", call).get("tool")
+    return PartialAction(
+        type=kind if isinstance(kind, str) else None,
+        tool=tool if isinstance(tool, str) else None,
+        thought=thought if isinstance(thought, str) else "",
+    )
+
+
+def _inner(value: object) -> dict[str, object] | None:
+    if not isinstance(value, dict):
+        return None
+    obj = cast("dict[str, object]", value)
+    wrapped = obj.get("action")
+    if isinstance(wrapped, dict) and "type" not in obj:
+        return cast("dict[str, object]", wrapped)
+    return obj
 
 
 def parse_reply(

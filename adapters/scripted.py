@@ -7,6 +7,7 @@ can be exercised without a network.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import math
@@ -17,7 +18,14 @@ from typing import Any, TypeAlias
 from agentcore.contracts import Usage
 from agentcore.contracts.errors import AgentcoreError, ModelError, ScriptExhaustedError
 
-from ._protocol import Completion, CompletionRequest, Message, parse_reply
+from ._protocol import (
+    Completion,
+    CompletionRequest,
+    Message,
+    PartialAction,
+    parse_reply,
+    partial_action,
+)
 
 __all__ = ["ScriptItem", "ScriptedModel"]
 
@@ -43,6 +51,10 @@ class ScriptedModel:
         input_tokens: input tokens reported per call (deterministic, for budget tests).
         output_tokens_per_char: output tokens reported per character of the reply, rounded
             up, at least 1.
+        stream_chunk_chars: when the caller streams (``request.on_partial``), the reply is
+            fed in chunks of this many characters through the same partial parser real
+            streaming adapters use.
+        stream_delay_s: a pause between chunks (demos, streaming benchmarks).
 
     Example:
         >>> model = ScriptedModel([
@@ -59,6 +71,8 @@ class ScriptedModel:
         name: str = "scripted",
         input_tokens: int = 50,
         output_tokens_per_char: float = 0.25,
+        stream_chunk_chars: int = 12,
+        stream_delay_s: float = 0.0,
     ) -> None:
         self.name = name
         self._fn: Callable[[Sequence[Message]], ScriptReply] | None = None
@@ -74,6 +88,8 @@ class ScriptedModel:
         self._pos = 0
         self.input_tokens = input_tokens
         self.output_tokens_per_char = output_tokens_per_char
+        self.stream_chunk_chars = max(1, stream_chunk_chars)
+        self.stream_delay_s = stream_delay_s
         self.requests: list[CompletionRequest] = []
         """Every request received, for tests to inspect."""
 
@@ -96,6 +112,8 @@ class ScriptedModel:
             err = ModelError(f"{self.name}: {type(reply).__name__}: {reply}", model=self.name)
             raise err from reply
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        if request.on_partial is not None:
+            await self._stream(text, request.on_partial)
         action, error = parse_reply(request, text)
         usage = Usage(
             input_tokens=self.input_tokens,
@@ -110,6 +128,18 @@ class ScriptedModel:
             finish_reason="stop",
             latency_ms=(time.perf_counter() - started) * 1000,
         )
+
+    async def _stream(self, text: str, on_partial: Callable[[PartialAction], None]) -> None:
+        last: PartialAction | None = None
+        for end in range(
+            self.stream_chunk_chars, len(text) + self.stream_chunk_chars, self.stream_chunk_chars
+        ):
+            if self.stream_delay_s:
+                await asyncio.sleep(self.stream_delay_s)
+            partial = partial_action(text[:end])
+            if partial is not None and partial != last:
+                on_partial(partial)
+                last = partial
 
     def _next(self) -> ScriptItem:
         if self._fn is not None:

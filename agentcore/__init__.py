@@ -11,9 +11,11 @@ from ._state import PendingCall, RunResult, RunStatus, RunUsage
 from .agent import Agent, ModelSpec
 from .policy import Budget, Policy
 from .routing import Route
+from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
 from .tools import Tool, ToolContext, tool
 
 __all__ = [
+    "ActionDetected",
     "Agent",
     "Budget",
     "ContextProvider",
@@ -22,9 +24,12 @@ __all__ = [
     "PendingCall",
     "Policy",
     "Route",
+    "RunEnded",
     "RunResult",
     "RunStatus",
     "RunUsage",
+    "StreamEvent",
+    "ThoughtDelta",
     "Tool",
     "ToolContext",
     "check_transcript",

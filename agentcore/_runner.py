@@ -49,6 +49,7 @@ from .events import (
     ToolStarted,
 )
 from .stores import TranscriptStore
+from .streaming import SINK, PartialTracker
 from .tools import Tool, ToolContext
 
 __all__ = ["ContextProvider", "ContextRequest", "Driver", "RunSetup"]
@@ -96,6 +97,7 @@ class Driver:
         self.pending: list[Event] = []
         self.renderer = Renderer(state.policy.max_observation_chars)
         self.log = get_logger().bind(run_id=state.run_id)
+        self.sink = SINK.get()
 
     # -- recording ------------------------------------------------------------------------
 
@@ -104,6 +106,8 @@ class Driver:
         self.state.apply(event)
         self.events.append(event)
         self.pending.append(event)
+        if self.sink is not None:
+            self.sink(event)
 
     def _seq(self) -> dict[str, Any]:  # Any: common event fields
         return {"run_id": self.state.run_id, "seq": self.state.next_seq, "at": time.time()}
@@ -255,6 +259,7 @@ class Driver:
                 run_id=st.run_id,
                 step=step,
                 deadline=st.budget.deadline,
+                on_partial=PartialTracker(self.sink, step) if self.sink is not None else None,
             )
             if any(isinstance(ev, ModelCalled) for ev in self.pending):
                 # Earlier replies' tokens are not recomputable: make them durable before

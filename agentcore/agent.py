@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -46,6 +47,7 @@ from .events import (
 from .policy import Budget, Policy
 from .routing import Route
 from .stores import TranscriptStore, open_store
+from .streaming import SINK, RunEnded, StreamEvent
 from .tools import Tool
 
 __all__ = ["Agent", "ModelSpec"]
@@ -186,6 +188,15 @@ class Agent:
             chosen.update(dict.fromkeys(labelled))
         return tuple(chosen)
 
+    async def _append(self, run_id: str, events: Sequence[Event]) -> None:
+        """Append events recorded outside a driver (start, confirm, resume, ...); a stream
+        in progress sees them too."""
+        await self.store.append(run_id, events[0].seq, events)
+        sink = SINK.get()
+        if sink is not None:
+            for ev in events:
+                sink(ev)
+
     async def _load(self, run_id: str) -> tuple[RunState, list[Event]]:
         events = await self.store.load(run_id)
         state = RunState(run_id)
@@ -261,7 +272,7 @@ class Agent:
         )
         state.apply(started)
         try:
-            await self.store.append(run_id, 0, [started])
+            await self._append(run_id, [started])
         except SeqConflictError:
             return await self.result(run_id)  # started concurrently by someone else
         return await self._drive(state, [started])
@@ -341,7 +352,7 @@ class Agent:
                 accepted_tool_changes=accepted,
             )
         try:
-            await self.store.append(run_id, ev.seq, [ev])
+            await self._append(run_id, [ev])
         except SeqConflictError:
             return await self.result(run_id)  # another worker is resuming it
         state.apply(ev)
@@ -444,7 +455,7 @@ class Agent:
                     error=None if decision == "result" else why,
                 )
             )
-        await self.store.append(run_id, state.next_seq, batch)
+        await self._append(run_id, batch)
         for ev in batch:
             state.apply(ev)
             events.append(ev)
@@ -529,7 +540,7 @@ class Agent:
             args=edited,
             args_hash=new_hash,
         )
-        await self.store.append(run_id, ev.seq, [ev])
+        await self._append(run_id, [ev])
         state.apply(ev)
         events.append(ev)
         return await self._drive(state, events)
@@ -543,7 +554,7 @@ class Agent:
         ev = RunFinished(
             run_id=run_id, seq=state.next_seq, at=time.time(), status="cancelled", reason=why
         )
-        await self.store.append(run_id, ev.seq, [ev])
+        await self._append(run_id, [ev])
         state.apply(ev)
         return state.result()
 
@@ -556,6 +567,51 @@ class Agent:
         if self._store is not None and isinstance(self._store_arg, str | None):
             await self._store.close()
             self._store = None
+
+    # -- streaming ----------------------------------------------------------------------------
+
+    def stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:  # Any: as run()
+        """:meth:`run`, yielding events as they happen (see :mod:`agentcore.streaming`).
+
+        Thought deltas and the detected action type arrive while the model writes; then
+        each transcript event as it is recorded; last, :class:`RunEnded` with the result.
+        Leaving the loop early cancels the run's task: what was recorded stays, and the run
+        can be resumed.
+        """
+        return self._stream(lambda: self.run(task, **kwargs))
+
+    def stream_resume(
+        self, run_id: str, **kwargs: Any
+    ) -> AsyncIterator[StreamEvent]:  # Any: as resume()
+        """:meth:`resume`, streamed like :meth:`stream`."""
+        return self._stream(lambda: self.resume(run_id, **kwargs))
+
+    def stream_confirm(
+        self, run_id: str, **kwargs: Any
+    ) -> AsyncIterator[StreamEvent]:  # Any: as confirm()
+        """:meth:`confirm`, streamed like :meth:`stream`."""
+        return self._stream(lambda: self.confirm(run_id, **kwargs))
+
+    async def _stream(
+        self,
+        start: Callable[[], Coroutine[Any, Any, RunResult]],  # Any: coroutine plumbing
+    ) -> AsyncIterator[StreamEvent]:
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        token = SINK.set(queue.put_nowait)
+        try:
+            runner = asyncio.create_task(start())  # copies the context: the sink goes along
+        finally:
+            SINK.reset(token)
+        runner.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            yield RunEnded(runner.result())
+        finally:
+            if not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
 
     # -- sync twins ---------------------------------------------------------------------------
 

@@ -23,12 +23,13 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -45,7 +46,17 @@ from agentcore.adapters import ModelAdapter, resolve_model
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, load_contract
 from agentcore.contracts.errors import AgentcoreError, ConfigurationError, ContractLintError
 
-from . import Agent, Budget, RunResult, RunStatus, check_transcript
+from . import (
+    ActionDetected,
+    Agent,
+    Budget,
+    RunEnded,
+    RunResult,
+    RunStatus,
+    StreamEvent,
+    ThoughtDelta,
+    check_transcript,
+)
 from ._stats import ContractStats, contract_stats
 from .evals import (
     EvalCase,
@@ -291,6 +302,34 @@ async def _agent_for_run(
     return _load_agent(agent_ref, store=store), agent_ref
 
 
+async def _live(stream: AsyncIterator[StreamEvent]) -> RunResult:
+    """Show a run as it happens: the thought while the model writes, then each decision."""
+    thought = Text()
+    result: RunResult | None = None
+    with Live(thought, console=out, transient=True, refresh_per_second=20) as live:
+        async for ev in stream:
+            match ev:
+                case ThoughtDelta(step=step, text=text):
+                    if not thought.plain:
+                        thought.append(f"step {step} thinking: ", style="dim")
+                    thought.append(text)
+                    live.update(thought)
+                case ActionDetected():
+                    pass
+                case ActionProposed() | Decision() | ToolFinished() | Confirmation() | Resolution():
+                    if isinstance(ev, ActionProposed):
+                        thought = Text()
+                        live.update(thought)
+                    step, text = _describe(ev)
+                    live.console.print(Text(f"{step:>3} {ev.type:<16} {text}"), soft_wrap=True)
+                case RunEnded(result=final):
+                    result = final
+                case _:
+                    pass
+    assert result is not None
+    return result
+
+
 @app.callback()
 def _main(
     verbose: Annotated[
@@ -333,15 +372,14 @@ def demo(
                 out.print(f"[bold]model:[/] {name}", highlight=False)
             out.print(f"[bold]store:[/] {agent.store.url}", highlight=False)
             out.print(f"[bold]task:[/] {DEMO_TASK}\n", highlight=False)
-            result = await agent.run(
-                DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref}
+            result = await _live(
+                agent.stream(DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref})
             )
             return result, await agent.transcript(result.run_id)
         finally:
             await agent.close()
 
-    result, events = _run_async(go())
-    _print_transcript(events)
+    result, _ = _run_async(go())
     _report(result)
 
 
@@ -361,7 +399,7 @@ def run_cmd(
     run_id: Annotated[
         str | None, typer.Option(help="A caller-chosen run id (idempotent start).")
     ] = None,
-    show: Annotated[bool, typer.Option(help="Print the transcript.")] = True,
+    show: Annotated[bool, typer.Option(help="Also print the transcript table at the end.")] = False,
 ) -> None:
     """Start a run of an agent and advance it until it completes, stops or waits."""
 
@@ -369,12 +407,14 @@ def run_cmd(
         agent = _load_agent(target, model=model, store=store)
         try:
             names = [s.strip() for s in scope.split(",") if s.strip()] if scope else None
-            result = await agent.run(
-                task,
-                scope=names,
-                budget=Budget(max_steps=max_steps, max_tokens=max_tokens),
-                run_id=run_id,
-                metadata={"agent": target},
+            result = await _live(
+                agent.stream(
+                    task,
+                    scope=names,
+                    budget=Budget(max_steps=max_steps, max_tokens=max_tokens),
+                    run_id=run_id,
+                    metadata={"agent": target},
+                )
             )
             return result, await agent.transcript(result.run_id)
         finally:

@@ -142,7 +142,8 @@ def _next_action(messages: Sequence[Message]) -> dict[str, Any]:  # Any: JSON ac
 
 def demo_model() -> ModelAdapter:
     """The demo's scripted model (deterministic, offline)."""
-    return ScriptedModel(_next_action, name="scripted/support-demo")
+    delay = float(os.environ.get("AGENTCORE_DEMO_DELAY", "0.01"))
+    return ScriptedModel(_next_action, name="scripted/support-demo", stream_delay_s=delay)
 
 
 def build_agent(model: str | None = None, store: str | None = None) -> Agent:

@@ -7,7 +7,15 @@ import contextlib
 import copy
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -26,6 +34,7 @@ from agentcore.contracts.errors import (
     ConfirmationMismatchError,
     ContractLintError,
     NotAwaitingConfirmationError,
+    RunBusyError,
     RunError,
     RunNotFoundError,
     SeqConflictError,
@@ -205,6 +214,7 @@ class Agent:
         return state, events
 
     async def _drive(self, state: RunState, events: list[Event]) -> RunResult:
+        """Advance a run this agent holds the claim of."""
         driver = Driver(self._setup(), state, events)
         try:
             await driver.advance()
@@ -275,7 +285,20 @@ class Agent:
             await self._append(run_id, [started])
         except SeqConflictError:
             return await self.result(run_id)  # started concurrently by someone else
-        return await self._drive(state, [started])
+        try:
+            with self._claimed(run_id):
+                return await self._drive(state, [started])
+        except RunBusyError:
+            return await self.result(run_id)  # someone resumed it already
+
+    @contextlib.contextmanager
+    def _claimed(self, run_id: str) -> Generator[None]:
+        """Hold the run's claim (RunBusyError if another worker does)."""
+        claim = self.store.claim(run_id)
+        try:
+            yield
+        finally:
+            claim.release()
 
     async def _exists(self, run_id: str) -> bool:
         try:
@@ -309,9 +332,11 @@ class Agent:
         never finished is re-run only if it is idempotent (or its ``reconcile`` says it did
         not happen); otherwise the run stops as ``needs_attention`` (see :meth:`resolve`).
 
-        A run found still ``running`` had its process die; after
+        A run found still ``running`` had its process die (a run another worker is advancing
+        right now is left alone: its current result is returned). After
         ``Policy.dead_letter_after`` such recoveries in a row without progress it is stopped
-        as ``failed`` (dead-lettered) instead. A person resumes it anyway by passing ``by``.
+        as ``failed`` (dead-lettered) instead. A ``failed`` run is resumed only by a person:
+        pass ``by``.
 
         Args:
             budget: replaces the run's budget (to continue a ``budget_exhausted`` run).
@@ -323,8 +348,30 @@ class Agent:
             RunNotFoundError: no such run.
             ToolManifestChangedError: a tool the run used changed or is gone.
         """
-        state, events = await self._load(run_id)
-        if state.status in FINAL_STATUSES or state.status is RunStatus.AWAITING_CONFIRMATION:
+        state, _ = await self._load(run_id)
+        if self._settled(state, by):
+            return state.result()
+        try:
+            with self._claimed(run_id):
+                return await self._resume_claimed(run_id, budget, by, accept_tool_changes)
+        except RunBusyError:
+            return state.result()  # another worker is advancing it
+
+    @staticmethod
+    def _settled(state: RunState, by: str | None) -> bool:
+        """Nothing for a plain resume to do: final, waiting for a person, or failed (a
+        failed run, dead-lettered or not, is resumed only by a person: ``by=``)."""
+        return (
+            state.status in FINAL_STATUSES
+            or state.status is RunStatus.AWAITING_CONFIRMATION
+            or (state.status is RunStatus.FAILED and by is None)
+        )
+
+    async def _resume_claimed(
+        self, run_id: str, budget: Budget | None, by: str | None, accept_tool_changes: bool
+    ) -> RunResult:
+        state, events = await self._load(run_id)  # again, now that no one else can write
+        if self._settled(state, by):
             return state.result()
         accepted = self._check_tools(state, accept_tool_changes)
         recovery = state.status is RunStatus.RUNNING
@@ -404,6 +451,18 @@ class Agent:
         """
         if not by.strip():
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
+        with self._claimed(run_id):
+            return await self._resolve_claimed(run_id, by, result, rerun, fail, reason)
+
+    async def _resolve_claimed(
+        self,
+        run_id: str,
+        by: str,
+        result: Any,  # Any: the JSON result, or _UNSET
+        rerun: bool,
+        fail: bool,
+        reason: str | None,
+    ) -> RunResult:
         chosen = [
             name
             for name, on in (("result", result is not _UNSET), ("rerun", rerun), ("fail", fail))
@@ -489,9 +548,23 @@ class Agent:
             NotAwaitingConfirmationError: the run is not waiting for a person.
             ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting.
             ConfigurationError: ``by`` is empty or edited ``args`` do not validate.
+            RunBusyError: another worker is advancing the run right now.
         """
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
+        with self._claimed(run_id):
+            return await self._confirm_claimed(run_id, approve, by, reason, args, step, args_hash)
+
+    async def _confirm_claimed(
+        self,
+        run_id: str,
+        approve: bool,
+        by: str,
+        reason: str | None,
+        args: Mapping[str, Any] | None,  # Any: JSON arguments
+        step: int | None,
+        args_hash: str | None,
+    ) -> RunResult:
         state, events = await self._load(run_id)
         pending = state.pending()
         if pending is None:
@@ -575,8 +648,8 @@ class Agent:
 
         Thought deltas and the detected action type arrive while the model writes; then
         each transcript event as it is recorded; last, :class:`RunEnded` with the result.
-        Leaving the loop early cancels the run's task: what was recorded stays, and the run
-        can be resumed.
+        Closing the stream early (leave the loop inside ``contextlib.aclosing(...)``)
+        cancels the run's task: what was recorded stays, and the run can be resumed.
         """
         return self._stream(lambda: self.run(task, **kwargs))
 

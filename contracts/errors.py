@@ -25,6 +25,7 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     ├── RunError                    an operation on a run that cannot be done
     │   ├── RunNotFoundError        no run with that id in the store
     │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
+    │   ├── RunBusyError                   another worker is advancing the run right now
     │   ├── ConfirmationMismatchError      an approval bound to another step or arguments
     │   └── ToolManifestChangedError       a tool the run used changed since it started
     └── StoreError                  the transcript store failed or holds bad data
@@ -53,6 +54,7 @@ __all__ = [
     "ProviderError",
     "ProviderUnavailableError",
     "RateLimitedError",
+    "RunBusyError",
     "RunError",
     "RunNotFoundError",
     "ScriptExhaustedError",
@@ -203,6 +205,10 @@ class RunError(AgentcoreError):
 
 class RunNotFoundError(RunError):
     """No run with that id exists in the store."""
+
+
+class RunBusyError(RunError):
+    """Another worker is advancing this run right now (it holds the run's claim)."""
 
 
 class ToolManifestChangedError(RunError):

@@ -16,7 +16,6 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import pytest
-from agentcore.adapters import ScriptedModel
 from conftest import SLOW_TIMEOUT_S, Toolbox, make_toolbox
 
 from agentcore import (
@@ -28,6 +27,7 @@ from agentcore import (
     RunStatus,
     tool,
 )
+from agentcore.adapters import ScriptedModel
 from agentcore.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
@@ -1034,7 +1034,9 @@ async def test_context_is_not_gathered_again_on_resume(make_agent: AgentFactory)
     failed = await agent.run("task")
     assert failed.status is RunStatus.FAILED
     assert calls == [1]
-    result = await agent.resume(failed.run_id)
+    # A failed run is resumed only by a person: a plain resume leaves it as it is.
+    assert (await agent.resume(failed.run_id)).status is RunStatus.FAILED
+    result = await agent.resume(failed.run_id, by="ops")
     assert result.status is RunStatus.COMPLETED
     assert calls == [1]  # step 1 already had its context, recorded
     assert seen(model).count("fresh context #1") == 1

@@ -322,6 +322,9 @@ class FailIntent:
     async def truncate(self, run_id: str, *, after: int, dry_run: bool = False) -> Any:
         return await self.inner.truncate(run_id, after=after, dry_run=dry_run)
 
+    def claim(self, run_id: str) -> Any:
+        return self.inner.claim(run_id)
+
     async def close(self) -> None:
         await self.inner.close()
 

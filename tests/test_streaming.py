@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -111,10 +112,12 @@ async def test_leaving_a_stream_early_keeps_the_run_resumable() -> None:
 
     agent = Agent(tools=[lookup], model=ScriptedModel(reply), store=store)
     run_id = ""
-    async for ev in agent.stream("Where is A-1?", run_id="early"):
-        if isinstance(ev, ToolStarted):
-            run_id = ev.run_id
-            break
+    # aclosing: leaving the loop closes the stream now, which cancels the run's task.
+    async with contextlib.aclosing(agent.stream("Where is A-1?", run_id="early")) as stream:
+        async for ev in stream:
+            if isinstance(ev, ToolStarted):
+                run_id = ev.run_id
+                break
     assert run_id == "early"
     state = await agent.result("early")
     assert state.status is RunStatus.RUNNING

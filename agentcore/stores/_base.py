@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from agentcore.contracts.errors import StoreError
+from agentcore.contracts.errors import RunBusyError, StoreError
 
 from ..events import Event, RunFinished, RunStarted
 
-__all__ = ["RunSummary", "TranscriptStore", "check_batch", "status_after"]
+__all__ = [
+    "InProcessClaims",
+    "RunClaim",
+    "RunSummary",
+    "TranscriptStore",
+    "check_batch",
+    "status_after",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +38,38 @@ class RunSummary:
     created_at: float
     updated_at: float
     events: int
+
+
+class RunClaim(Protocol):
+    """Exclusive ownership of a run while one worker advances it."""
+
+    def release(self) -> None:
+        """Give the run back (idempotent). A dead process releases its claims by itself."""
+        ...
+
+
+class InProcessClaims:
+    """Claims that hold within one process (MemoryStore)."""
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+
+    def claim(self, run_id: str) -> RunClaim:
+        """Claim ``run_id`` or raise RunBusyError."""
+        if run_id in self._held:
+            raise RunBusyError(f"Run {run_id} is being advanced by another task right now.")
+        self._held.add(run_id)
+        return _Release(lambda: self._held.discard(run_id))
+
+
+class _Release:
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn: Callable[[], None] | None = fn
+
+    def release(self) -> None:
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
 
 
 @runtime_checkable
@@ -82,6 +121,18 @@ class TranscriptStore(Protocol):
         Raises:
             RunNotFoundError: no such run.
             StoreCorruptedError: an event that would be kept cannot be decoded.
+        """
+        ...
+
+    def claim(self, run_id: str) -> RunClaim:
+        """Take exclusive ownership of a run while advancing it.
+
+        Conditional appends order writes; a claim keeps a second worker from even starting
+        a step (and re-running a tool the first is still inside) while the first is alive.
+        A claim dies with its process, so a crashed worker's run can be resumed at once.
+
+        Raises:
+            RunBusyError: another worker holds the run.
         """
         ...
 

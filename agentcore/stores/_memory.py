@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError, StoreError
 from agentcore.events import Event, RunStarted, encode_event_body
 
-from ._base import RunSummary, check_batch, status_after
+from ._base import InProcessClaims, RunClaim, RunSummary, check_batch, status_after
 
 __all__ = ["MemoryStore"]
 
@@ -19,6 +19,7 @@ class MemoryStore:
         self.url = "memory://"
         self._runs: dict[str, list[Event]] = {}
         self._status: dict[str, str] = {}
+        self._claims = InProcessClaims()
 
     async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
         """See :meth:`TranscriptStore.append`."""
@@ -77,6 +78,10 @@ class MemoryStore:
             out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log)))
         out.sort(key=lambda s: s.updated_at, reverse=True)
         return out[:limit]
+
+    def claim(self, run_id: str) -> RunClaim:
+        """See :meth:`TranscriptStore.claim` (within this process)."""
+        return self._claims.claim(run_id)
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -34,6 +34,8 @@ Errors:
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -43,6 +45,7 @@ from typing import Literal
 from agentcore._faults import crash_point
 from agentcore.contracts.errors import (
     ConfigurationError,
+    RunBusyError,
     RunNotFoundError,
     SeqConflictError,
     StoreCorruptedError,
@@ -50,7 +53,7 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted, decode_event, encode_event_body
 
-from ._base import RunSummary, check_batch, status_after
+from ._base import RunClaim, RunSummary, check_batch, status_after
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -86,7 +89,9 @@ _ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ? WHERE run_id = ?"
 _ADVANCE_RUN_STATUS = "UPDATE runs SET status = ?, updated_at = ?, next_seq = ? WHERE run_id = ?"
 # One statement, so the run row and its events come from one snapshot: no row at all means
 # no run; a row with NULL event columns means a run with no events after ``after``.
-_LOAD = """SELECT r.next_seq, e.seq, e.type, e.body
+# Bodies are read as bytes: a body that is not valid UTF-8 is then reported by load with its
+# seq (sqlite3 would fail the whole fetch while decoding TEXT).
+_LOAD = """SELECT r.next_seq, e.seq, e.type, CAST(e.body AS BLOB)
     FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id AND e.seq > ?
     WHERE r.run_id = ?
     ORDER BY e.seq"""
@@ -266,6 +271,29 @@ class SQLiteStore:
             raise self._error(exc, "cannot list runs") from exc
         return [RunSummary(*row) for row in rows]
 
+    def claim(self, run_id: str) -> RunClaim:
+        """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in
+        ``<database>.locks/``, held by this store object; the OS drops it if the process
+        dies. Works for every process on this machine that opens the same file."""
+        folder = Path(f"{self.path}.locks")
+        try:
+            folder.mkdir(exist_ok=True)
+            digest = hashlib.sha256(run_id.encode()).hexdigest()[:32]
+            fd = os.open(folder / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"SQLite store {self.path}: cannot create a run lock: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunBusyError(
+                f"Run {run_id} is being advanced by another worker right now."
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(f"SQLite store {self.path}: cannot lock run {run_id}: {exc}") from exc
+        return _FileClaim(fd, self, run_id)
+
     async def close(self) -> None:
         """Close the connection. Idempotent; the store is unusable afterwards."""
         conn, self._conn = self._conn, None
@@ -365,12 +393,41 @@ def _append_if_at(
     return expected_seq
 
 
+class _FileClaim:
+    """A held flock; released explicitly or when the process dies."""
+
+    def __init__(self, fd: int, store: SQLiteStore, run_id: str) -> None:
+        self._fd: int | None = fd
+        self._store = store
+        self._run_id = run_id
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        # A finished run is never advanced again: remove its lock file while still holding it,
+        # so lock files do not pile up (a late opener of the removed file only reads results).
+        with contextlib.suppress(OSError, sqlite3.Error, StoreError):
+            row = (
+                self._store._open_conn()  # pyright: ignore[reportPrivateUsage]  # same module
+                .execute("SELECT status FROM runs WHERE run_id = ?", (self._run_id,))
+                .fetchone()
+            )
+            if row is not None and row[0] in ("completed", "cancelled"):
+                digest = hashlib.sha256(self._run_id.encode()).hexdigest()[:32]
+                os.unlink(f"{self._store.path}.locks/{digest}.lock")
+        os.close(fd)  # closing the descriptor drops the lock
+
+    def __del__(self) -> None:
+        self.release()
+
+
 def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[int, str]] | None:
     """Delete events after ``after`` inside the caller's transaction; ``None``: no such run."""
     if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
         return None
     rows: list[tuple[int, str | bytes]] = conn.execute(
-        "SELECT seq, body FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+        "SELECT seq, CAST(body AS BLOB) FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
     ).fetchall()
     status = "running"
     for seq, body in rows:

@@ -16,8 +16,17 @@ from ._protocol import ModelAdapter
 
 __all__ = ["register_provider", "registered_providers", "resolve_model", "resolve_route"]
 
-# provider prefix -> "module:factory"; the factory takes (model_name, **options).
-_PROVIDERS: dict[str, str] = {}
+# provider prefix -> "module:factory"; the factory takes (route, **options). Each provider
+# module owns its wire format; nothing here switches on providers. The prefixes are
+# litellm's provider names. Anthropic ("anthropic") and Gemini ("gemini") register here too
+# once their adapter modules exist.
+_PROVIDERS: dict[str, str] = {
+    "openai": "agentcore.adapters.openai:make",
+    "deepseek": "agentcore.adapters.deepseek:make",
+    "ollama_chat": "agentcore.adapters.local:make",
+    "hosted_vllm": "agentcore.adapters.local:make",
+    "local": "agentcore.adapters.local:make",
+}
 
 
 def register_provider(prefix: str, target: str) -> None:

@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Toolbox
+from pydantic import BaseModel, ValidationError
+
+from agentcore import tool
 from agentcore.contracts import (
     DEFAULT_MAX_REPLY_BYTES,
     ActionSchema,
@@ -20,10 +24,6 @@ from agentcore.contracts import (
     load_contract,
     model_from_json_schema,
 )
-from conftest import Toolbox
-from pydantic import BaseModel, ValidationError
-
-from agentcore import tool
 from agentcore.errors import (
     ConfigurationError,
     InvalidActionError,

@@ -43,9 +43,8 @@ def test_all_is_sorted_and_complete(name: str) -> None:
 
 
 def test_issue_api_names() -> None:
-    from agentcore.adapters import ScriptedModel
-
     from agentcore import Agent, Budget, Policy, RunResult, RunStatus, tool
+    from agentcore.adapters import ScriptedModel
     from agentcore.stores import MemoryStore, SQLiteStore, open_store
 
     assert {s.value for s in RunStatus} >= {

@@ -1,0 +1,467 @@
+"""The litellm transport shared by every HTTP provider adapter.
+
+litellm is imported lazily (:func:`litellm`, on the first model call): it costs seconds and
+by default downloads a price list at import, so the loader sets
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` first. Every call passes ``num_retries=0`` and
+``max_retries=0`` (litellm's and the openai SDK's own retries stay off, so each HTTP
+request is one attempt of :mod:`._retry`) and ``"no-log": True`` (no litellm logging
+callbacks run for our calls; we register none). litellm's configuration is otherwise left
+as the application set it.
+
+:class:`LiteLLMAdapter` is the base of the provider adapters. One call of
+``complete_structured``:
+
+1. picks the schema form (:func:`choose_form`) and compiles the wire schema of the
+   adapter's dialect;
+2. builds the provider-neutral envelope (system text plus messages, consecutive messages
+   of one role merged), then lets the subclass shape it (:meth:`shape_messages`,
+   :meth:`format_params`, :meth:`extra_params`);
+3. sends it through the circuit breaker, the error mapper and the retry loop;
+4. reads the reply (:meth:`read_reply`): text, stop reason, refusal, usage, response id;
+   cost comes from litellm's local price map where it knows the model;
+5. a refusal raises :class:`ModelRefusedError`; a truncated reply is asked again once with
+   twice the output tokens and then raises :class:`ModelTruncatedError` (both retryable:
+   the route may move on); otherwise the text is unwrapped and validated with
+   :func:`parse_reply` against the form actually sent.
+
+Usage and attempts of every request are summed: in ``Completion.usage`` and
+``Completion.attempts`` on success, in the raised error's ``input_tokens``,
+``output_tokens`` and ``attempts`` on failure.
+
+A provider adapter overrides class attributes and hooks, never a switch in here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any, ClassVar, cast
+
+from agentcore.contracts import Usage
+from agentcore.contracts._dialects import Dialect, WireSchema, choose_form, compile_wire_schema
+from agentcore.contracts.errors import (
+    ConfigurationError,
+    ModelError,
+    ModelRefusedError,
+    ModelTruncatedError,
+)
+
+from ._breaker import BreakerPolicy, CircuitBreaker, breaker_for
+from ._errors import ErrorContext, is_spend_limit, map_provider_errors, translate_exception
+from ._protocol import Completion, CompletionRequest, Message, parse_reply
+from ._retry import RetryPolicy, call_with_retries
+
+__all__ = [
+    "LiteLLMAdapter",
+    "RawReply",
+    "as_int",
+    "as_items",
+    "as_str",
+    "decode_response_id",
+    "get_field",
+    "litellm",
+    "merge_messages",
+]
+
+_module: ModuleType | None = None
+_module_lock = threading.Lock()
+
+
+def litellm() -> Any:  # Any: litellm's module namespace is untyped where we use it
+    """The litellm module, imported and configured on first use."""
+    global _module  # noqa: PLW0603  # one lazily imported module per process
+    if _module is None:
+        with _module_lock:
+            if _module is None:
+                # Never fetch the price list over the network at import (FACTS.md).
+                os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+                import litellm as module  # noqa: TID251  # the one lazy import point
+
+                module.suppress_debug_info = True  # no "Give Feedback / Get Help" prints
+                if hasattr(module, "telemetry"):  # older releases phone home unless told not to
+                    setattr(module, "telemetry", False)  # noqa: B010  # absent from its stubs
+                _module = module
+    return _module
+
+
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """What one provider response said, read at the boundary into plain types.
+
+    Attributes:
+        text: the reply text, or ``None`` when there was none.
+        finish_reason: the stop reason as reported (``stop``, ``length``, ...).
+        refusal: the provider's refusal text, when it refused.
+        usage: tokens (and cost) of this response.
+        response_id: the provider's id of the response.
+    """
+
+    text: str | None
+    finish_reason: str | None
+    refusal: str | None
+    usage: Usage
+    response_id: str | None
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Requests made and usage reported by one ``complete_structured`` call."""
+
+    attempts: int = 0
+    usage: Usage = Usage()  # noqa: RUF009  # Usage is a frozen value
+
+
+class LiteLLMAdapter:
+    """Base class of the litellm-backed adapters: one ``complete_structured`` per call.
+
+    Subclasses set the class attributes and override hooks for their provider's wire format;
+    the flow (retries, breaker, error mapping, truncation, refusal, usage) stays here.
+
+    Args:
+        model: the model, with or without the route prefix (``"gpt-4.1-mini"`` or
+            ``"openai/gpt-4.1-mini"``).
+        api_base: the endpoint, or ``None`` for the provider's default (litellm's).
+        api_key: the key, or ``None`` to read the provider's usual environment variable.
+        timeout: seconds per HTTP request.
+        extra_headers: headers added to every request.
+        max_output_tokens: the reply's token cap when the request sets none; doubled once
+            for the retry after a truncated reply.
+        retry: the retry policy.
+        breaker: the circuit-breaker policy (one breaker per family and ``api_base``).
+
+    Attributes:
+        name: the route entry, e.g. ``"openai/gpt-4.1-mini"``.
+        model: the model string passed to litellm.
+    """
+
+    family: ClassVar[str] = "openai"
+    """The provider family: error messages, ``ProviderError.provider`` and breaker keys."""
+    route_prefix: str = "openai"
+    """The ``provider/`` prefix of route strings this adapter answers for."""
+    litellm_prefix: str = "openai"
+    """litellm's provider prefix for the model string."""
+    dialect: ClassVar[Dialect] = "openai_strict"
+    """The schema dialect sent."""
+    key_env: ClassVar[str | None] = "OPENAI_API_KEY"
+    """The environment variable litellm reads the key from (named in error messages)."""
+    max_tokens_param: ClassVar[str] = "max_tokens"
+    """The request field that caps the reply's tokens."""
+    truncation_reasons: ClassVar[frozenset[str]] = frozenset({"length", "max_tokens"})
+    """Stop reasons that mean the reply was cut off."""
+    refusal_reasons: ClassVar[frozenset[str]] = frozenset({"content_filter", "refusal"})
+    """Stop reasons that mean the provider refused to answer."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        extra_headers: Mapping[str, str] | None = None,
+        max_output_tokens: int = 1024,
+        retry: RetryPolicy | None = None,
+        breaker: BreakerPolicy | None = None,
+    ) -> None:
+        bare = model.removeprefix(f"{self.route_prefix}/")
+        if not bare or not model.strip():
+            raise ConfigurationError(
+                f"{type(self).__name__} needs a model name, e.g. '{self.route_prefix}/<model>'."
+            )
+        if timeout <= 0:
+            raise ConfigurationError(
+                f"timeout must be a positive number of seconds; got {timeout}."
+            )
+        if max_output_tokens < 1:
+            raise ConfigurationError(
+                f"max_output_tokens must be at least 1; got {max_output_tokens}."
+            )
+        self.name = f"{self.route_prefix}/{bare}"
+        self.model = f"{self.litellm_prefix}/{bare}"
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout = timeout
+        self.extra_headers: dict[str, str] = dict(extra_headers or {})
+        self.max_output_tokens = max_output_tokens
+        self.retry = retry or RetryPolicy()
+        self.breaker: CircuitBreaker = breaker_for(
+            self.family, api_base, breaker or BreakerPolicy()
+        )
+
+    def __repr__(self) -> str:
+        where = f", api_base={self.api_base!r}" if self.api_base else ""
+        return f"{type(self).__name__}({self.name!r}{where})"
+
+    # -- the call -----------------------------------------------------------------------------
+
+    async def complete_structured(self, request: CompletionRequest) -> Completion:
+        """Ask the provider for one next action (see the module docstring for the flow).
+
+        Raises:
+            ModelRefusedError: the provider refused (retryable: the route may move on).
+            ModelTruncatedError: the reply was cut off twice (retryable).
+            ProviderError: the provider failed after the retries (see ``retryable``).
+            CircuitOpenError: the provider's breaker is open.
+        """
+        litellm()  # the one-time import is not part of any call's latency
+        started = time.perf_counter()
+        schema = choose_form(request.schema, self.dialect)
+        sent = replace(request, schema=schema)
+        wire = compile_wire_schema(schema, self.dialect)
+        tally = _Tally()
+        max_tokens = request.max_output_tokens or self.max_output_tokens
+        try:
+            for round_ in (1, 2):
+                params = self.request_params(sent, wire, max_tokens)
+                reply = await call_with_retries(
+                    lambda params=params: self._attempt(params, tally),
+                    self.retry,
+                    deadline=request.deadline,
+                )
+                if reply.refusal is not None or reply.finish_reason in self.refusal_reasons:
+                    raise ModelRefusedError(
+                        f"{self.name}: the model refused to answer "
+                        f"({_quote(reply.refusal or reply.finish_reason or 'refusal')}). "
+                        "The route moves to its next model; if every model refuses, change "
+                        "the task.",
+                        model=self.name,
+                    )
+                if reply.finish_reason in self.truncation_reasons:
+                    if round_ == 1:
+                        max_tokens *= 2
+                        continue
+                    raise ModelTruncatedError(
+                        f"{self.name}: the reply was cut off twice (finish_reason "
+                        f"{reply.finish_reason!r}, the second time at {max_tokens} output "
+                        "tokens); nothing partial is executed. Raise max_output_tokens or "
+                        "shorten the context.",
+                        model=self.name,
+                    )
+                return self._completion(sent, wire, reply, tally, started)
+        except ModelError as exc:
+            exc.model = self.name
+            exc.attempts = tally.attempts
+            exc.input_tokens = tally.usage.input_tokens
+            exc.output_tokens = tally.usage.output_tokens
+            raise
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    async def _attempt(self, params: dict[str, Any], tally: _Tally) -> RawReply:  # Any: params
+        """One HTTP request, guarded by the breaker and the error mapper."""
+        with (
+            self.breaker.attempt(self.name),
+            map_provider_errors(self.error_context(), self.translate_error),
+        ):
+            tally.attempts += 1
+            raw = await self.send(params)
+            reply = self.read_reply(raw)
+            tally.usage = tally.usage + reply.usage
+            self.check_reply(raw, reply)
+        return reply
+
+    def _completion(
+        self,
+        request: CompletionRequest,
+        wire: WireSchema,
+        reply: RawReply,
+        tally: _Tally,
+        started: float,
+    ) -> Completion:
+        text = wire.unwrap(reply.text or "")
+        action, error = parse_reply(request, text)
+        return Completion(
+            text=text,
+            action=action,
+            error=error,
+            usage=tally.usage,
+            model=self.name,
+            attempts=tally.attempts,
+            finish_reason=reply.finish_reason,
+            response_id=reply.response_id,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    # -- hooks: the request -------------------------------------------------------------------
+
+    def request_params(
+        self, request: CompletionRequest, wire: WireSchema, max_tokens: int
+    ) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """The keyword arguments of one litellm call."""
+        system = self.system_text(request, wire)
+        messages = merge_messages(request.messages)
+        return {
+            "model": self.model,
+            "messages": self.shape_messages(system, messages),
+            self.max_tokens_param: max_tokens,
+            **self.transport_params(),
+            **self.format_params(wire),
+            **self.extra_params(request),
+        }
+
+    def transport_params(self) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """How litellm sends: the timeout, its retries off, no logging callbacks, and
+        ``api_base``, ``api_key`` and ``extra_headers`` where set."""
+        params: dict[str, Any] = {  # Any: litellm keyword arguments
+            "timeout": self.timeout,
+            "num_retries": 0,  # litellm's retry wrapper
+            "max_retries": 0,  # the openai SDK's
+            "no-log": True,
+        }
+        if self.api_base is not None:
+            params["api_base"] = self.api_base
+        if self.api_key is not None:
+            params["api_key"] = self.api_key
+        if self.extra_headers:
+            params["extra_headers"] = dict(self.extra_headers)
+        return params
+
+    def system_text(self, request: CompletionRequest, wire: WireSchema) -> str:
+        """The system text sent: the request's, plus the dialect's prompt when it has one."""
+        return f"{request.system}\n\n{wire.prompt}" if wire.prompt else request.system
+
+    def shape_messages(
+        self, system: str, messages: Sequence[Message]
+    ) -> list[dict[str, Any]]:  # Any: provider message objects
+        """The provider's message list (OpenAI chat shape: a leading system message)."""
+        shaped: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        shaped += [{"role": m.role, "content": m.content} for m in messages]
+        return shaped
+
+    def format_params(self, wire: WireSchema) -> dict[str, Any]:  # Any: litellm arguments
+        """The structured-output parameters (default: OpenAI strict ``json_schema``)."""
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": wire.name, "schema": wire.schema, "strict": True},
+            }
+        }
+
+    def extra_params(self, request: CompletionRequest) -> dict[str, Any]:  # Any: litellm args
+        """Any other provider parameters (none by default)."""
+        del request
+        return {}
+
+    # -- hooks: the transport -------------------------------------------------------------------
+
+    async def send(self, params: dict[str, Any]) -> Any:  # Any: litellm's response object
+        """Make the HTTP request through litellm (``acompletion`` by default)."""
+        return await litellm().acompletion(**params)
+
+    def error_context(self) -> ErrorContext:
+        """Who is calling, for error messages."""
+        return ErrorContext(
+            model=self.name,
+            provider=self.family,
+            api_base=self.api_base,
+            timeout=self.timeout,
+            key_env=self.key_env,
+            clock=self.retry.clock,
+            spend_limit=self.is_spend_limit,
+        )
+
+    def translate_error(self, exc: BaseException, context: ErrorContext) -> ModelError | None:
+        """Turn a provider library's exception into an agentcore error (override to extend)."""
+        return translate_exception(exc, context)
+
+    def is_spend_limit(self, status: int, code: str | None, kind: str | None, text: str) -> bool:
+        """Whether an error body means a spend or quota limit (not worth retrying)."""
+        return is_spend_limit(status, code, kind, text)
+
+    # -- hooks: the reply -----------------------------------------------------------------------
+
+    def read_reply(self, raw: Any) -> RawReply:  # Any: litellm's ModelResponse
+        """Read a Chat Completions response (litellm's ``ModelResponse``)."""
+        choices = as_items(get_field(raw, "choices"))
+        choice: object = choices[0] if choices else None
+        message: object = get_field(choice, "message")
+        usage: object = get_field(raw, "usage")
+        return RawReply(
+            text=as_str(get_field(message, "content")),
+            finish_reason=as_str(get_field(choice, "finish_reason")),
+            refusal=as_str(get_field(message, "refusal")) or None,
+            usage=Usage(
+                input_tokens=as_int(get_field(usage, "prompt_tokens")),
+                output_tokens=as_int(get_field(usage, "completion_tokens")),
+                cached_input_tokens=as_int(
+                    get_field(get_field(usage, "prompt_tokens_details"), "cached_tokens")
+                ),
+                cost=self.cost(raw),
+            ),
+            response_id=as_str(get_field(raw, "id")),
+        )
+
+    def check_reply(self, raw: Any, reply: RawReply) -> None:  # Any: litellm's response
+        """Raise a :class:`ProviderError` for a 200 that is really a provider failure
+        (retried like an HTTP error). Nothing by default."""
+        del raw, reply
+
+    def cost(self, raw: Any) -> float | None:  # Any: litellm's response object
+        """The response's cost in US dollars from litellm's local price map, or ``None``."""
+        try:
+            value: object = litellm().completion_cost(completion_response=raw)
+        except Exception:  # an unknown model or a price-map gap: cost is unknown, not an error
+            return None
+        return float(value) if isinstance(value, int | float) and value >= 0 else None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def merge_messages(messages: Sequence[Message]) -> list[Message]:
+    """Join consecutive messages of one role (blank line between): every provider accepts
+    alternating roles, and Anthropic requires them."""
+    merged: list[Message] = []
+    for m in messages:
+        if merged and merged[-1].role == m.role:
+            merged[-1] = Message(m.role, f"{merged[-1].content}\n\n{m.content}")
+        else:
+            merged.append(m)
+    return merged
+
+
+def decode_response_id(response_id: str | None) -> str | None:
+    """The provider's id inside litellm's encoded Responses API id (``resp_<base64>`` of
+    ``litellm:custom_llm_provider:...;model_id:...;response_id:<id>``), else the id as is."""
+    if response_id is None or not response_id.startswith("resp_"):
+        return response_id
+    try:
+        decoded = base64.b64decode(response_id.removeprefix("resp_"), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return response_id
+    _, sep, inner = decoded.rpartition("response_id:")
+    return inner if sep and inner else response_id
+
+
+def get_field(obj: object, name: str) -> object:
+    """An attribute of a litellm object, or a key of a dict; ``None`` if absent."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return cast("Mapping[str, object]", obj).get(name)  # a JSON object
+    return getattr(obj, name, None)
+
+
+def as_items(value: object) -> Sequence[object]:
+    """A JSON array (list or tuple) as a sequence; anything else as an empty one."""
+    return value if isinstance(value, list | tuple) else ()  # pyright: ignore[reportUnknownVariableType]  # JSON array
+
+
+def as_str(value: object) -> str | None:
+    """A string, or ``None`` for anything else."""
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int:
+    """A token count: an int (not a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= 300 else text[:297] + "...")

@@ -1,0 +1,201 @@
+"""OpenAI: strict Structured Outputs over Chat Completions or the Responses API.
+
+Route: ``"openai/<model>"`` (e.g. ``"openai/gpt-4.1-mini"``); the key comes from
+``OPENAI_API_KEY`` unless ``api_key`` is given. ``api_base`` points the adapter at any
+server that speaks OpenAI's API and its strict ``json_schema`` (for servers that do not,
+use :class:`~agentcore.adapters.local.LocalAdapter`); pass ``api_key`` with it, or
+``$OPENAI_API_KEY`` is sent to that server.
+
+What goes on the wire (checked by tests on the captured request):
+
+* Chat Completions (``api="chat"``, the default), ``POST /v1/chat/completions`` through
+  ``litellm.acompletion``::
+
+      {"model": "gpt-4.1-mini",
+       "messages": [{"role": "system", ...}, {"role": "user", ...}, ...],
+       "max_completion_tokens": 1024,
+       "response_format": {"type": "json_schema",
+                           "json_schema": {"name": "next_action", "schema": <openai_strict>,
+                                           "strict": true}}}
+
+* Responses API (``api="responses"``), ``POST /v1/responses`` through
+  ``litellm.aresponses``::
+
+      {"model": "gpt-4.1-mini", "instructions": <system>, "input": [<messages>],
+       "max_output_tokens": 1024, "store": false,
+       "text": {"format": {"type": "json_schema", "name": "next_action",
+                           "schema": <openai_strict>, "strict": true}}}
+
+The schema is the ``openai_strict`` dialect: the action union wrapped as
+``{"action": ...}`` (no union at the root), every object closed, every property required.
+
+Stop reasons: Chat ``finish_reason: "length"`` and Responses ``status: "incomplete"`` with
+``incomplete_details.reason: "max_output_tokens"`` are truncation (asked again once with
+twice the tokens, then :class:`ModelTruncatedError`); a ``message.refusal`` (Chat) or a
+``refusal`` content part (Responses), or ``finish_reason: "content_filter"``, raises
+:class:`ModelRefusedError`. A 429 with ``insufficient_quota`` is a spend limit (not retried).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+from agentcore.contracts import Usage
+from agentcore.contracts._dialects import WireSchema
+from agentcore.contracts.errors import ConfigurationError
+
+from ._breaker import BreakerPolicy
+from ._litellm import (
+    LiteLLMAdapter,
+    RawReply,
+    as_int,
+    as_items,
+    decode_response_id,
+    get_field,
+    litellm,
+    merge_messages,
+)
+from ._protocol import CompletionRequest, Message
+from ._retry import RetryPolicy
+
+__all__ = ["OpenAIAdapter", "make"]
+
+OpenAIApi = Literal["chat", "responses"]
+
+
+class OpenAIAdapter(LiteLLMAdapter):
+    """OpenAI models with strict JSON-schema structured output.
+
+    Args:
+        model: ``"gpt-4.1-mini"`` or ``"openai/gpt-4.1-mini"``.
+        api_base: another OpenAI-compatible endpoint (default: OpenAI's).
+        api_key: the key (default: ``$OPENAI_API_KEY``).
+        timeout: seconds per HTTP request.
+        extra_headers: headers added to every request.
+        max_output_tokens: the reply's token cap when the request sets none.
+        retry: the retry policy.
+        breaker: the circuit-breaker policy.
+        api: ``"chat"`` (Chat Completions) or ``"responses"`` (the Responses API).
+
+    Example:
+        >>> route = [OpenAIAdapter("gpt-4.1-mini"), "deepseek/deepseek-chat"]
+        >>> agent = Agent(tools=[...], model=route)
+    """
+
+    family: ClassVar[str] = "openai"
+    route_prefix = "openai"
+    litellm_prefix = "openai"
+    key_env: ClassVar[str | None] = "OPENAI_API_KEY"
+    max_tokens_param: ClassVar[str] = "max_completion_tokens"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        extra_headers: Mapping[str, str] | None = None,
+        max_output_tokens: int = 1024,
+        retry: RetryPolicy | None = None,
+        breaker: BreakerPolicy | None = None,
+        api: OpenAIApi = "chat",
+    ) -> None:
+        if api not in ("chat", "responses"):
+            raise ConfigurationError(f"Invalid api {api!r} for OpenAI. Valid: 'chat', 'responses'.")
+        super().__init__(
+            model,
+            api_base=api_base,
+            api_key=api_key,
+            timeout=timeout,
+            extra_headers=extra_headers,
+            max_output_tokens=max_output_tokens,
+            retry=retry,
+            breaker=breaker,
+        )
+        self.api: OpenAIApi = api
+
+    # -- Responses API ---------------------------------------------------------------------
+
+    def request_params(
+        self, request: CompletionRequest, wire: WireSchema, max_tokens: int
+    ) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """Chat Completions parameters, or the Responses API's for ``api="responses"``."""
+        if self.api == "chat":
+            return super().request_params(request, wire, max_tokens)
+        return {
+            "model": self.model,
+            "instructions": self.system_text(request, wire),
+            "input": self.shape_input(merge_messages(request.messages)),
+            "max_output_tokens": max_tokens,
+            "store": False,
+            "text": {
+                "format": {
+                    "type": "json_schema",
+                    "name": wire.name,
+                    "schema": wire.schema,
+                    "strict": True,
+                }
+            },
+            **self.transport_params(),
+            **self.extra_params(request),
+        }
+
+    def shape_input(
+        self, messages: Sequence[Message]
+    ) -> list[dict[str, Any]]:  # Any: Responses input items
+        """The Responses API ``input`` items (the system text travels as ``instructions``)."""
+        return self.shape_messages("", messages)
+
+    async def send(self, params: dict[str, Any]) -> Any:  # Any: litellm's response object
+        """``litellm.acompletion``, or ``litellm.aresponses`` for the Responses API."""
+        if self.api == "chat":
+            return await super().send(params)
+        return await litellm().aresponses(**params)
+
+    def read_reply(self, raw: Any) -> RawReply:  # Any: litellm's response object
+        """Read a Chat Completions response, or a Responses API ``response`` object."""
+        if self.api == "chat":
+            return super().read_reply(raw)
+        texts: list[str] = []
+        refusals: list[str] = []
+        for item in as_items(get_field(raw, "output")):
+            if get_field(item, "type") != "message":
+                continue
+            for part in as_items(get_field(item, "content")):
+                kind = get_field(part, "type")
+                if kind == "output_text" and isinstance(text := get_field(part, "text"), str):
+                    texts.append(text)
+                elif kind == "refusal" and isinstance(refusal := get_field(part, "refusal"), str):
+                    refusals.append(refusal)
+        status = get_field(raw, "status")
+        reason = get_field(get_field(raw, "incomplete_details"), "reason")
+        finish = (
+            ("length" if reason == "max_output_tokens" else str(reason or "incomplete"))
+            if status == "incomplete"
+            else str(status)
+            if isinstance(status, str)
+            else None
+        )
+        usage: object = get_field(raw, "usage")
+        raw_id = get_field(raw, "id")
+        return RawReply(
+            text="".join(texts) if texts else None,
+            finish_reason=finish,
+            refusal=" ".join(refusals) if refusals else None,
+            usage=Usage(
+                input_tokens=as_int(get_field(usage, "input_tokens")),
+                output_tokens=as_int(get_field(usage, "output_tokens")),
+                cached_input_tokens=as_int(
+                    get_field(get_field(usage, "input_tokens_details"), "cached_tokens")
+                ),
+                cost=self.cost(raw),
+            ),
+            response_id=decode_response_id(raw_id if isinstance(raw_id, str) else None),
+        )
+
+
+def make(route: str, **options: Any) -> OpenAIAdapter:  # Any: OpenAIAdapter's keyword options
+    """Registry factory: ``"openai/<model>"`` with :class:`OpenAIAdapter`'s options."""
+    return OpenAIAdapter(route, **options)

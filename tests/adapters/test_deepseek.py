@@ -1,0 +1,104 @@
+"""DeepSeekAdapter: JSON mode with the schema in the prompt, against a fake DeepSeek."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from agentcore.adapters import CompletionRequest
+from agentcore.adapters._breaker import BreakerPolicy
+from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters.deepseek import DeepSeekAdapter
+from agentcore.contracts import FinishAction, ToolAction
+from agentcore.contracts._dialects import compile_wire_schema
+from agentcore.contracts.errors import SpendLimitError
+
+from .conftest import FINISH, NOTE_CALL, FakeTime
+from .fakes import FakeProvider, error_reply, ok
+
+RequestFactory = Callable[..., CompletionRequest]
+
+
+@pytest.fixture
+def adapter(fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy) -> DeepSeekAdapter:
+    return DeepSeekAdapter(
+        "deepseek/deepseek-chat",
+        api_base=fake.base_url,
+        api_key="sk-ds",
+        retry=retry,
+        breaker=breaker,
+    )
+
+
+async def test_json_mode_with_the_schema_in_the_system_prompt(
+    adapter: DeepSeekAdapter, fake: FakeProvider, make_request: RequestFactory
+) -> None:
+    fake.queue(ok(NOTE_CALL, model="deepseek-chat"))
+    request = make_request()
+    completion = await adapter.complete_structured(request)
+
+    (sent,) = fake.requests
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == "Bearer sk-ds"
+    body = sent.body
+    assert body["model"] == "deepseek-chat"
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["max_tokens"] == 1024
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("You are a careful support agent.\n\n")
+    assert "json" in system["content"]  # DeepSeek requires the word
+    wire = compile_wire_schema(request.schema, "json_prompt")
+    assert wire.prompt is not None and system["content"].endswith(wire.prompt)
+    assert body["messages"][1:] == [
+        {"role": "user", "content": "Task: where is order A1?\n\nNote: be brief."}
+    ]
+    # json_prompt replies are not wrapped: the action itself.
+    assert completion.action == ToolAction(
+        thought="Record it.", tool="add_note", args={"order_id": "A1", "note": "customer called"}
+    )
+    assert completion.model == "deepseek/deepseek-chat"
+    assert completion.usage.cost is not None  # deepseek-chat is in litellm's price map
+
+
+async def test_blank_reply_is_an_invalid_reply_for_the_core_to_reask(
+    adapter: DeepSeekAdapter, fake: FakeProvider, make_request: RequestFactory
+) -> None:
+    fake.queue(ok(""))
+    completion = await adapter.complete_structured(make_request())
+    assert completion.action is None
+    assert completion.error is not None and "empty" in str(completion.error)
+    assert completion.usage.input_tokens == 120  # the blank reply's tokens still count
+
+
+async def test_fenced_reply_is_accepted(
+    adapter: DeepSeekAdapter, fake: FakeProvider, make_request: RequestFactory
+) -> None:
+    fake.queue(ok("```json\n" + json.dumps(FINISH) + "\n```"))
+    completion = await adapter.complete_structured(make_request())
+    assert completion.action == FinishAction(thought="I know it.", answer="It shipped.")
+
+
+async def test_insufficient_balance_is_a_spend_limit(
+    adapter: DeepSeekAdapter, fake: FakeProvider, make_request: RequestFactory
+) -> None:
+    fake.queue(
+        error_reply(402, "Insufficient Balance", type="unknown_error", code="invalid_request_error")
+    )
+    with pytest.raises(SpendLimitError, match="HTTP 402") as caught:
+        await adapter.complete_structured(make_request())
+    assert not caught.value.retryable
+    assert caught.value.provider == "deepseek"
+    assert len(fake.requests) == 1
+
+
+async def test_server_overloaded_is_retried(
+    adapter: DeepSeekAdapter, fake: FakeProvider, fake_time: FakeTime, make_request: RequestFactory
+) -> None:
+    fake.queue(error_reply(503, "Server overloaded, please retry shortly.", type="server_error"))
+    fake.queue(ok(FINISH))
+    completion = await adapter.complete_structured(make_request())
+    assert completion.attempts == 2
+    assert len(fake_time.waits) == 1

@@ -32,14 +32,23 @@ __all__ = [
 class Message:
     """One provider-neutral message. The system text travels separately.
 
+    Structured adapters send ``role`` and ``content`` only. Native tool-calling adapters
+    also use ``call_id`` and ``action`` to render our events as the provider's tool calls
+    and tool results, with our call ids.
+
     Attributes:
         role: ``user`` (task, observations, notes from the runner) or ``assistant``
             (the model's earlier replies, as canonical JSON).
         content: the text.
+        call_id: our call id (``c3``) when the message is an action (assistant) or says
+            what became of one (user: its result, a refusal, an approval).
+        action: the action, on an assistant message that is one.
     """
 
     role: Literal["user", "assistant"]
     content: str
+    call_id: str | None = None
+    action: NextAction | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +110,7 @@ class Completion:
         finish_reason: the provider's stop reason, as reported.
         response_id: the provider's response id (kept for audit, never needed to render).
         latency_ms: wall time of the call.
+        dropped_calls: see below.
     """
 
     text: str
@@ -112,6 +122,9 @@ class Completion:
     finish_reason: str | None = None
     response_id: str | None = None
     latency_ms: float = 0.0
+    dropped_calls: tuple[str, ...] = ()
+    """Native mode: further tool calls of the same reply, not executed (one action per
+    step), as ``name(arguments JSON)``."""
 
 
 @runtime_checkable

@@ -58,6 +58,7 @@ class Renderer:
         self._rendered = 0
         self._limit = max_observation_chars
         self._last: NextAction | None = None
+        self._dropped: list[str] = []
 
     def render(self, events: Sequence[Event], upto: int) -> int:
         """Render ``events[:upto]`` (continuing where the last call stopped).
@@ -70,8 +71,8 @@ class Renderer:
         self._rendered = max(self._rendered, upto)
         return len(self.messages)
 
-    def _user(self, text: str) -> None:
-        self.messages.append(Message("user", text))
+    def _user(self, text: str, call_id: str | None = None) -> None:
+        self.messages.append(Message("user", text, call_id=call_id))
 
     def _render_one(self, ev: Event) -> None:
         match ev:
@@ -82,44 +83,59 @@ class Renderer:
             case ModelCalled(outcome="invalid"):
                 self.messages.extend(reask_messages(ev.reply or "", ev.error or ""))
             case ModelCalled():
-                pass
+                self._dropped = ev.dropped_calls
             case ActionProposed():
                 self._last = ev.action
-                self.messages.append(Message("assistant", dump_action(ev.action)))
+                self.messages.append(
+                    Message(
+                        "assistant", dump_action(ev.action), call_id=ev.call_id, action=ev.action
+                    )
+                )
+                if self._dropped:
+                    listed = "; ".join(self._dropped)
+                    self._user(
+                        f"[{ev.call_id}] Only one action runs per step; not executed: {listed}",
+                        ev.call_id,
+                    )
+                    self._dropped = []
             case Decision():
                 self._render_decision(ev)
             case Confirmation():
                 if ev.approved:
                     edited = " with edited arguments" if ev.args is not None else ""
-                    self._user(f"[{ev.call_id}] Approved by {ev.by}{edited}.")
+                    self._user(f"[{ev.call_id}] Approved by {ev.by}{edited}.", ev.call_id)
                 else:
                     why = f": {ev.reason.rstrip('.')}." if ev.reason else "."
-                    self._user(f"[{ev.call_id}] Denied by {ev.by}{why} Do not repeat this call.")
+                    self._user(
+                        f"[{ev.call_id}] Denied by {ev.by}{why} Do not repeat this call.",
+                        ev.call_id,
+                    )
             case Resolution(decision="rerun"):
                 self._user(
                     f"[{ev.call_id}] The outcome of this call was lost; {ev.by} says it did not "
-                    "happen, so it runs once more."
+                    "happen, so it runs once more.",
+                    ev.call_id,
                 )
             case ToolStarted() | RunResumed() | RunFinished() | Resolution():
                 pass
             case ToolFinished():
                 if ev.ok:
                     body = render_observation(ev.result, self._limit)
-                    self._user(f"[{ev.call_id}] {ev.tool} returned: {body}")
+                    self._user(f"[{ev.call_id}] {ev.tool} returned: {body}", ev.call_id)
                 else:
-                    self._user(f"[{ev.call_id}] {ev.tool} failed: {ev.error}")
+                    self._user(f"[{ev.call_id}] {ev.tool} failed: {ev.error}", ev.call_id)
 
     def _render_decision(self, ev: Decision) -> None:
         match ev.verdict:
             case "execute":
                 if isinstance(self._last, PlanAction):
-                    self._user(f"[{ev.call_id}] Plan approved. Go ahead with it.")
+                    self._user(f"[{ev.call_id}] Plan approved. Go ahead with it.", ev.call_id)
             case "needs_confirmation":
                 return
             case "deny":
-                self._user(f"[{ev.call_id}] Refused: {ev.reason}")
+                self._user(f"[{ev.call_id}] Refused: {ev.reason}", ev.call_id)
             case "needs_plan":
-                self._user(f"[{ev.call_id}] Not run: {ev.reason}")
+                self._user(f"[{ev.call_id}] Not run: {ev.reason}", ev.call_id)
 
 
 class MessageView(Sequence[Message]):

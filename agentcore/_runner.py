@@ -344,6 +344,7 @@ class Driver:
                 finish_reason=c.finish_reason,
                 response_id=c.response_id,
                 reply=c.text[:_REPLY_CAP] if invalid else None,
+                dropped_calls=list(c.dropped_calls),
                 error=str(c.error) if invalid and c.error else None,
             )
         )

@@ -108,6 +108,8 @@ class ModelCalled(_Event):
     response_id: str | None = None
     reply: str | None = None
     """The raw reply when it was not a valid action (capped), so the re-ask renders again."""
+    dropped_calls: list[str] = []
+    """Native tool calling: further calls in the same reply that were not executed."""
     error: str | None = None
 
 

@@ -20,6 +20,7 @@ from ._dialects import (
     WireSchema,
     anthropic_limits,
     choose_form,
+    compile_parameters,
     compile_wire_schema,
     fits_anthropic,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "canonical_json",
     "choose_form",
     "compile_action_schema",
+    "compile_parameters",
     "compile_wire_schema",
     "dump_action",
     "fits_anthropic",

@@ -94,6 +94,7 @@ __all__ = [
     "WireSchema",
     "anthropic_limits",
     "choose_form",
+    "compile_parameters",
     "compile_wire_schema",
     "fits_anthropic",
 ]
@@ -740,6 +741,13 @@ def compile_wire_schema(schema: ActionSchema, dialect: Dialect) -> WireSchema:
         )
         per_schema[dialect] = wire
     return wire
+
+
+def compile_parameters(schema: JsonSchema, dialect: Dialect) -> JsonSchema:
+    """One tool's argument schema (an object) compiled for ``dialect``: the parameters of a
+    native tool definition. The source is not changed."""
+    _check_dialect(dialect)
+    return _compile(schema, dialect)[0]
 
 
 def fits_anthropic(schema: ActionSchema) -> bool:

@@ -1,0 +1,140 @@
+"""Native tool-calling mapping: our events as tool calls, replies back to one action."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+
+from agentcore.adapters import Message
+from agentcore.adapters._native import (
+    NativeCall,
+    native_messages,
+    native_reply,
+    native_tools,
+    tool_name_map,
+)
+from agentcore.contracts import (
+    FinishAction,
+    PlanAction,
+    ToolAction,
+    ToolSpec,
+    compile_action_schema,
+)
+from agentcore.contracts.errors import UnknownToolError
+
+
+class GcdArgs(BaseModel):
+    a: int
+    b: int
+
+
+class Empty(BaseModel):
+    pass
+
+
+SCHEMA = compile_action_schema(
+    [
+        ToolSpec("math.gcd", "Greatest common divisor.", GcdArgs),
+        ToolSpec("math_gcd", "A clash after mapping.", GcdArgs),
+        ToolSpec("ping", "Ping.", Empty),
+    ]
+)
+
+
+def test_tool_names_are_mapped_for_providers_and_back() -> None:
+    names = tool_name_map(SCHEMA)
+    assert names == {"math.gcd": "math_gcd", "math_gcd": "math_gcd_2", "ping": "ping"}
+    tools = native_tools(SCHEMA, "openai_strict", strict=True)
+    wire = [t["function"]["name"] for t in tools]
+    assert wire == ["math_gcd", "math_gcd_2", "ping", "plan", "finish"]
+    gcd = tools[0]["function"]
+    assert gcd["strict"] is True
+    assert gcd["parameters"]["additionalProperties"] is False
+    assert gcd["parameters"]["required"] == ["a", "b"]
+    reply = native_reply(SCHEMA, None, [NativeCall("math_gcd", '{"a": 12, "b": 18}')])
+    assert reply.action == ToolAction(thought="", tool="math.gcd", args={"a": 12, "b": 18})
+
+
+def test_finish_only_step_offers_only_finish() -> None:
+    last = compile_action_schema(SCHEMA.tools, finish_only=True)
+    assert [t["function"]["name"] for t in native_tools(last, "anthropic", strict=False)] == [
+        "finish"
+    ]
+    assert "strict" not in native_tools(last, "anthropic", strict=False)[0]["function"]
+
+
+def test_first_call_is_taken_and_the_rest_reported() -> None:
+    reply = native_reply(
+        SCHEMA,
+        "Checking both.",
+        [NativeCall("ping", "{}"), NativeCall("math_gcd", '{"a": 1, "b": 2}')],
+    )
+    assert reply.action == ToolAction(thought="Checking both.", tool="ping", args={})
+    assert reply.dropped == ('math.gcd({"a": 1, "b": 2})',)
+
+
+def test_plan_finish_text_and_bad_replies() -> None:
+    plan = native_reply(SCHEMA, None, [NativeCall("plan", '{"thought": "t", "steps": ["a"]}')])
+    assert plan.action == PlanAction(thought="t", steps=["a"])
+    text = native_reply(SCHEMA, "The answer is 6.", [])
+    assert text.action == FinishAction(thought="", answer="The answer is 6.")
+    empty = native_reply(SCHEMA, "  ", [])
+    assert empty.action is None
+    assert empty.error is not None
+    bad_json = native_reply(SCHEMA, None, [NativeCall("ping", "{oops")])
+    assert bad_json.action is None
+    assert "not valid JSON" in str(bad_json.error)
+    wrong_args = native_reply(SCHEMA, None, [NativeCall("math_gcd", '{"a": "x", "b": 2}')])
+    assert wrong_args.action is None
+    unknown = native_reply(SCHEMA, None, [NativeCall("delete_all", "{}")])
+    assert isinstance(unknown.error, UnknownToolError)
+    assert unknown.error.tool == "delete_all"
+
+
+def test_history_becomes_tool_calls_and_results_with_our_call_ids() -> None:
+    ping = ToolAction(thought="look", tool="ping", args={})
+    gcd = ToolAction(thought="gcd", tool="math.gcd", args={"a": 4, "b": 6})
+    messages = [
+        Message("user", "Task: go"),
+        Message("assistant", ping.model_dump_json(), call_id="c1", action=ping),
+        Message("user", "[c1] ping returned: pong", call_id="c1"),
+        Message("assistant", gcd.model_dump_json(), call_id="c2", action=gcd),
+        Message("user", "[c2] Approved by alice.", call_id="c2"),
+        Message("user", "[c2] math.gcd returned: 2", call_id="c2"),
+        Message("assistant", "not json"),  # an invalid reply and its re-ask
+        Message("user", "That reply is not a valid action: ..."),
+        Message("user", "Step 4 of 8."),
+    ]
+    out = native_messages("SYSTEM", messages, SCHEMA)
+    roles = [(m["role"], m.get("tool_call_id")) for m in out]
+    assert roles == [
+        ("system", None),
+        ("user", None),
+        ("assistant", None),
+        ("tool", "c1"),
+        ("assistant", None),
+        ("tool", "c2"),
+        ("assistant", None),
+        ("user", None),
+    ]
+    call = out[4]["tool_calls"][0]
+    assert call["id"] == "c2"
+    assert call["function"]["name"] == "math_gcd"
+    assert json.loads(call["function"]["arguments"]) == {"a": 4, "b": 6}
+    assert out[5]["content"] == "[c2] Approved by alice.\n[c2] math.gcd returned: 2"
+    assert out[-1]["content"].endswith("Step 4 of 8.")  # consecutive user notes joined
+
+
+def test_a_call_without_a_result_yet_gets_a_placeholder() -> None:
+    ping = ToolAction(thought="look", tool="ping", args={})
+    out = native_messages(
+        "S",
+        [
+            Message("assistant", ping.model_dump_json(), call_id="c1", action=ping),
+            Message("user", "Step 2 of 8."),
+        ],
+        SCHEMA,
+    )
+    assert [m["role"] for m in out] == ["system", "assistant", "tool", "user"]
+    assert out[2]["content"] == "(no result yet)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import platform
@@ -84,25 +85,22 @@ async def scripted(rate: float, reps: int) -> list[tuple[float, float]]:
 
 
 async def openai_sse(rate: float, reps: int) -> list[tuple[float, float]] | str:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # for tests.adapters.fakes; agentcore stays the installed one
     try:
         from tests.adapters import fakes
     except ImportError as exc:  # the fake server lives with the adapter tests
         return f"unavailable ({exc})"
     from agentcore.adapters.openai import OpenAIAdapter
 
-    chunker = getattr(fakes, "paced_chat_stream", None)
-    if chunker is None:
-        return "unavailable (tests/adapters/fakes.py has no paced_chat_stream)"
+    def paced(action: dict[str, Any], rate: float) -> Any:  # Any: a fake SSE reply
+        text = json.dumps(action)
+        events = fakes.chat_stream(text, pieces=max(1, len(text) // CHARS_PER_TOKEN))
+        return fakes.SseReply(events=events, delay=1.0 / rate if rate else 0.0)
+
     out: list[tuple[float, float]] = []
     with fakes.FakeProvider() as server:
         for _ in range(reps):
-            import json
-
-            server.queue(
-                chunker(json.dumps(ACTION), chars_per_chunk=CHARS_PER_TOKEN, delay_s=1.0 / rate),
-                chunker(json.dumps(FINISH), chars_per_chunk=CHARS_PER_TOKEN, delay_s=0.0),
-            )
+            server.queue(paced(ACTION, rate), paced(FINISH, 0.0))
             model = OpenAIAdapter("openai/gpt-bench", api_base=server.base_url, api_key="sk-test")
             out.append(await _one(model))
     return out

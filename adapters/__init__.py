@@ -1,9 +1,13 @@
 """Model adapters: one ``complete_structured`` per provider family, plus ScriptedModel.
 
 Provider modules are imported lazily through the registry; importing this package loads
-no provider SDK and no litellm.
+no provider SDK and no litellm. The provider adapters live in their modules:
+``agentcore.adapters.openai.OpenAIAdapter``, ``.anthropic.AnthropicAdapter``,
+``.gemini.GeminiAdapter``, ``.deepseek.DeepSeekAdapter`` and ``.local.LocalAdapter``; each
+takes a :class:`RetryPolicy` and a :class:`BreakerPolicy`.
 """
 
+from ._breaker import BreakerPolicy
 from ._protocol import (
     Completion,
     CompletionRequest,
@@ -14,14 +18,17 @@ from ._protocol import (
     partial_action,
 )
 from ._registry import register_provider, registered_providers, resolve_model, resolve_route
+from ._retry import RetryPolicy
 from .scripted import ScriptedModel, ScriptItem
 
 __all__ = [
+    "BreakerPolicy",
     "Completion",
     "CompletionRequest",
     "Message",
     "ModelAdapter",
     "PartialAction",
+    "RetryPolicy",
     "ScriptItem",
     "ScriptedModel",
     "parse_reply",

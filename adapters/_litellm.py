@@ -2,7 +2,9 @@
 
 litellm is imported lazily (:func:`litellm`, on the first model call): it costs seconds and
 by default downloads a price list at import, so the loader sets
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` first. Every call passes ``num_retries=0`` and
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` first (and ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True``:
+otherwise its first Anthropic call fetches a beta-header table from GitHub). Every call passes
+``num_retries=0`` and
 ``max_retries=0`` (litellm's and the openai SDK's own retries stay off, so each HTTP
 request is one attempt of :mod:`._retry`) and ``"no-log": True`` (no litellm logging
 callbacks run for our calls; we register none). litellm's configuration is otherwise left
@@ -24,6 +26,17 @@ as the application set it.
    the route may move on); otherwise the text is unwrapped and validated with
    :func:`parse_reply` against the form actually sent.
 
+Streaming: when ``request.on_partial`` is set, the same request is sent with ``stream=True``
+(and :meth:`LiteLLMAdapter.stream_params`: usage requested in the stream). The text deltas
+are accumulated and ``on_partial`` gets :func:`partial_action` of the text so far whenever
+that changes; it is only ever shown. When the stream ends, its chunks are assembled
+(``litellm.stream_chunk_builder``) into one response and read by the same
+:meth:`LiteLLMAdapter.read_reply`, so truncation, refusal, usage and validation are exactly
+the non-streaming path's. A stream that breaks (a reset, or an end without the provider's
+final event, which litellm reports as an error) or whose text stops inside the JSON object
+while its stop reason says it finished is a retryable :class:`ProviderUnavailableError`:
+the retry loop sends the whole request again, and nothing partial is ever returned.
+
 Usage and attempts of every request are summed: in ``Completion.usage`` and
 ``Completion.attempts`` on success, in the raised error's ``input_tokens``,
 ``output_tokens`` and ``attempts`` on failure.
@@ -35,13 +48,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
+import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, ClassVar, cast
+
+from pydantic.warnings import PydanticDeprecatedSince211
+from pydantic_core import from_json
 
 from agentcore.contracts import Usage
 from agentcore.contracts._dialects import Dialect, WireSchema, choose_form, compile_wire_schema
@@ -50,22 +70,33 @@ from agentcore.contracts.errors import (
     ModelError,
     ModelRefusedError,
     ModelTruncatedError,
+    ProviderUnavailableError,
 )
 
 from ._breaker import BreakerPolicy, CircuitBreaker, breaker_for
 from ._errors import ErrorContext, is_spend_limit, map_provider_errors, translate_exception
-from ._protocol import Completion, CompletionRequest, Message, parse_reply
+from ._protocol import (
+    Completion,
+    CompletionRequest,
+    Message,
+    PartialAction,
+    parse_reply,
+    partial_action,
+)
 from ._retry import RetryPolicy, call_with_retries
 
 __all__ = [
     "LiteLLMAdapter",
+    "PartialFeed",
     "RawReply",
     "as_int",
     "as_items",
     "as_str",
     "decode_response_id",
+    "error_body",
     "get_field",
     "litellm",
+    "litellm_warnings_ignored",
     "merge_messages",
 ]
 
@@ -79,8 +110,11 @@ def litellm() -> Any:  # Any: litellm's module namespace is untyped where we use
     if _module is None:
         with _module_lock:
             if _module is None:
-                # Never fetch the price list over the network at import (FACTS.md).
+                # Never fetch the price list over the network at import (FACTS.md), nor the
+                # Anthropic beta-header table on the first Anthropic call (litellm's
+                # anthropic_beta_headers_manager reads this variable at call time).
                 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+                os.environ["LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"] = "True"
                 import litellm as module  # noqa: TID251  # the one lazy import point
 
                 module.suppress_debug_info = True  # no "Give Feedback / Get Help" prints
@@ -156,6 +190,8 @@ class LiteLLMAdapter:
     """Stop reasons that mean the reply was cut off."""
     refusal_reasons: ClassVar[frozenset[str]] = frozenset({"content_filter", "refusal"})
     """Stop reasons that mean the provider refused to answer."""
+    truncation_hint: ClassVar[str] = ""
+    """A provider-specific sentence added to the error after a reply was cut off twice."""
 
     def __init__(
         self,
@@ -216,11 +252,14 @@ class LiteLLMAdapter:
         wire = compile_wire_schema(schema, self.dialect)
         tally = _Tally()
         max_tokens = request.max_output_tokens or self.max_output_tokens
+        feed = PartialFeed(request.on_partial) if request.on_partial is not None else None
         try:
             for round_ in (1, 2):
                 params = self.request_params(sent, wire, max_tokens)
+                if feed is not None:
+                    params.update(self.stream_params())
                 reply = await call_with_retries(
-                    lambda params=params: self._attempt(params, tally),
+                    lambda params=params: self._attempt(params, tally, feed),
                     self.retry,
                     deadline=request.deadline,
                 )
@@ -236,11 +275,12 @@ class LiteLLMAdapter:
                     if round_ == 1:
                         max_tokens *= 2
                         continue
+                    hint = f" {self.truncation_hint}" if self.truncation_hint else ""
                     raise ModelTruncatedError(
                         f"{self.name}: the reply was cut off twice (finish_reason "
                         f"{reply.finish_reason!r}, the second time at {max_tokens} output "
                         "tokens); nothing partial is executed. Raise max_output_tokens or "
-                        "shorten the context.",
+                        f"shorten the context.{hint}",
                         model=self.name,
                     )
                 return self._completion(sent, wire, reply, tally, started)
@@ -252,17 +292,31 @@ class LiteLLMAdapter:
             raise
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
-    async def _attempt(self, params: dict[str, Any], tally: _Tally) -> RawReply:  # Any: params
-        """One HTTP request, guarded by the breaker and the error mapper."""
+    async def _attempt(
+        self,
+        params: dict[str, Any],  # Any: litellm keyword arguments
+        tally: _Tally,
+        feed: PartialFeed | None,
+    ) -> RawReply:
+        """One HTTP request (streamed when ``feed`` is set), guarded by the breaker and the
+        error mapper."""
         with (
             self.breaker.attempt(self.name),
             map_provider_errors(self.error_context(), self.translate_error),
         ):
             tally.attempts += 1
-            raw = await self.send(params)
-            reply = self.read_reply(raw)
+            with litellm_warnings_ignored():
+                if feed is None:
+                    raw = await self.send(params)
+                    reply = self.read_reply(raw)
+                else:
+                    feed.restart()
+                    raw = None
+                    reply = await self.stream(params, feed)
             tally.usage = tally.usage + reply.usage
             self.check_reply(raw, reply)
+            if feed is not None:
+                self.check_stream_end(reply)
         return reply
 
     def _completion(
@@ -294,10 +348,9 @@ class LiteLLMAdapter:
     ) -> dict[str, Any]:  # Any: litellm keyword arguments
         """The keyword arguments of one litellm call."""
         system = self.system_text(request, wire)
-        messages = merge_messages(request.messages)
         return {
             "model": self.model,
-            "messages": self.shape_messages(system, messages),
+            "messages": self.shape_messages(system, request.messages),
             self.max_tokens_param: max_tokens,
             **self.transport_params(),
             **self.format_params(wire),
@@ -328,9 +381,10 @@ class LiteLLMAdapter:
     def shape_messages(
         self, system: str, messages: Sequence[Message]
     ) -> list[dict[str, Any]]:  # Any: provider message objects
-        """The provider's message list (OpenAI chat shape: a leading system message)."""
+        """The provider's message list (OpenAI chat shape: a leading system message, then
+        the messages with consecutive ones of a role merged)."""
         shaped: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        shaped += [{"role": m.role, "content": m.content} for m in messages]
+        shaped += [{"role": m.role, "content": m.content} for m in merge_messages(messages)]
         return shaped
 
     def format_params(self, wire: WireSchema) -> dict[str, Any]:  # Any: litellm arguments
@@ -347,11 +401,76 @@ class LiteLLMAdapter:
         del request
         return {}
 
+    def stream_params(self) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """What a streamed request adds: ``stream=True`` and usage in the stream.
+
+        ``stream_options.include_usage`` is OpenAI's option for a final usage chunk; litellm
+        sends it to OpenAI-compatible servers and reads Anthropic's and Gemini's stream
+        usage (``message_delta``, ``usageMetadata``) into the same final chunk.
+        """
+        return {"stream": True, "stream_options": {"include_usage": True}}
+
     # -- hooks: the transport -------------------------------------------------------------------
 
     async def send(self, params: dict[str, Any]) -> Any:  # Any: litellm's response object
         """Make the HTTP request through litellm (``acompletion`` by default)."""
         return await litellm().acompletion(**params)
+
+    async def stream(
+        self,
+        params: dict[str, Any],  # Any: litellm keyword arguments
+        on_text: Callable[[str], None],
+    ) -> RawReply:
+        """Make a streamed request: call ``on_text`` with the text so far as deltas arrive,
+        then read the assembled response like a non-streamed one (:meth:`read_reply`).
+
+        litellm turns every provider's stream (OpenAI chunks, Anthropic events, Gemini SSE,
+        Ollama NDJSON) into Chat Completions chunks; ``stream_chunk_builder`` assembles
+        them into one response with the stream's usage (when a server sends none, litellm
+        counts the tokens itself).
+        """
+        chunks: list[Any] = []  # Any: litellm's ModelResponseStream chunks
+        text = ""
+        response: Any = await self.send(params)  # Any: litellm's CustomStreamWrapper
+        async for chunk in response:
+            chunks.append(chunk)
+            piece = "".join(
+                as_str(get_field(get_field(choice, "delta"), "content")) or ""
+                for choice in as_items(get_field(chunk, "choices"))
+            )
+            if piece:
+                text += piece
+                on_text(text)
+        built: object = (
+            litellm().stream_chunk_builder(chunks, messages=params.get("messages"))
+            if chunks
+            else None
+        )
+        if built is None:
+            raise self._broken_stream("without any chunk")
+        return self.read_reply(built)
+
+    def check_stream_end(self, reply: RawReply) -> None:
+        """Raise a retryable error when a streamed reply did not really end.
+
+        litellm raises for most providers when a stream stops before the provider's final
+        event; its Gemini stream parser does not (it reads a chunk without ``finishReason``
+        as ``stop``), so a reply said to be finished whose text stops inside a JSON value is
+        treated as a broken stream too.
+        """
+        if reply.finish_reason is None:
+            raise self._broken_stream("without a stop reason")
+        done = self.truncation_reasons | self.refusal_reasons
+        if reply.finish_reason not in done and stops_inside_json(reply.text or ""):
+            raise self._broken_stream("inside the JSON object although it reported a stop")
+
+    def _broken_stream(self, how: str) -> ProviderUnavailableError:
+        return ProviderUnavailableError(
+            f"{self.name}: the {self.family} stream ended {how}. The whole request is sent "
+            "again; nothing partial is used.",
+            model=self.name,
+            provider=self.family,
+        )
 
     def error_context(self) -> ErrorContext:
         """Who is calling, for error messages."""
@@ -398,7 +517,8 @@ class LiteLLMAdapter:
 
     def check_reply(self, raw: Any, reply: RawReply) -> None:  # Any: litellm's response
         """Raise a :class:`ProviderError` for a 200 that is really a provider failure
-        (retried like an HTTP error). Nothing by default."""
+        (retried like an HTTP error). Nothing by default. ``raw`` is ``None`` for a
+        streamed reply."""
         del raw, reply
 
     def cost(self, raw: Any) -> float | None:  # Any: litellm's response object
@@ -410,7 +530,117 @@ class LiteLLMAdapter:
         return float(value) if isinstance(value, int | float) and value >= 0 else None
 
 
+# --------------------------------------------------------------------------- streaming
+
+
+class PartialFeed:
+    """Turns the growing text of a streamed reply into partial actions, each shown once.
+
+    Args:
+        on_partial: the request's callback; it only ever gets :class:`PartialAction`.
+    """
+
+    def __init__(self, on_partial: Callable[[PartialAction], None]) -> None:
+        self._on_partial = on_partial
+        self._last: PartialAction | None = None
+
+    def restart(self) -> None:
+        """A new attempt starts: its text starts from nothing."""
+        self._last = None
+
+    def __call__(self, text: str) -> None:
+        partial = partial_action(_FENCE_OPEN.sub("", text, count=1))
+        if partial is not None and partial != self._last:
+            self._last = partial
+            self._on_partial(partial)
+
+
+_FENCE_OPEN = re.compile(r"^\s*```(?:json)?\s*\n")
+_LITELLM_STREAM_WARNINGS = r"Items? .* (is|are) using the `ReadOnly` qualifier"
+
+
+@contextmanager
+def litellm_warnings_ignored() -> Generator[None]:
+    """Silence the warnings litellm's code makes pydantic emit while it serves a call.
+
+    litellm's types include TypedDicts with ``ReadOnly`` items, whose pydantic schemas it
+    builds on first use (its stream chunks, Gemini's cached-content types), and its chunk
+    code reads ``model_fields`` on instances; pydantic warns about both (``UserWarning``
+    and ``PydanticDeprecatedSince211``). They are litellm's, not the caller's, and where
+    warnings are errors (``pytest -W error``) litellm turns them into a failed call (a
+    ``MidStreamFallbackError`` for a stream). Only these two are ignored, only around
+    litellm's calls. ``warnings.catch_warnings`` swaps the process-wide filter list, so two
+    overlapping calls may restore each other's filters early; the worst case is that one
+    of these warnings is shown.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LITELLM_STREAM_WARNINGS, category=UserWarning)
+        warnings.filterwarnings("ignore", category=PydanticDeprecatedSince211)
+        yield
+
+
+def stops_inside_json(text: str) -> bool:
+    """Whether ``text`` is the start of a JSON object or array that never closed."""
+    body = _FENCE_OPEN.sub("", text, count=1).strip()
+    if not body.startswith(("{", "[")):
+        return False
+    try:
+        from_json(body)
+    except ValueError:
+        try:
+            from_json(body, allow_partial=True)
+        except ValueError:
+            return False  # not JSON at all: the parser reports it
+        return True
+    return False
+
+
 # --------------------------------------------------------------------------- helpers
+
+
+def error_body(exc: BaseException) -> Mapping[str, object]:
+    """The JSON error body of a provider error, as far as it can be found.
+
+    litellm keeps it in different places per provider: the openai SDK's ``exc.body``, the
+    response (``exc.response.json()``), or pasted into the message (Anthropic and Gemini
+    errors: ``"...Exception - {...}"``, for streams as the ``b'{...}'`` of the raw bytes).
+    Returns an empty mapping when none is found.
+    """
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            break
+        for candidate in _body_candidates(current):
+            if isinstance(candidate, Mapping) and candidate:
+                return cast("Mapping[str, object]", candidate)  # a JSON object
+        current = current.__cause__ or current.__context__
+    return {}
+
+
+def _body_candidates(exc: BaseException) -> Iterator[object]:
+    yield getattr(exc, "body", None)
+    response: object = getattr(exc, "response", None)
+    reader: object = getattr(response, "json", None)
+    if callable(reader):
+        yield _read_json(cast("Callable[[], object]", reader))  # httpx.Response.json
+    message: object = getattr(exc, "message", None)
+    text = message if isinstance(message, str) and message else str(exc)
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text[start:])
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        yield cast("object", value)
+        return
+
+
+def _read_json(reader: Callable[[], object]) -> object:
+    try:
+        return reader()
+    except Exception:  # an empty or non-JSON body: the message is looked at next
+        return None
 
 
 def merge_messages(messages: Sequence[Message]) -> list[Message]:

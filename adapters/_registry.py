@@ -18,10 +18,11 @@ __all__ = ["register_provider", "registered_providers", "resolve_model", "resolv
 
 # provider prefix -> "module:factory"; the factory takes (route, **options). Each provider
 # module owns its wire format; nothing here switches on providers. The prefixes are
-# litellm's provider names. Anthropic ("anthropic") and Gemini ("gemini") register here too
-# once their adapter modules exist.
+# litellm's provider names.
 _PROVIDERS: dict[str, str] = {
     "openai": "agentcore.adapters.openai:make",
+    "anthropic": "agentcore.adapters.anthropic:make",
+    "gemini": "agentcore.adapters.gemini:make",
     "deepseek": "agentcore.adapters.deepseek:make",
     "ollama_chat": "agentcore.adapters.local:make",
     "hosted_vllm": "agentcore.adapters.local:make",

@@ -16,6 +16,12 @@ it is there. Nothing constrains decoding, so replies are validated client-side: 
 or blank reply (DeepSeek documents that JSON mode can answer empty content) comes back as
 ``Completion.error`` and the core asks again. HTTP 402 "Insufficient Balance" is a spend
 limit (not retried); 503 "Server Overloaded" is retried.
+
+Streaming sends the same request with ``"stream": true, "stream_options": {"include_usage":
+true}`` (OpenAI's option; whether DeepSeek honours it was not checked against DeepSeek, only
+on the captured request). Context caching is DeepSeek's own and automatic
+(https://api-docs.deepseek.com/guides/kv_cache); litellm reports its
+``prompt_cache_hit_tokens`` as cached tokens.
 """
 
 from __future__ import annotations

@@ -48,6 +48,14 @@ neither set, vLLM gets ``Bearer fake-api-key`` and Ollama no Authorization heade
 Cost is ``None``: litellm's price map would otherwise price a local model by whatever name
 the server reports.
 
+Streaming (``request.on_partial`` set): ``"stream": true`` with ``"stream_options":
+{"include_usage": true}`` to the OpenAI-compatible servers (llama-cpp-python's request model
+has no such field and ignores it, read in ``llama_cpp/server/types.py`` 0.3.36; vLLM and
+llama-server were not checked), and ``"stream": true`` to Ollama's ``/api/chat``, which
+streams NDJSON and ends with a ``done: true`` line carrying the token counts (checked on the
+captured request). Where a server sends no usage in its stream, the counts are litellm's own
+tokenizer estimates.
+
 Not verified here against a running server: vLLM and llama-server (no package on this
 machine; their request shapes come from their documentation and source as cited), Ollama
 (no Debian package). The llama-cpp-python + SmolLM2 integration run is a separate test.

@@ -29,6 +29,14 @@ What goes on the wire (checked by tests on the captured request):
 The schema is the ``openai_strict`` dialect: the action union wrapped as
 ``{"action": ...}`` (no union at the root), every object closed, every property required.
 
+Streaming (``request.on_partial`` set): Chat Completions gets ``"stream": true,
+"stream_options": {"include_usage": true}`` and reads ``chat.completion.chunk`` deltas, the
+chunk with ``finish_reason`` and the final usage chunk
+(https://platform.openai.com/docs/api-reference/chat-streaming); the Responses API gets
+``"stream": true`` and reads ``response.output_text.delta`` events, then the terminal
+``response.completed`` or ``response.incomplete`` event, whose ``response`` (with usage) is
+read like a non-streamed one (https://platform.openai.com/docs/api-reference/responses-streaming).
+
 Stop reasons: Chat ``finish_reason: "length"`` and Responses ``status: "incomplete"`` with
 ``incomplete_details.reason: "max_output_tokens"`` are truncation (asked again once with
 twice the tokens, then :class:`ModelTruncatedError`); a ``message.refusal`` (Chat) or a
@@ -38,7 +46,7 @@ twice the tokens, then :class:`ModelTruncatedError`); a ``message.refusal`` (Cha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from agentcore.contracts import Usage
@@ -51,10 +59,10 @@ from ._litellm import (
     RawReply,
     as_int,
     as_items,
+    as_str,
     decode_response_id,
     get_field,
     litellm,
-    merge_messages,
 )
 from ._protocol import CompletionRequest, Message
 from ._retry import RetryPolicy
@@ -127,7 +135,7 @@ class OpenAIAdapter(LiteLLMAdapter):
         return {
             "model": self.model,
             "instructions": self.system_text(request, wire),
-            "input": self.shape_input(merge_messages(request.messages)),
+            "input": self.shape_input(request.messages),
             "max_output_tokens": max_tokens,
             "store": False,
             "text": {
@@ -153,6 +161,36 @@ class OpenAIAdapter(LiteLLMAdapter):
         if self.api == "chat":
             return await super().send(params)
         return await litellm().aresponses(**params)
+
+    def stream_params(self) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """Chat: usage in the stream; the Responses API's final event carries it anyway."""
+        return super().stream_params() if self.api == "chat" else {"stream": True}
+
+    async def stream(
+        self,
+        params: dict[str, Any],  # Any: litellm keyword arguments
+        on_text: Callable[[str], None],
+    ) -> RawReply:
+        """Chat Completions chunks, or the Responses API's events: text deltas until the
+        terminal event, whose ``response`` is read like a non-streamed one."""
+        if self.api == "chat":
+            return await super().stream(params, on_text)
+        text = ""
+        final: object = None
+        events: Any = await self.send(params)  # Any: litellm's streaming iterator
+        async for event in events:
+            kind: object = get_field(event, "type")
+            kind = getattr(kind, "value", kind)  # litellm's str enum of event types
+            if kind == "response.output_text.delta":
+                text += as_str(get_field(event, "delta")) or ""
+                on_text(text)
+            elif kind in ("response.completed", "response.incomplete"):
+                final = get_field(event, "response")
+            elif kind in ("response.failed", "error"):
+                raise self._broken_stream(f"with a {kind} event")
+        if final is None:
+            raise self._broken_stream("before its response.completed event")
+        return self.read_reply(final)
 
     def read_reply(self, raw: Any) -> RawReply:  # Any: litellm's response object
         """Read a Chat Completions response, or a Responses API ``response`` object."""

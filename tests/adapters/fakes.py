@@ -5,14 +5,20 @@ HTTP clients), so the tests see exactly what leaves the process. The server reco
 request and answers from a queue that each test fills:
 
 * :class:`JsonReply`: a JSON body with a status and headers (successes and errors);
-* :class:`SseReply`: a ``text/event-stream`` body sent chunk by chunk (streaming);
+* :class:`SseReply`: a ``text/event-stream`` body sent chunk by chunk (streaming), with
+  ``event:`` lines where the provider names its events (Anthropic, the Responses API), and
+  optionally cut off by a TCP reset mid-stream;
+* :class:`NdjsonReply`: newline-delimited JSON sent line by line (Ollama's native streaming);
 * :class:`Reset`: the connection is closed with a TCP reset and no response;
 * :class:`Delay`: wait, then answer (or never answer in time: a client timeout).
 
 The builders below produce the providers' documented payloads: OpenAI ``chat.completion``
 objects (usage with ``prompt_tokens_details.cached_tokens``, ``message.refusal``,
 ``finish_reason: length``), Responses API objects (``status: incomplete`` with
-``incomplete_details.reason``), and error bodies ``{"error": {...}}``.
+``incomplete_details.reason``), their stream chunks and events, Anthropic Messages objects
+and stream events, Gemini ``generateContent`` responses (one per streamed chunk), and error
+bodies (OpenAI's ``{"error": {...}}``, Anthropic's ``{"type": "error", "error": {...}}``,
+Google's ``{"error": {"code", "message", "status", "details"}}``).
 """
 
 from __future__ import annotations
@@ -34,17 +40,28 @@ __all__ = [
     "Delay",
     "FakeProvider",
     "JsonReply",
+    "NdjsonReply",
     "RecordedRequest",
     "Reply",
     "Reset",
     "SseReply",
+    "anthropic_error",
+    "anthropic_message",
+    "anthropic_stream",
     "chat_chunk",
     "chat_completion",
+    "chat_stream",
     "error_body",
     "error_reply",
+    "gemini_response",
+    "gemini_stream",
+    "google_error",
     "http_date",
     "ok",
+    "ollama_stream",
     "responses_response",
+    "responses_stream",
+    "split",
 ]
 
 _ids = itertools.count(1)
@@ -55,21 +72,52 @@ _ids = itertools.count(1)
 
 @dataclass(frozen=True)
 class JsonReply:
-    """Answer with a JSON body."""
+    """Answer with a JSON body (pretty-printed with ``indent``, as Google's APIs answer)."""
 
     body: Any  # Any: any JSON value
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    indent: int | None = None
 
 
 @dataclass(frozen=True)
 class SseReply:
-    """Answer with a server-sent event stream: one ``data:`` line per event, then [DONE]."""
+    """Answer with a server-sent event stream: one ``data:`` line per event, then [DONE].
+
+    Attributes:
+        events: JSON values (or preformatted ``data`` strings), one event each.
+        done: end with OpenAI's ``data: [DONE]`` sentinel.
+        named: precede each event with ``event: <its "type">`` (Anthropic's and the
+            Responses API's streams name their events).
+        reset: after the events, close the connection with a TCP reset (a stream that
+            breaks mid-reply) instead of ending it cleanly.
+        delay: seconds to wait before each event (a stream at a fixed rate).
+        hold: when set, the server waits (up to 5 s) for this event before sending the
+            event at index ``hold_at``: a test can prove something happened mid-stream.
+        hold_at: see ``hold``.
+    """
 
     events: Sequence[Any]  # Any: JSON values, or preformatted str lines
     done: bool = True
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    named: bool = False
+    reset: bool = False
+    delay: float = 0.0
+    hold: threading.Event | None = None
+    hold_at: int = 0
+
+
+@dataclass(frozen=True)
+class NdjsonReply:
+    """Answer with newline-delimited JSON, one object per line (Ollama's ``/api/chat``),
+    ``delay`` seconds before each line; ``hold`` and ``hold_at`` as for :class:`SseReply`."""
+
+    lines: Sequence[Any]  # Any: JSON values
+    status: int = 200
+    delay: float = 0.0
+    hold: threading.Event | None = None
+    hold_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +133,7 @@ class Delay:
     then: Reply
 
 
-Reply: TypeAlias = "JsonReply | SseReply | Reset | Delay"
+Reply: TypeAlias = "JsonReply | SseReply | NdjsonReply | Reset | Delay"
 
 
 @dataclass(frozen=True)
@@ -123,12 +171,16 @@ class FakeProvider:
             makes on its own (litellm asks Ollama's ``/api/show`` for model details in the
             background after an answer).
         side_requests: the requests answered from :attr:`fixed`.
+        stream_ends: ``time.monotonic()`` when each streamed answer had been fully written.
+        held_too_long: how many holds (see :class:`SseReply`) were never released.
     """
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self.fixed: dict[str, Reply] = {}
         self.side_requests: list[RecordedRequest] = []
+        self.stream_ends: list[float] = []
+        self.held_too_long = 0
         self.default: Reply = error_reply(
             400, "The fake provider has no reply queued for this request.", code="fake_empty"
         )
@@ -242,8 +294,8 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                     )
                     self.connection.close()
                     self.close_connection = True
-                case JsonReply(body=body, status=status, headers=headers):
-                    data = json.dumps(body).encode()
+                case JsonReply(body=body, status=status, headers=headers, indent=indent):
+                    data = json.dumps(body, indent=indent).encode()
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -251,22 +303,53 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
-                case SseReply(events=events, done=done, status=status, headers=headers):
+                case SseReply():
+                    self._stream_events(reply)
+                case NdjsonReply(lines=lines, status=status, delay=delay):
                     self.send_response(status)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Content-Type", "application/x-ndjson")
                     self.send_header("Connection", "close")
-                    for k, v in headers.items():
-                        self.send_header(k, v)
                     self.end_headers()
-                    for event in events:
-                        line = event if isinstance(event, str) else json.dumps(event)
-                        self.wfile.write(f"data: {line}\n\n".encode())
+                    for i, line in enumerate(lines):
+                        self._wait_for(reply.hold, i == reply.hold_at)
+                        if delay and fake._stopping.wait(delay):
+                            break
+                        self.wfile.write(json.dumps(line).encode() + b"\n")
                         self.wfile.flush()
-                    if done:
-                        self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
+                    fake.stream_ends.append(time.monotonic())
                     self.close_connection = True
+
+        def _wait_for(self, hold: threading.Event | None, now: bool) -> None:
+            if hold is not None and now and not hold.wait(5):
+                fake.held_too_long += 1
+
+        def _stream_events(self, reply: SseReply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            for i, event in enumerate(reply.events):
+                self._wait_for(reply.hold, i == reply.hold_at)
+                if reply.delay and fake._stopping.wait(reply.delay):
+                    break
+                line = event if isinstance(event, str) else json.dumps(event)
+                name = event.get("type") if reply.named and isinstance(event, dict) else None
+                prefix = f"event: {name}\n" if name else ""
+                self.wfile.write(f"{prefix}data: {line}\n\n".encode())
+                self.wfile.flush()
+            fake.stream_ends.append(time.monotonic())
+            if reply.reset:
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.connection.close()
+            elif reply.done:
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            self.close_connection = True
 
     return Handler
 
@@ -445,3 +528,305 @@ def error_reply(
 def http_date(seconds_from_now: float, *, now: float | None = None) -> str:
     """An HTTP-date (RFC 9110 IMF-fixdate) ``seconds_from_now`` ahead, for Retry-After."""
     return email.utils.formatdate((now or time.time()) + seconds_from_now, usegmt=True)
+
+
+def chat_stream(
+    text: str,
+    *,
+    pieces: int = 8,
+    finish_reason: str = "stop",
+    prompt_tokens: int = 120,
+    completion_tokens: int = 30,
+    cached_tokens: int = 0,
+    model: str = "gpt-4.1-mini-2025-04-14",
+) -> list[dict[str, Any]]:  # Any: JSON
+    """A Chat Completions stream of ``text``: a role chunk, content chunks, a chunk with
+    ``finish_reason``, and the final usage chunk (``stream_options.include_usage``)."""
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
+    }
+    return [
+        chat_chunk({"role": "assistant", "content": ""}, model=model),
+        *(chat_chunk({"content": p}, model=model) for p in split(text, pieces)),
+        chat_chunk({}, finish_reason=finish_reason, model=model),
+        chat_chunk({}, usage=usage, model=model),
+    ]
+
+
+def split(text: str, pieces: int) -> list[str]:
+    """``text`` in ``pieces`` consecutive parts (the last may be shorter)."""
+    size = max(1, -(-len(text) // pieces))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def responses_stream(
+    text: str,
+    *,
+    pieces: int = 8,
+    input_tokens: int = 120,
+    output_tokens: int = 30,
+    cached_tokens: int = 0,
+    response_id: str = "resp_stream1",
+) -> list[dict[str, Any]]:  # Any: JSON
+    """A Responses API stream (``stream: true``): ``response.created``, the output item and
+    content part events, ``response.output_text.delta`` per piece, ``...done`` events and
+    ``response.completed`` carrying the whole response with its usage."""
+    final = responses_response(
+        text,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        response_id=response_id,
+    )
+    item = final["output"][0]
+    created = {**final, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [  # Any: JSON
+        {"type": "response.created", "sequence_number": 0, "response": created},
+        {
+            "type": "response.output_item.added",
+            "sequence_number": 1,
+            "output_index": 0,
+            "item": {**item, "status": "in_progress", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            "sequence_number": 2,
+            "item_id": item["id"],
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": "", "annotations": []},
+        },
+    ]
+    for piece in split(text, pieces):
+        events.append(
+            {
+                "type": "response.output_text.delta",
+                "sequence_number": len(events),
+                "item_id": item["id"],
+                "output_index": 0,
+                "content_index": 0,
+                "delta": piece,
+                "logprobs": [],
+            }
+        )
+    events += [
+        {
+            "type": "response.output_text.done",
+            "sequence_number": len(events),
+            "item_id": item["id"],
+            "output_index": 0,
+            "content_index": 0,
+            "text": text,
+            "logprobs": [],
+        },
+        {
+            "type": "response.output_item.done",
+            "sequence_number": len(events) + 1,
+            "output_index": 0,
+            "item": item,
+        },
+        {"type": "response.completed", "sequence_number": len(events) + 2, "response": final},
+    ]
+    return events
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def anthropic_message(
+    text: str | Mapping[str, Any] | None,  # Any: an action as a dict
+    *,
+    stop_reason: str = "end_turn",
+    model: str = "claude-sonnet-4-5-20250929",
+    input_tokens: int = 120,
+    output_tokens: int = 30,
+    cache_read: int = 0,
+    cache_creation: int = 0,
+    message_id: str | None = None,
+) -> dict[str, Any]:  # Any: JSON
+    """An Anthropic Messages API ``message`` object (Messages API reference): one text
+    content block, ``stop_reason``, and ``usage`` with the prompt-caching fields."""
+    body = json.dumps(text) if isinstance(text, Mapping) else text
+    return {
+        "id": message_id or f"msg_fake{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [] if body is None else [{"type": "text", "text": body}],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": input_tokens,
+            "cache_creation_input_tokens": cache_creation,
+            "cache_read_input_tokens": cache_read,
+            "output_tokens": output_tokens,
+            "service_tier": "standard",
+        },
+    }
+
+
+def anthropic_stream(
+    text: str,
+    *,
+    pieces: int = 8,
+    stop_reason: str = "end_turn",
+    input_tokens: int = 120,
+    output_tokens: int = 30,
+    cache_read: int = 0,
+    message_id: str = "msg_stream1",
+    complete: bool = True,
+) -> list[dict[str, Any]]:  # Any: JSON
+    """Anthropic's streaming events (``stream: true``): ``message_start`` (input usage),
+    ``content_block_start``, ``ping``, one ``content_block_delta`` (``text_delta``) per
+    piece, ``content_block_stop``, ``message_delta`` (``stop_reason`` and the cumulative
+    output usage) and ``message_stop``. ``complete=False`` stops after the deltas."""
+    start = anthropic_message(
+        None, input_tokens=input_tokens, output_tokens=1, cache_read=cache_read
+    )
+    start.update(id=message_id, stop_reason=None)
+    events: list[dict[str, Any]] = [  # Any: JSON
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+    ]
+    events += [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}
+        for p in split(text, pieces)
+    ]
+    if complete:
+        events += [
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+            {"type": "message_stop"},
+        ]
+    return events
+
+
+def anthropic_error(
+    status: int, message: str, *, kind: str, headers: Mapping[str, str] | None = None
+) -> JsonReply:
+    """An Anthropic error answer: ``{"type": "error", "error": {"type", "message"}}``."""
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_1"}
+    return JsonReply(body, status, dict(headers or {}))
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+def gemini_response(
+    text: str | Mapping[str, Any] | None,  # Any: an action as a dict
+    *,
+    finish_reason: str | None = "STOP",
+    prompt_tokens: int = 120,
+    output_tokens: int = 30,
+    cached_tokens: int = 0,
+    thoughts_tokens: int = 0,
+    response_id: str | None = "gemini-resp-1",
+    model: str = "gemini-2.5-flash",
+    usage: bool = True,
+) -> dict[str, Any]:  # Any: JSON
+    """A Gemini ``GenerateContentResponse`` (also one chunk of ``streamGenerateContent``):
+    one candidate, ``finishReason`` when set, ``usageMetadata`` with the cached and
+    thinking token counts."""
+    body = json.dumps(text) if isinstance(text, Mapping) else text
+    candidate: dict[str, Any] = {  # Any: JSON
+        "content": {"role": "model", "parts": [] if body is None else [{"text": body}]},
+        "index": 0,
+    }
+    if finish_reason is not None:
+        candidate["finishReason"] = finish_reason
+    response: dict[str, Any] = {  # Any: JSON
+        "candidates": [candidate],
+        "modelVersion": model,
+        "responseId": response_id,
+    }
+    if usage:
+        meta: dict[str, int] = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": output_tokens,
+            "totalTokenCount": prompt_tokens + output_tokens + thoughts_tokens,
+        }
+        if cached_tokens:
+            meta["cachedContentTokenCount"] = cached_tokens
+        if thoughts_tokens:
+            meta["thoughtsTokenCount"] = thoughts_tokens
+        response["usageMetadata"] = meta
+    return response
+
+
+def gemini_stream(
+    text: str,
+    *,
+    pieces: int = 8,
+    finish_reason: str = "STOP",
+    prompt_tokens: int = 120,
+    output_tokens: int = 30,
+    cached_tokens: int = 0,
+    complete: bool = True,
+) -> list[dict[str, Any]]:  # Any: JSON
+    """``streamGenerateContent?alt=sse`` chunks: each a ``GenerateContentResponse`` holding
+    one piece of text; the last carries ``finishReason`` and the full ``usageMetadata``.
+    ``complete=False`` leaves the final chunk out."""
+    parts = split(text, pieces)
+    chunks = [gemini_response(p, finish_reason=None, usage=False) for p in parts[:-1]]
+    last = gemini_response(
+        parts[-1],
+        finish_reason=finish_reason,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+    )
+    return [*chunks, last] if complete else chunks
+
+
+def google_error(
+    status: int,
+    message: str,
+    *,
+    grpc_status: str,
+    details: Sequence[Mapping[str, Any]] = (),  # Any: JSON
+) -> JsonReply:
+    """A Google API error answer: ``{"error": {"code", "message", "status", "details"}}``."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": grpc_status}  # Any: JSON
+    if details:
+        error["details"] = [dict(d) for d in details]
+    return JsonReply({"error": error}, status, indent=2)
+
+
+# --------------------------------------------------------------------------- Ollama
+
+
+def ollama_stream(
+    text: str, *, pieces: int = 8, done_reason: str = "stop", prompt: int = 26, output: int = 10
+) -> NdjsonReply:
+    """Ollama's streamed ``/api/chat`` answer: one line per piece, then ``done: true`` with
+    ``done_reason`` and the token counts (docs/api.md)."""
+    lines: list[dict[str, Any]] = [  # Any: JSON
+        {
+            "model": "smollm2",
+            "created_at": "2025-06-01T12:00:00.000000Z",
+            "message": {"role": "assistant", "content": p},
+            "done": False,
+        }
+        for p in split(text, pieces)
+    ]
+    lines.append(
+        {
+            "model": "smollm2",
+            "created_at": "2025-06-01T12:00:01.000000Z",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": done_reason,
+            "total_duration": 4_883_583_458,
+            "prompt_eval_count": prompt,
+            "eval_count": output,
+        }
+    )
+    return NdjsonReply(lines)

@@ -122,6 +122,8 @@ class Completion:
     finish_reason: str | None = None
     response_id: str | None = None
     latency_ms: float = 0.0
+    mode: Literal["structured", "native"] = "structured"
+    """How the action was asked for: the structured contract, or native tool calling."""
     dropped_calls: tuple[str, ...] = ()
     """Native mode: further tool calls of the same reply, not executed (one action per
     step), as ``name(arguments JSON)``."""

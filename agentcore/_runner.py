@@ -345,6 +345,7 @@ class Driver:
                 response_id=c.response_id,
                 reply=c.text[:_REPLY_CAP] if invalid else None,
                 dropped_calls=list(c.dropped_calls),
+                mode=c.mode,
                 error=str(c.error) if invalid and c.error else None,
             )
         )

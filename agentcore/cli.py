@@ -18,6 +18,7 @@ Exit codes (also in the README):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import logging
@@ -349,7 +350,11 @@ def _main(
 @app.command()
 def demo(
     model: Annotated[
-        str | None, typer.Option(help="A real model, e.g. openai/gpt-4.1-mini (default: scripted).")
+        str | None,
+        typer.Option(
+            help="A real model, e.g. openai/gpt-4.1-mini, or 'local' for SmolLM2-135M on this "
+            "machine (extra [local]) (default: scripted)."
+        ),
     ] = None,
     store: StoreOpt = None,
 ) -> None:
@@ -357,15 +362,23 @@ def demo(
     from .demo import DEMO_TASK, build_agent
 
     ref = "agentcore.demo:build_agent"
+    local = model == "local"
 
-    async def go() -> tuple[RunResult, list[Event]]:
-        agent = build_agent(model=model, store=store)
+    async def go(chosen: str | ModelAdapter | None) -> tuple[RunResult, list[Event]]:
+        agent = build_agent(model=chosen, store=store)
         try:
             name = agent.route[0].name
             if name.startswith("scripted"):
                 out.print(
                     "[bold]model:[/] scripted: a deterministic script, not a language model "
                     "(pass --model provider/name or set AGENTCORE_MODEL to use a real one)",
+                    highlight=False,
+                )
+            elif local:
+                out.print(
+                    f"[bold]model:[/] {name}: SmolLM2-135M-Instruct, a real 135M-parameter "
+                    "model running on this machine (llama-cpp-python's server on 127.0.0.1). "
+                    "It is tiny and picks tools badly: this run shows the wiring, not quality.",
                     highlight=False,
                 )
             else:
@@ -379,8 +392,36 @@ def demo(
         finally:
             await agent.close()
 
-    result, _ = _run_async(go())
+    with contextlib.ExitStack() as stack:
+        chosen = _serve_smollm2(stack) if local else model
+        result, _ = _run_async(go(chosen))
+    if local and result.status is RunStatus.AWAITING_CONFIRMATION:
+        out.print(
+            "note: the SmolLM2 server stopped with this command; `agentcore confirm` continues "
+            "this run on the demo's default model.",
+            highlight=False,
+        )
     _report(result)
+
+
+def _serve_smollm2(stack: contextlib.ExitStack) -> ModelAdapter:
+    """Start SmolLM2 on llama-cpp-python's server for the length of ``stack``."""
+    from agentcore.adapters._llama_server import (
+        SMOLLM2_ALIAS,
+        ServerStartError,
+        serve_llama,
+        smollm2_model_path,
+    )
+
+    try:
+        path = smollm2_model_path()
+        err.print("starting llama-cpp-python's server with SmolLM2-135M-Instruct...")
+        api_base = stack.enter_context(serve_llama(path, n_ctx=4096))
+    except ServerStartError as exc:
+        _fail(str(exc))
+    except ConfigurationError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    return resolve_model(f"local/{SMOLLM2_ALIAS}", api_base=api_base, max_output_tokens=256)
 
 
 @app.command("run")

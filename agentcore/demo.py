@@ -146,11 +146,12 @@ def demo_model() -> ModelAdapter:
     return ScriptedModel(_next_action, name="scripted/support-demo", stream_delay_s=delay)
 
 
-def build_agent(model: str | None = None, store: str | None = None) -> Agent:
+def build_agent(model: str | ModelAdapter | None = None, store: str | None = None) -> Agent:
     """The support-desk agent: scripted unless ``model`` (or ``$AGENTCORE_MODEL``) names one.
 
     Args:
-        model: a ``"provider/model"`` route entry; default ``$AGENTCORE_MODEL`` or scripted.
+        model: a ``"provider/model"`` route entry or an adapter object; default
+            ``$AGENTCORE_MODEL`` or scripted.
         store: a store URL; default ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
     """
     chosen = model or os.environ.get("AGENTCORE_MODEL")

@@ -97,6 +97,7 @@ class ModelCalled(_Event):
     model: str
     outcome: Literal["ok", "invalid", "error"]
     role: Literal["plan", "act"] = "act"
+    mode: Literal["structured", "native"] = "structured"
     """Which part of the route was asked: ``plan`` models until a plan is approved."""
     attempts: int = 1
     input_tokens: int = 0

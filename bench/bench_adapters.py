@@ -68,6 +68,10 @@ async def measure(calls: int) -> list[tuple[str, list[float], list[float]]]:
     )
     rows: list[tuple[str, list[float], list[float]]] = []
     with fakes.FakeProvider() as server:
+        # http.server writes headers and body in separate small sends; with Nagle's algorithm
+        # and delayed ACKs that costs ~40 ms a request on loopback, which would swamp both
+        # sides of the comparison.
+        server._server.RequestHandlerClass.disable_nagle_algorithm = True  # pyright: ignore[reportPrivateUsage]  # bench-only tuning of the test fake
         reply = fakes.ok(ACTION)
         server.queue(*([reply] * (calls + 20)))
         adapter = OpenAIAdapter("openai/gpt-bench", api_base=server.base_url, api_key="sk-x")
@@ -79,7 +83,42 @@ async def measure(calls: int) -> list[tuple[str, list[float], list[float]]]:
         await _time_floor(url, body, 20)
         floor = await _time_floor(url, body, calls)
         rows.append(("openai (chat completions)", ours, floor))
+        server.queue(*([reply] * (calls + 20)))
+        SHARES.update(await _attribute(adapter, request, calls))
     return rows
+
+
+SHARES: dict[str, float] = {}
+
+
+async def _attribute(adapter: Any, request: Any, calls: int) -> dict[str, float]:  # Any: adapter
+    """Self time per package under cProfile (inflated by profiling; read the shares)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        await adapter.complete_structured(request)
+    profiler.disable()
+    shares: dict[str, float] = {}
+    stats: Any = pstats.Stats(profiler)  # Any: pstats keeps its table untyped
+    for (filename, _line, _fn), (_cc, _nc, self_time, _ct, _callers) in stats.stats.items():
+        if "/litellm/" in filename:
+            key = "litellm"
+        elif "/openai/" in filename:
+            key = "openai SDK"
+        elif "/httpx/" in filename or "/httpcore/" in filename:
+            key = "httpx/httpcore"
+        elif "site-packages" not in filename and (
+            "/agentcore/" in filename or "/adapters/" in filename or "/contracts/" in filename
+        ):
+            key = "agentcore"
+        else:
+            key = "other (asyncio, pydantic, stdlib)"
+        shares[key] = shares.get(key, 0.0) + self_time
+    total = sum(shares.values())
+    return {k: v / total for k, v in sorted(shares.items(), key=lambda kv: -kv[1])}
 
 
 def main() -> None:
@@ -112,6 +151,11 @@ def main() -> None:
 
         overhead = statistics.median(ours) - statistics.median(floor)
         lines.append(f"| {name} | {cell(ours)} | {cell(floor)} | {overhead:.2f} |")
+    lines += [
+        "",
+        "Where an adapter call's time goes (cProfile self time, shares; profiling inflates "
+        "absolute times): " + ", ".join(f"{k} {v:.0%}" for k, v in SHARES.items()) + ".",
+    ]
     text = "\n".join([*lines, ""])
     print(text)
     if args.write:

@@ -58,7 +58,8 @@ tokenizer estimates.
 
 Not verified here against a running server: vLLM and llama-server (no package on this
 machine; their request shapes come from their documentation and source as cited), Ollama
-(no Debian package). The llama-cpp-python + SmolLM2 integration run is a separate test.
+(no Debian package). llama-cpp-python is: ``tests/test_local_model.py`` (extra ``local``)
+runs SmolLM2-135M on its server, started by :func:`._llama_server.serve_llama`.
 """
 
 from __future__ import annotations

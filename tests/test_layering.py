@@ -72,3 +72,22 @@ def test_import_and_cli_startup_load_no_heavy_library(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_every_package_directory_is_packaged() -> None:
+    """A subpackage missing from pyproject's package list is missing from every wheel."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    mapping = {
+        "agentcore": "agentcore",
+        "contracts": "agentcore.contracts",
+        "adapters": "agentcore.adapters",
+    }
+    found = set()
+    for top, name in mapping.items():
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join((name, *rel)))
+    assert found == listed

@@ -1,0 +1,30 @@
+"""The ``agentcore`` command line.
+
+Exit codes (also in the README):
+
+== ===========================================================
+0  the run completed (or the command succeeded)
+1  an error: store failure, unknown run, a run that cannot be confirmed
+2  usage error: bad option, bad argument, bad configuration
+3  the run is awaiting confirmation
+4  the run's budget is exhausted
+5  the run needs attention
+6  the run failed
+7  the run was cancelled
+8  the run is still marked running (its process may have died: resume it)
+== ===========================================================
+"""
+
+from __future__ import annotations
+
+from . import _evals, _runs
+from ._common import EXIT_CODES, app
+
+_COMMANDS = (_runs, _evals)  # importing these modules registers their commands on `app`
+
+__all__ = ["EXIT_CODES", "app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

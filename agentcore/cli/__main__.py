@@ -1,0 +1,5 @@
+"""``python -m agentcore.cli``."""
+
+from . import main
+
+main()

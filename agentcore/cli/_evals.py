@@ -1,0 +1,277 @@
+"""Commands about models and contracts: eval, stats, contract lint."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from agentcore._stats import ContractStats, contract_stats
+from agentcore.adapters import ModelAdapter, resolve_model
+from agentcore.cli._common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    StoreOpt,
+    abort,
+    app,
+    contract_app,
+    err,
+    load_agent,
+    out,
+    run_async,
+)
+from agentcore.contracts import load_contract
+from agentcore.contracts.errors import ConfigurationError, ContractLintError
+from agentcore.evals import (
+    EvalCase,
+    Mode,
+    Scorecard,
+    dataset_hash,
+    evaluate,
+    load_bfcl,
+    load_cases,
+    save_scorecard,
+)
+from agentcore.routing import default_scorecards_dir
+from agentcore.stores import open_store
+
+
+def _load_model(spec: str) -> ModelAdapter:
+    """``provider/model`` through the registry, or ``MODULE:ATTR`` naming an adapter (or a
+    function returning one)."""
+    if ":" in spec and "/" not in spec.split(":", 1)[0]:
+        module_name, _, attr = spec.partition(":")
+        sys.path.insert(0, ".")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigurationError(f"Cannot import {module_name!r}: {exc}") from exc
+        finally:
+            sys.path.pop(0)
+        target: Any = getattr(module, attr, None)  # Any: user object, checked below
+        made: Any = (
+            target() if callable(target) and not isinstance(target, ModelAdapter) else target
+        )
+        if not isinstance(made, ModelAdapter):
+            raise ConfigurationError(
+                f"{spec} is not a model adapter (or a function returning one)."
+            )
+        return made
+    return resolve_model(spec)
+
+
+def _load_dataset(path: Path) -> list[EvalCase]:
+    """Our JSON Lines cases, or a BFCL question file (answers in possible_answer/ beside it)."""
+    if path.name.startswith("BFCL_"):
+        answers = path.parent / "possible_answer" / path.name
+        return load_bfcl(path, answers if answers.is_file() else None)
+    return load_cases(path)
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Annotated[Path, typer.Argument(help="Cases (JSON Lines) or a BFCL question file.")],
+    model: Annotated[str, typer.Option(help="provider/model, or MODULE:ATTR of an adapter.")],
+    mode: Annotated[str, typer.Option(help="structured, native or both.")] = "structured",
+    concurrency: Annotated[int, typer.Option(min=1, help="Cases in flight at once.")] = 4,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N cases.")] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the scorecard JSON here.")
+    ] = None,
+    scorecards: Annotated[
+        Path | None,
+        typer.Option(
+            help="Store the scorecard here for Route(min_score=...) (default: "
+            "$AGENTCORE_SCORECARDS or .agentcore/scorecards)."
+        ),
+    ] = None,
+) -> None:
+    """Score a model's tool selection on a dataset: one-step decisions, nothing executed."""
+    modes: list[Mode]
+    if mode == "both":
+        modes = ["structured", "native"]
+    elif mode in ("structured", "native"):
+        modes = [mode]
+    else:
+        abort(f"unknown mode {mode!r}; valid: structured, native, both", EXIT_USAGE)
+    try:
+        cases = _load_dataset(dataset)
+        adapter = _load_model(model)
+    except ConfigurationError as exc:
+        abort(str(exc), EXIT_USAGE)
+    if limit is not None:
+        cases = cases[:limit]
+    digest = dataset_hash(dataset)
+    cards: list[Scorecard] = []
+    for m in modes:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task(f"{adapter.name} ({m})", total=len(cases))
+
+            def advance(
+                _result: object, task: TaskID = task, progress: Progress = progress
+            ) -> None:
+                progress.advance(task)
+
+            cards.append(
+                run_async(
+                    evaluate(
+                        cases,
+                        adapter,
+                        mode=m,
+                        dataset=str(dataset),
+                        dataset_digest=digest,
+                        concurrency=concurrency,
+                        on_result=advance,
+                    )
+                )
+            )
+    directory = scorecards or Path(default_scorecards_dir())
+    for card in cards:
+        save_scorecard(card, directory)
+    if out_file is not None:
+        payload = [c.model_dump(mode="json") for c in cards]
+        out_file.write_text(
+            json.dumps(payload[0] if len(payload) == 1 else payload, indent=2) + "\n",
+            encoding="utf-8",
+        )
+    table = Table(
+        title=f"{adapter.name} on {dataset.name} ({len(cases)} cases)", header_style="bold"
+    )
+    table.add_column("metric")
+    for card in cards:
+        table.add_column(card.mode, justify="right")
+    for metric in cards[0].metrics:
+        table.add_row(metric, *(_num(c.metrics[metric]) for c in cards))
+    out.print(table)
+    cats = Table(title="accuracy by category", header_style="bold")
+    cats.add_column("category")
+    for card in cards:
+        cats.add_column(card.mode, justify="right")
+    for cat in cards[0].by_category:
+        cats.add_row(cat, *(_num(c.by_category[cat]["accuracy"]) for c in cards))
+    out.print(cats)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _parse_since(since: str) -> float:
+    """``7d``, ``24h``, ``30m`` ago, or an ISO date/time (UTC when no zone is given)."""
+    import datetime as dt
+
+    unit = {"d": 86400, "h": 3600, "m": 60}
+    if since[:-1].isdigit() and since[-1:] in unit:
+        return time.time() - int(since[:-1]) * unit[since[-1]]
+    try:
+        when = dt.datetime.fromisoformat(since)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"--since {since!r}: use 7d, 24h, 30m or an ISO date such as 2026-11-01"
+        ) from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
+
+
+@app.command()
+def stats(
+    since: Annotated[
+        str | None, typer.Option(help="Only runs updated since (7d, 24h, ISO).")
+    ] = None,
+    by: Annotated[str, typer.Option(help="Group by: contract.")] = "contract",
+    store: StoreOpt = None,
+) -> None:
+    """Per contract version: runs, steps, plan/tool/finish shares, invalid and re-ask rates."""
+    if by != "contract":
+        abort(f"unknown grouping {by!r}; valid: contract", EXIT_USAGE)
+    try:
+        cutoff = _parse_since(since) if since else None
+    except ConfigurationError as exc:
+        abort(str(exc), EXIT_USAGE)
+
+    async def go() -> list[ContractStats]:
+        st = open_store(store)
+        try:
+            return await contract_stats(st, since=cutoff)
+        finally:
+            await st.close()
+
+    rows = run_async(go())
+    table = Table(header_style="bold")
+    for col in (
+        "contract",
+        "runs",
+        "steps/run",
+        "plan",
+        "tool",
+        "finish",
+        "invalid",
+        "re-ask",
+        "budget stops",
+    ):
+        table.add_column(col, justify="left" if col == "contract" else "right")
+    for s in rows:
+        table.add_row(
+            s.contract,
+            str(s.runs),
+            f"{s.steps_per_run:.2f}",
+            f"{s.share('plan'):.1%}",
+            f"{s.share('tool'):.1%}",
+            f"{s.share('finish'):.1%}",
+            f"{s.invalid_rate:.1%}",
+            f"{s.reask_rate:.1%}",
+            str(s.budget_exhausted),
+        )
+    out.print(table)
+
+
+@contract_app.command("lint")
+def contract_lint(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Also check against this agent's tools.")
+    ] = None,
+    version: Annotated[str | None, typer.Option(help="Contract version or path.")] = None,
+) -> None:
+    """Check that every worked example validates against the action and tool schemas."""
+    try:
+        if agent is not None:
+            owner = load_agent(agent)
+            doc, tools = owner.contract, [t.spec for t in owner.tools.values()]
+        else:
+            doc, tools = load_contract(version), []
+        problems = doc.lint(tools)
+    except ContractLintError as exc:
+        problems = exc.problems
+        doc = None
+    except ConfigurationError as exc:
+        abort(str(exc), EXIT_USAGE)
+    for p in problems:
+        err.print(f"[red]problem:[/] {p}", highlight=False)
+    if problems or doc is None:
+        raise typer.Exit(EXIT_ERROR)
+    out.print(
+        f"contract v{doc.version} ({doc.hash}): {len(doc.examples)} worked examples valid",
+        highlight=False,
+    )

@@ -1,0 +1,382 @@
+"""Commands about runs: demo, run, runs, show, export, confirm, resume, resolve, check, repair."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from agentcore import (
+    Budget,
+    RunResult,
+    RunStatus,
+    check_transcript,
+)
+from agentcore.adapters import ModelAdapter, resolve_model
+from agentcore.cli._common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    AgentOpt,
+    StoreOpt,
+    abort,
+    agent_for_run,
+    app,
+    err,
+    live,
+    load_agent,
+    out,
+    print_transcript,
+    report,
+    run_async,
+)
+from agentcore.contracts.errors import ConfigurationError
+from agentcore.events import (
+    Event,
+    dump_event,
+)
+from agentcore.stores import open_store
+
+
+@app.command()
+def demo(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="A real model, e.g. openai/gpt-4.1-mini, or 'local' for SmolLM2-135M on this "
+            "machine (extra [local]) (default: scripted)."
+        ),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Run the support-desk demo agent (offline, scripted model, SQLite store)."""
+    from agentcore.demo import DEMO_TASK, build_agent
+
+    ref = "agentcore.demo:build_agent"
+    local = model == "local"
+
+    async def go(chosen: str | ModelAdapter | None) -> tuple[RunResult, list[Event]]:
+        agent = build_agent(model=chosen, store=store)
+        try:
+            name = agent.route[0].name
+            if name.startswith("scripted"):
+                out.print(
+                    "[bold]model:[/] scripted: a deterministic script, not a language model "
+                    "(pass --model provider/name or set AGENTCORE_MODEL to use a real one)",
+                    highlight=False,
+                )
+            elif local:
+                out.print(
+                    f"[bold]model:[/] {name}: SmolLM2-135M-Instruct, a real 135M-parameter "
+                    "model running on this machine (llama-cpp-python's server on 127.0.0.1). "
+                    "It is tiny and picks tools badly: this run shows the wiring, not quality.",
+                    highlight=False,
+                )
+            else:
+                out.print(f"[bold]model:[/] {name}", highlight=False)
+            out.print(f"[bold]store:[/] {agent.store.url}", highlight=False)
+            out.print(f"[bold]task:[/] {DEMO_TASK}\n", highlight=False)
+            result = await live(
+                agent.stream(DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref})
+            )
+            return result, await agent.transcript(result.run_id)
+        finally:
+            await agent.close()
+
+    with contextlib.ExitStack() as stack:
+        chosen = _serve_smollm2(stack) if local else model
+        result, _ = run_async(go(chosen))
+    if local and result.status is RunStatus.AWAITING_CONFIRMATION:
+        out.print(
+            "note: the SmolLM2 server stopped with this command; `agentcore confirm` continues "
+            "this run on the demo's default model.",
+            highlight=False,
+        )
+    report(result)
+
+
+def _serve_smollm2(stack: contextlib.ExitStack) -> ModelAdapter:
+    """Start SmolLM2 on llama-cpp-python's server for the length of ``stack``."""
+    from agentcore.adapters._llama_server import (
+        SMOLLM2_ALIAS,
+        ServerStartError,
+        serve_llama,
+        smollm2_model_path,
+    )
+
+    try:
+        path = smollm2_model_path()
+        err.print("starting llama-cpp-python's server with SmolLM2-135M-Instruct...")
+        api_base = stack.enter_context(serve_llama(path, n_ctx=4096))
+    except ServerStartError as exc:
+        abort(str(exc))
+    except ConfigurationError as exc:
+        abort(str(exc), EXIT_USAGE)
+    return resolve_model(f"local/{SMOLLM2_ALIAS}", api_base=api_base, max_output_tokens=256)
+
+
+@app.command("run")
+def run_cmd(
+    target: Annotated[
+        str, typer.Argument(help="MODULE:ATTR of an Agent or a function returning one.")
+    ],
+    task: Annotated[str, typer.Argument(help="The task.")],
+    scope: Annotated[
+        str | None, typer.Option(help="Comma-separated tool names or labels (default: all).")
+    ] = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="Step budget.")] = 25,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget.")] = None,
+    model: Annotated[str | None, typer.Option(help="Override the agent's model route.")] = None,
+    store: StoreOpt = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="A caller-chosen run id (idempotent start).")
+    ] = None,
+    show: Annotated[bool, typer.Option(help="Also print the transcript table at the end.")] = False,
+) -> None:
+    """Start a run of an agent and advance it until it completes, stops or waits."""
+
+    async def go() -> tuple[RunResult, list[Event]]:
+        agent = load_agent(target, model=model, store=store)
+        try:
+            names = [s.strip() for s in scope.split(",") if s.strip()] if scope else None
+            result = await live(
+                agent.stream(
+                    task,
+                    scope=names,
+                    budget=Budget(max_steps=max_steps, max_tokens=max_tokens),
+                    run_id=run_id,
+                    metadata={"agent": target},
+                )
+            )
+            return result, await agent.transcript(result.run_id)
+        finally:
+            await agent.close()
+
+    result, events = run_async(go())
+    if show:
+        print_transcript(events)
+    report(result)
+
+
+@app.command()
+def runs(
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    store: StoreOpt = None,
+) -> None:
+    """List runs, most recently updated first."""
+    if status is not None and status not in {s.value for s in RunStatus}:
+        abort(
+            f"unknown status {status!r}; valid: {', '.join(s.value for s in RunStatus)}", EXIT_USAGE
+        )
+
+    async def go() -> list[Any]:  # Any: RunSummary rows
+        st = open_store(store)
+        try:
+            return list(await st.list_runs(status=status, limit=limit))
+        finally:
+            await st.close()
+
+    rows = run_async(go())
+    table = Table(header_style="bold")
+    table.add_column("run id", no_wrap=True)
+    for col in ("status", "events", "updated", "task"):
+        table.add_column(col)
+    import datetime as dt
+
+    for r in rows:
+        when = dt.datetime.fromtimestamp(r.updated_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(r.run_id, r.status, str(r.events), when, r.task[:60])
+    out.print(table)
+
+
+@app.command()
+def show(
+    run_id: str,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON Lines instead of a table.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Show a run's transcript."""
+
+    async def go() -> list[Event]:
+        st = open_store(store)
+        try:
+            return await st.load(run_id)
+        finally:
+            await st.close()
+
+    events = run_async(go())
+    if as_json:
+        for ev in events:
+            sys.stdout.write(json.dumps(dump_event(ev), ensure_ascii=False) + "\n")
+        return
+    print_transcript(events)
+
+
+@app.command()
+def export(run_id: str, store: StoreOpt = None) -> None:
+    """Write a run's transcript to stdout as JSON Lines (one event per line)."""
+    show(run_id, as_json=True, store=store)
+
+
+@app.command()
+def confirm(
+    run_id: str,
+    by: Annotated[str, typer.Option(help="Who decides (recorded).")],
+    approve: Annotated[
+        bool | None, typer.Option("--approve/--deny", help="Approve or deny.")
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Why (shown to the model on a denial).")
+    ] = None,
+    args: Annotated[str | None, typer.Option(help="Edited arguments as a JSON object.")] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Approve or deny the call a run is waiting on, then continue the run."""
+    if approve is None:
+        abort("say --approve or --deny", EXIT_USAGE)
+    edited: dict[str, Any] | None = None  # Any: JSON values
+    if args is not None:
+        try:
+            parsed: object = json.loads(args)
+        except json.JSONDecodeError as exc:
+            abort(f"--args is not valid JSON: {exc}", EXIT_USAGE)
+        if not isinstance(parsed, dict):
+            abort("--args must be a JSON object", EXIT_USAGE)
+        edited = cast("dict[str, Any]", parsed)  # a JSON object; the tool's schema validates it
+
+    async def go() -> tuple[RunResult, str]:
+        owner, ref = await agent_for_run(run_id, agent, store)
+        try:
+            result = await owner.confirm(run_id, approve=approve, by=by, reason=reason, args=edited)
+            return result, ref
+        finally:
+            await owner.close()
+
+    result, _ = run_async(go())
+    report(result, agent_hint=agent)
+
+
+@app.command()
+def resume(
+    run_id: str,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="A new step budget.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="A new token budget.")] = None,
+    by: Annotated[
+        str | None, typer.Option(help="Resume by hand as this person (resets dead-lettering).")
+    ] = None,
+    accept_tool_changes: Annotated[
+        bool, typer.Option(help="Continue although a tool the run used has changed.")
+    ] = False,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Continue a run from its transcript (after a crash or a budget stop)."""
+
+    async def go() -> RunResult:
+        owner, _ = await agent_for_run(run_id, agent, store)
+        try:
+            budget = None
+            if max_steps is not None or max_tokens is not None:
+                budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
+            return await owner.resume(
+                run_id, budget=budget, by=by, accept_tool_changes=accept_tool_changes
+            )
+        finally:
+            await owner.close()
+
+    report(run_async(go()))
+
+
+@app.command()
+def resolve(
+    run_id: str,
+    by: Annotated[str, typer.Option(help="Who decides (recorded).")],
+    result: Annotated[
+        str | None, typer.Option(help="The call happened and returned this JSON value.")
+    ] = None,
+    rerun: Annotated[bool, typer.Option(help="The call did not happen: run it once.")] = False,
+    fail: Annotated[bool, typer.Option(help="Treat the call as failed.")] = False,
+    reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Settle a lost non-idempotent call of a run in needs_attention, then continue it."""
+    if sum((result is not None, rerun, fail)) != 1:
+        abort("say exactly one of --result JSON, --rerun, --fail", EXIT_USAGE)
+    value: object = None
+    if result is not None:
+        try:
+            value = json.loads(result)
+        except json.JSONDecodeError as exc:
+            abort(f"--result is not valid JSON: {exc}", EXIT_USAGE)
+
+    async def go() -> RunResult:
+        owner, _ = await agent_for_run(run_id, agent, store)
+        try:
+            if result is not None:
+                return await owner.resolve(run_id, by=by, result=value, reason=reason)
+            return await owner.resolve(run_id, by=by, rerun=rerun, fail=fail, reason=reason)
+        finally:
+            await owner.close()
+
+    report(run_async(go()))
+
+
+@app.command()
+def check(run_id: str, store: StoreOpt = None) -> None:
+    """Check a run's transcript integrity (exit 0 when sound, 1 with the problems)."""
+
+    async def go() -> list[Event]:
+        st = open_store(store)
+        try:
+            return await st.load(run_id)
+        finally:
+            await st.close()
+
+    problems = check_transcript(run_async(go()))
+    for p in problems:
+        err.print(f"[red]problem:[/] {escape(p)}", highlight=False)
+    if problems:
+        raise typer.Exit(EXIT_ERROR)
+    out.print(f"run {run_id}: transcript sound", highlight=False)
+
+
+@app.command()
+def repair(
+    run_id: str,
+    truncate_after: Annotated[
+        int, typer.Option(min=0, help="Delete every event after this seq (explicit repair).")
+    ],
+    backup: Annotated[
+        Path | None,
+        typer.Option(help="Where to save the removed events (default: RUN_ID.removed.jsonl)."),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Cut a damaged transcript after SEQ; the removed raw events are saved to a file first."""
+    target = backup or Path(f"{run_id}.removed.jsonl")
+
+    async def go(dry_run: bool) -> list[tuple[int, str]]:
+        st = open_store(store)
+        try:
+            return await st.truncate(run_id, after=truncate_after, dry_run=dry_run)
+        finally:
+            await st.close()
+
+    doomed = run_async(go(dry_run=True))
+    with target.open("a", encoding="utf-8") as fh:  # the backup is written before deleting
+        for seq, body in doomed:
+            fh.write(json.dumps({"run_id": run_id, "seq": seq, "raw": body}) + "\n")
+    removed = run_async(go(dry_run=False))
+    out.print(
+        f"run {run_id}: removed {len(removed)} event(s) after seq {truncate_after}; "
+        f"saved to {target}. Resume it with: agentcore resume {run_id}",
+        highlight=False,
+    )

@@ -41,29 +41,41 @@ Usage and attempts of every request are summed: in ``Completion.usage`` and
 ``Completion.attempts`` on success, in the raised error's ``input_tokens``,
 ``output_tokens`` and ``attempts`` on failure.
 
+Native tool calling (``mode="native"``, or :meth:`LiteLLMAdapter.with_mode`): step 1
+builds no wire schema and no structured-output parameter; instead
+:meth:`LiteLLMAdapter.native_request_params` sends the step's functions
+(:meth:`LiteLLMAdapter.tool_params`: each offered tool, ``plan`` and ``finish``, with the
+provider's "auto" tool choice), the history as tool calls and tool results with our call ids
+(:meth:`LiteLLMAdapter.shape_native_messages`) and the system text with a note that actions
+are function calls. The reply's tool calls (:attr:`RawReply.calls`) are mapped back by
+:func:`~agentcore.adapters._native.native_reply`: the first call is the action, the others
+go to ``Completion.dropped_calls``, a text with no call is a ``finish``. Steps 3 to 5 are
+the same code in both modes: retries, the breaker, usage, refusal and truncation (a reply
+cut off inside a call's arguments is asked again, never executed). Streamed, ``on_partial``
+gets the thought from the text deltas and the type and tool once the first call's name has
+arrived; the action is validated only after the stream ends.
+
 A provider adapter overrides class attributes and hooks, never a switch in here.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+import copy
 import os
 import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self
 
 from pydantic.warnings import PydanticDeprecatedSince211
 from pydantic_core import from_json
 
-from agentcore.contracts import Usage
+from agentcore.contracts import ActionSchema, Usage
 from agentcore.contracts._dialects import Dialect, WireSchema, choose_form, compile_wire_schema
 from agentcore.contracts.errors import (
     ConfigurationError,
@@ -75,6 +87,16 @@ from agentcore.contracts.errors import (
 
 from ._breaker import BreakerPolicy, CircuitBreaker, breaker_for
 from ._errors import ErrorContext, is_spend_limit, map_provider_errors, translate_exception
+from ._native import (
+    MODES,
+    Mode,
+    NativeCall,
+    native_messages,
+    native_note,
+    native_partial,
+    native_reply,
+    native_tools,
+)
 from ._protocol import (
     Completion,
     CompletionRequest,
@@ -84,6 +106,16 @@ from ._protocol import (
     partial_action,
 )
 from ._retry import RetryPolicy, call_with_retries
+from ._wire import (
+    as_int,
+    as_items,
+    as_str,
+    decode_response_id,
+    error_body,
+    get_field,
+    merge_messages,
+    read_tool_calls,
+)
 
 __all__ = [
     "LiteLLMAdapter",
@@ -98,6 +130,7 @@ __all__ = [
     "litellm",
     "litellm_warnings_ignored",
     "merge_messages",
+    "read_tool_calls",
 ]
 
 _module: ModuleType | None = None
@@ -134,6 +167,7 @@ class RawReply:
         refusal: the provider's refusal text, when it refused.
         usage: tokens (and cost) of this response.
         response_id: the provider's id of the response.
+        calls: the reply's tool calls, in order (native mode).
     """
 
     text: str | None
@@ -141,6 +175,7 @@ class RawReply:
     refusal: str | None
     usage: Usage
     response_id: str | None
+    calls: tuple[NativeCall, ...] = ()
 
 
 @dataclass(slots=True)
@@ -168,10 +203,13 @@ class LiteLLMAdapter:
             for the retry after a truncated reply.
         retry: the retry policy.
         breaker: the circuit-breaker policy (one breaker per family and ``api_base``).
+        mode: ``"structured"`` (the next-action contract as structured output) or
+            ``"native"`` (the provider's tool calling; see the module docstring).
 
     Attributes:
         name: the route entry, e.g. ``"openai/gpt-4.1-mini"``.
         model: the model string passed to litellm.
+        mode: how the next action is asked for.
     """
 
     family: ClassVar[str] = "openai"
@@ -192,6 +230,10 @@ class LiteLLMAdapter:
     """Stop reasons that mean the provider refused to answer."""
     truncation_hint: ClassVar[str] = ""
     """A provider-specific sentence added to the error after a reply was cut off twice."""
+    native_strict: ClassVar[bool] = False
+    """Native mode: send strict functions (arguments constrained to their schema)."""
+    native_dialect: ClassVar[Dialect | None] = None
+    """Native mode: the dialect tool parameters are compiled in (``None``: :attr:`dialect`)."""
 
     def __init__(
         self,
@@ -204,6 +246,7 @@ class LiteLLMAdapter:
         max_output_tokens: int = 1024,
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
+        mode: Mode = "structured",
     ) -> None:
         bare = model.removeprefix(f"{self.route_prefix}/")
         if not bare or not model.strip():
@@ -229,10 +272,37 @@ class LiteLLMAdapter:
         self.breaker: CircuitBreaker = breaker_for(
             self.family, api_base, breaker or BreakerPolicy()
         )
+        self.check_mode(mode)
+        self.mode: Mode = mode
 
     def __repr__(self) -> str:
         where = f", api_base={self.api_base!r}" if self.api_base else ""
-        return f"{type(self).__name__}({self.name!r}{where})"
+        native = ", mode='native'" if self.mode == "native" else ""
+        return f"{type(self).__name__}({self.name!r}{where}{native})"
+
+    def with_mode(self, mode: Mode) -> Self:
+        """A copy of this adapter that asks in ``mode`` (same model, endpoint, key, policies
+        and circuit breaker); this one is unchanged.
+
+        Example:
+            >>> agent.configured(model=adapter.with_mode("native"))
+
+        Raises:
+            ConfigurationError: an unknown mode, or one this adapter cannot use.
+        """
+        self.check_mode(mode)
+        clone = copy.copy(self)
+        clone.extra_headers = dict(self.extra_headers)
+        clone.mode = mode
+        return clone
+
+    def check_mode(self, mode: str) -> None:
+        """Raise :class:`ConfigurationError` unless this adapter can ask in ``mode``."""
+        if mode not in MODES:
+            valid = ", ".join(repr(m) for m in MODES)
+            raise ConfigurationError(
+                f"Invalid mode {mode!r} for {self.name}. Valid modes: {valid}."
+            )
 
     # -- the call -----------------------------------------------------------------------------
 
@@ -247,15 +317,24 @@ class LiteLLMAdapter:
         """
         litellm()  # the one-time import is not part of any call's latency
         started = time.perf_counter()
-        schema = choose_form(request.schema, self.dialect)
+        native = self.mode == "native"
+        schema = request.schema if native else choose_form(request.schema, self.dialect)
         sent = replace(request, schema=schema)
-        wire = compile_wire_schema(schema, self.dialect)
+        wire = None if native else compile_wire_schema(schema, self.dialect)
         tally = _Tally()
         max_tokens = request.max_output_tokens or self.max_output_tokens
-        feed = PartialFeed(request.on_partial) if request.on_partial is not None else None
+        feed = (
+            PartialFeed(request.on_partial, schema if native else None)
+            if request.on_partial is not None
+            else None
+        )
         try:
             for round_ in (1, 2):
-                params = self.request_params(sent, wire, max_tokens)
+                params = (
+                    self.request_params(sent, wire, max_tokens)
+                    if wire is not None
+                    else self.native_request_params(sent, max_tokens)
+                )
                 if feed is not None:
                     params.update(self.stream_params())
                 reply = await call_with_retries(
@@ -322,13 +401,18 @@ class LiteLLMAdapter:
     def _completion(
         self,
         request: CompletionRequest,
-        wire: WireSchema,
+        wire: WireSchema | None,
         reply: RawReply,
         tally: _Tally,
         started: float,
     ) -> Completion:
-        text = wire.unwrap(reply.text or "")
-        action, error = parse_reply(request, text)
+        dropped: tuple[str, ...] = ()
+        if wire is None:
+            mapped = native_reply(request.schema, reply.text, reply.calls)
+            text, action, error, dropped = mapped.text, mapped.action, mapped.error, mapped.dropped
+        else:
+            text = wire.unwrap(reply.text or "")
+            action, error = parse_reply(request, text)
         return Completion(
             text=text,
             action=action,
@@ -339,6 +423,8 @@ class LiteLLMAdapter:
             finish_reason=reply.finish_reason,
             response_id=reply.response_id,
             latency_ms=(time.perf_counter() - started) * 1000,
+            mode="structured" if wire is not None else "native",
+            dropped_calls=dropped,
         )
 
     # -- hooks: the request -------------------------------------------------------------------
@@ -401,6 +487,45 @@ class LiteLLMAdapter:
         del request
         return {}
 
+    # -- hooks: the request in native mode ------------------------------------------------------
+
+    def native_request_params(
+        self, request: CompletionRequest, max_tokens: int
+    ) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """The keyword arguments of one litellm call in native mode: no structured-output
+        parameter; the functions and the tool choice (:meth:`tool_params`) instead."""
+        system = self.native_system_text(request)
+        return {
+            "model": self.model,
+            "messages": self.shape_native_messages(system, request),
+            self.max_tokens_param: max_tokens,
+            **self.transport_params(),
+            **self.tool_params(request.schema),
+            **self.extra_params(request),
+        }
+
+    def native_system_text(self, request: CompletionRequest) -> str:
+        """The request's system text plus the native-mode note (actions are function calls;
+        renamed tools)."""
+        return f"{request.system}\n\n{native_note(request.schema)}"
+
+    def shape_native_messages(
+        self, system: str, request: CompletionRequest
+    ) -> list[dict[str, Any]]:  # Any: OpenAI-format chat messages (litellm maps them)
+        """The history as tool calls and tool results with our call ids (OpenAI chat format;
+        litellm converts it for other providers)."""
+        return native_messages(system, request.messages, request.schema)
+
+    def native_tool_dialect(self) -> Dialect:
+        """The dialect tool parameters are compiled in."""
+        return self.native_dialect or self.dialect
+
+    def tool_params(self, schema: ActionSchema) -> dict[str, Any]:  # Any: litellm arguments
+        """The step's functions in OpenAI's format and the "auto" tool choice (the model may
+        call a function or answer in text; never a forced call)."""
+        tools = native_tools(schema, self.native_tool_dialect(), strict=self.native_strict)
+        return {"tools": tools, "tool_choice": "auto"}
+
     def stream_params(self) -> dict[str, Any]:  # Any: litellm keyword arguments
         """What a streamed request adds: ``stream=True`` and usage in the stream.
 
@@ -419,28 +544,40 @@ class LiteLLMAdapter:
     async def stream(
         self,
         params: dict[str, Any],  # Any: litellm keyword arguments
-        on_text: Callable[[str], None],
+        feed: PartialFeed,
     ) -> RawReply:
-        """Make a streamed request: call ``on_text`` with the text so far as deltas arrive,
-        then read the assembled response like a non-streamed one (:meth:`read_reply`).
+        """Make a streamed request: give ``feed`` the text so far as deltas arrive (and the
+        first tool call so far, once its name is known), then read the assembled response
+        like a non-streamed one (:meth:`read_reply`).
 
         litellm turns every provider's stream (OpenAI chunks, Anthropic events, Gemini SSE,
-        Ollama NDJSON) into Chat Completions chunks; ``stream_chunk_builder`` assembles
-        them into one response with the stream's usage (when a server sends none, litellm
-        counts the tokens itself).
+        Ollama NDJSON) into Chat Completions chunks, tool calls as ``delta.tool_calls``
+        items (``index``, the name in the first, argument text in pieces);
+        ``stream_chunk_builder`` assembles them into one response with the stream's usage
+        (when a server sends none, litellm counts the tokens itself).
         """
         chunks: list[Any] = []  # Any: litellm's ModelResponseStream chunks
         text = ""
+        calls: dict[int, tuple[str, str]] = {}  # index -> (name, arguments so far)
         response: Any = await self.send(params)  # Any: litellm's CustomStreamWrapper
         async for chunk in response:
             chunks.append(chunk)
-            piece = "".join(
-                as_str(get_field(get_field(choice, "delta"), "content")) or ""
-                for choice in as_items(get_field(chunk, "choices"))
-            )
+            piece = ""
+            for choice in as_items(get_field(chunk, "choices")):
+                delta = get_field(choice, "delta")
+                piece += as_str(get_field(delta, "content")) or ""
+                for item in as_items(get_field(delta, "tool_calls")):
+                    index = as_int(get_field(item, "index"))
+                    function = get_field(item, "function")
+                    name, arguments = calls.get(index, ("", ""))
+                    name = as_str(get_field(function, "name")) or name
+                    arguments += as_str(get_field(function, "arguments")) or ""
+                    calls[index] = (name, arguments)
+                    if index == min(calls):
+                        feed.call(NativeCall(name, arguments))
             if piece:
                 text += piece
-                on_text(text)
+                feed(text)
         built: object = (
             litellm().stream_chunk_builder(chunks, messages=params.get("messages"))
             if chunks
@@ -455,13 +592,18 @@ class LiteLLMAdapter:
 
         litellm raises for most providers when a stream stops before the provider's final
         event; its Gemini stream parser does not (it reads a chunk without ``finishReason``
-        as ``stop``), so a reply said to be finished whose text stops inside a JSON value is
-        treated as a broken stream too.
+        as ``stop``), so a reply said to be finished whose text (native mode: a tool call's
+        arguments) stops inside a JSON value is treated as a broken stream too.
         """
         if reply.finish_reason is None:
             raise self._broken_stream("without a stop reason")
         done = self.truncation_reasons | self.refusal_reasons
-        if reply.finish_reason not in done and stops_inside_json(reply.text or ""):
+        if reply.finish_reason in done:
+            return
+        if self.mode == "native":
+            if any(stops_inside_json(call.arguments) for call in reply.calls):
+                raise self._broken_stream("inside a tool call's arguments")
+        elif stops_inside_json(reply.text or ""):
             raise self._broken_stream("inside the JSON object although it reported a stop")
 
     def _broken_stream(self, how: str) -> ProviderUnavailableError:
@@ -513,6 +655,7 @@ class LiteLLMAdapter:
                 cost=self.cost(raw),
             ),
             response_id=as_str(get_field(raw, "id")),
+            calls=read_tool_calls(get_field(message, "tool_calls")),
         )
 
     def check_reply(self, raw: Any, reply: RawReply) -> None:  # Any: litellm's response
@@ -534,22 +677,47 @@ class LiteLLMAdapter:
 
 
 class PartialFeed:
-    """Turns the growing text of a streamed reply into partial actions, each shown once.
+    """Turns a streamed reply into partial actions, each shown once.
+
+    Structured mode reads the growing JSON text (:func:`partial_action`). Native mode
+    (``schema`` given) takes the thought from the text and the type and tool from the first
+    tool call once its name is known (:func:`~agentcore.adapters._native.native_partial`).
 
     Args:
         on_partial: the request's callback; it only ever gets :class:`PartialAction`.
+        schema: the step's schema in native mode (to map tool names back), else ``None``.
     """
 
-    def __init__(self, on_partial: Callable[[PartialAction], None]) -> None:
+    def __init__(
+        self, on_partial: Callable[[PartialAction], None], schema: ActionSchema | None = None
+    ) -> None:
         self._on_partial = on_partial
+        self._schema = schema
         self._last: PartialAction | None = None
+        self._text = ""
+        self._call: NativeCall | None = None
 
     def restart(self) -> None:
         """A new attempt starts: its text starts from nothing."""
         self._last = None
+        self._text = ""
+        self._call = None
 
     def __call__(self, text: str) -> None:
-        partial = partial_action(_FENCE_OPEN.sub("", text, count=1))
+        """The reply's text so far."""
+        if self._schema is None:
+            self._show(partial_action(_FENCE_OPEN.sub("", text, count=1)))
+        else:
+            self._text = text
+            self._show(native_partial(self._schema, text, self._call))
+
+    def call(self, call: NativeCall) -> None:
+        """The reply's first tool call so far (native mode; ignored in structured mode)."""
+        if self._schema is not None:
+            self._call = call
+            self._show(native_partial(self._schema, self._text, call))
+
+    def _show(self, partial: PartialAction | None) -> None:
         if partial is not None and partial != self._last:
             self._last = partial
             self._on_partial(partial)
@@ -596,100 +764,6 @@ def stops_inside_json(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def error_body(exc: BaseException) -> Mapping[str, object]:
-    """The JSON error body of a provider error, as far as it can be found.
-
-    litellm keeps it in different places per provider: the openai SDK's ``exc.body``, the
-    response (``exc.response.json()``), or pasted into the message (Anthropic and Gemini
-    errors: ``"...Exception - {...}"``, for streams as the ``b'{...}'`` of the raw bytes).
-    Returns an empty mapping when none is found.
-    """
-    current: BaseException | None = exc
-    for _ in range(8):
-        if current is None:
-            break
-        for candidate in _body_candidates(current):
-            if isinstance(candidate, Mapping) and candidate:
-                return cast("Mapping[str, object]", candidate)  # a JSON object
-        current = current.__cause__ or current.__context__
-    return {}
-
-
-def _body_candidates(exc: BaseException) -> Iterator[object]:
-    yield getattr(exc, "body", None)
-    response: object = getattr(exc, "response", None)
-    reader: object = getattr(response, "json", None)
-    if callable(reader):
-        yield _read_json(cast("Callable[[], object]", reader))  # httpx.Response.json
-    message: object = getattr(exc, "message", None)
-    text = message if isinstance(message, str) and message else str(exc)
-    start = text.find("{")
-    while start >= 0:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(text[start:])
-        except ValueError:
-            start = text.find("{", start + 1)
-            continue
-        yield cast("object", value)
-        return
-
-
-def _read_json(reader: Callable[[], object]) -> object:
-    try:
-        return reader()
-    except Exception:  # an empty or non-JSON body: the message is looked at next
-        return None
-
-
-def merge_messages(messages: Sequence[Message]) -> list[Message]:
-    """Join consecutive messages of one role (blank line between): every provider accepts
-    alternating roles, and Anthropic requires them."""
-    merged: list[Message] = []
-    for m in messages:
-        if merged and merged[-1].role == m.role:
-            merged[-1] = Message(m.role, f"{merged[-1].content}\n\n{m.content}")
-        else:
-            merged.append(m)
-    return merged
-
-
-def decode_response_id(response_id: str | None) -> str | None:
-    """The provider's id inside litellm's encoded Responses API id (``resp_<base64>`` of
-    ``litellm:custom_llm_provider:...;model_id:...;response_id:<id>``), else the id as is."""
-    if response_id is None or not response_id.startswith("resp_"):
-        return response_id
-    try:
-        decoded = base64.b64decode(response_id.removeprefix("resp_"), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
-        return response_id
-    _, sep, inner = decoded.rpartition("response_id:")
-    return inner if sep and inner else response_id
-
-
-def get_field(obj: object, name: str) -> object:
-    """An attribute of a litellm object, or a key of a dict; ``None`` if absent."""
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return cast("Mapping[str, object]", obj).get(name)  # a JSON object
-    return getattr(obj, name, None)
-
-
-def as_items(value: object) -> Sequence[object]:
-    """A JSON array (list or tuple) as a sequence; anything else as an empty one."""
-    return value if isinstance(value, list | tuple) else ()  # pyright: ignore[reportUnknownVariableType]  # JSON array
-
-
-def as_str(value: object) -> str | None:
-    """A string, or ``None`` for anything else."""
-    return value if isinstance(value, str) else None
-
-
-def as_int(value: object) -> int:
-    """A token count: an int (not a bool), else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _quote(text: str) -> str:

@@ -2,26 +2,35 @@
 
 In native mode an adapter offers each in-scope tool as a native tool (strict where the
 provider supports it) plus ``plan`` and ``finish`` as tools, lets the provider choose
-(``tool_choice: auto``; never a forced choice), and maps the reply back to the same
+(its "auto" tool choice; never a forced choice), and maps the reply back to the same
 :data:`NextAction` through the same validation path (:meth:`ActionSchema.parse`).
 
 The history is rendered from our events in OpenAI's chat format (litellm translates it for
 Anthropic and Gemini): an action becomes an assistant tool call whose id is our call id,
-and what became of it (its result, a refusal, an approval) becomes the tool result for that
-id. Nothing provider-specific is stored, so a run can switch mode or provider mid-run.
+and what became of it (its result, a refusal, an approval, the calls that were not run)
+becomes the one tool result for that id. Nothing provider-specific is stored, so a run can
+switch mode or provider mid-run.
 
 One action per step: when a reply holds several calls, the first is taken and the others
-are reported (``Completion.dropped_calls``), recorded and told to the model. A reply with
-text and no call is the model answering: it becomes a ``finish`` with that text.
+are reported (``Completion.dropped_calls``), recorded and told to the model with the
+result of the call that ran. A reply with text and no call is the model answering: it
+becomes a ``finish`` with that text.
+
+Tool names: providers accept ``^[A-Za-z0-9_-]{1,64}$`` (OpenAI, Anthropic; Gemini also
+allows dots and colons but wants a letter or underscore first), while our tool names may
+contain dots (the Berkeley Function Calling Leaderboard's do). :func:`tool_name_map` maps
+them one to one, and :func:`native_reply` maps the reply's names back.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal, cast
+
+from pydantic_core import from_json
 
 from agentcore.contracts import (
     MAX_PLAN_STEPS,
@@ -35,20 +44,45 @@ from agentcore.contracts import (
 from agentcore.contracts._dialects import Dialect, compile_parameters
 from agentcore.contracts.errors import InvalidActionError
 
-from ._protocol import Message
+from ._protocol import Message, PartialAction
 
 __all__ = [
+    "FINISH_TOOL",
+    "INVALID_HINT",
+    "MODES",
+    "PLAN_TOOL",
+    "Mode",
     "NativeCall",
     "NativeReply",
+    "NativeTool",
     "native_messages",
+    "native_note",
+    "native_partial",
     "native_reply",
+    "native_tool_specs",
     "native_tools",
+    "strict_compatible",
     "tool_name_map",
 ]
 
-PLAN_TOOL = "plan"
-FINISH_TOOL = "finish"
-_PROVIDER_NAME = re.compile(r"[^A-Za-z0-9_-]")
+Mode = Literal["structured", "native"]
+"""How an adapter asks for the next action: the structured contract, or native tool calling."""
+MODES: Final[tuple[Mode, ...]] = ("structured", "native")
+
+PLAN_TOOL: Final = "plan"
+FINISH_TOOL: Final = "finish"
+_PROVIDER_NAME: Final = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME: Final = 64
+_EMPTY_TEXT: Final = "(empty reply)"
+"""Some providers reject empty text (Anthropic); an empty reply in the history shows this."""
+_NO_RESULT: Final = "(no result yet)"
+
+INVALID_HINT: Final = "Reply again with exactly one JSON object that matches the schema."
+"""The last line of a re-ask as the transcript renders it (``agentcore._render``); in native
+mode it is replaced by :data:`_NATIVE_HINT` (a test keeps the two modules in step)."""
+_NATIVE_HINT: Final = (
+    "Call exactly one of the offered functions again, with arguments that match its parameters."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +96,16 @@ class NativeCall:
 
 @dataclass(frozen=True, slots=True)
 class NativeReply:
-    """What a native reply maps to: the action (or why not), its text, dropped calls."""
+    """What a native reply maps to: the action (or why not), its text, dropped calls.
+
+    Attributes:
+        action: the validated action, or ``None``.
+        error: why the reply is not a valid action, or ``None``.
+        text: the action as canonical JSON when it could be read (what a re-ask shows and
+            what the runner classifies), else the call as the model wrote it.
+        dropped: the further calls, not executed, as ``name(arguments JSON)`` with our
+            tool names.
+    """
 
     action: NextAction | None
     error: InvalidActionError | None
@@ -70,17 +113,38 @@ class NativeReply:
     dropped: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class NativeTool:
+    """One native function offered at a step, before a provider's wire format.
+
+    Attributes:
+        name: the name on the wire (see :func:`tool_name_map`).
+        description: what the function does.
+        parameters: its argument schema, compiled for the adapter's dialect.
+        strict: send it as a strict (schema-constrained) function.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]  # Any: JSON Schema
+    strict: bool
+
+
 def tool_name_map(schema: ActionSchema) -> dict[str, str]:
-    """Our tool names -> names providers accept (``^[A-Za-z0-9_-]{1,64}$``: dots and other
-    characters become ``_``, with a numeric suffix on a collision; ``plan`` and ``finish``
-    stay reserved for the two actions)."""
+    """Our tool names -> names every provider accepts.
+
+    Characters outside ``[A-Za-z0-9_-]`` (dots) become ``_``; a collision gets a numeric
+    suffix (``math_gcd_2``); ``plan`` and ``finish`` stay reserved for the two actions. Our
+    names already start with a letter or an underscore and have at most 64 characters.
+    """
     taken = {PLAN_TOOL, FINISH_TOOL}
     out: dict[str, str] = {}
     for name in schema.tool_names:
-        wire = _PROVIDER_NAME.sub("_", name)[:60]
+        wire = _PROVIDER_NAME.sub("_", name)[:_MAX_NAME]
         candidate, n = wire, 2
         while candidate in taken:
-            candidate = f"{wire}_{n}"
+            suffix = f"_{n}"
+            candidate = wire[: _MAX_NAME - len(suffix)] + suffix
             n += 1
         taken.add(candidate)
         out[name] = candidate
@@ -121,42 +185,117 @@ def _finish_parameters() -> dict[str, Any]:  # Any: JSON Schema
     }
 
 
-def native_tools(
-    schema: ActionSchema, dialect: Dialect, *, strict: bool
-) -> list[dict[str, Any]]:  # Any: OpenAI-format tool definitions
-    """The tools of one step in OpenAI's function format (litellm converts them for other
-    providers): the step's offered tools, then ``plan`` and ``finish`` when offered.
+def _schema_nodes(node: object) -> Iterator[dict[str, Any]]:  # Any: JSON Schema nodes
+    """Every subschema of ``node`` (itself first), through the keywords that hold schemas."""
+    if not isinstance(node, dict):
+        return
+    obj = cast("dict[str, Any]", node)  # Any: a JSON Schema object
+    yield obj
+    for key in ("properties", "$defs"):
+        group: object = obj.get(key)
+        if isinstance(group, dict):
+            for child in cast("dict[str, object]", group).values():
+                yield from _schema_nodes(child)
+    for key in ("items", "additionalProperties", "not"):
+        yield from _schema_nodes(obj.get(key))
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        members: object = obj.get(key)
+        if isinstance(members, list):
+            for child in cast("list[object]", members):
+                yield from _schema_nodes(child)
+
+
+_TYPED: Final = ("type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "properties")
+
+
+def strict_compatible(source: Mapping[str, Any]) -> bool:  # Any: JSON Schema
+    """Whether a tool's argument schema (pydantic's JSON Schema, before any dialect) can be
+    sent as a strict function without changing what it accepts.
+
+    Strict functions need every object closed with its properties listed
+    (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas). An open
+    object (``dict[str, X]``, or ``{"type": "object"}`` without properties) or an untyped
+    value (``Any``, ``JsonValue``) cannot be closed without refusing values the tool
+    accepts, so that tool is sent non-strict (its arguments are validated client-side, as
+    always).
+    """
+    root = dict(source)
+    for node in _schema_nodes(root):
+        if node is not root and not any(key in node for key in _TYPED):
+            return False
+        if node.get("additionalProperties", False) is not False:
+            return False
+        if node.get("type") == "object" and "properties" not in node and node is not root:
+            return False
+    return True
+
+
+def native_tool_specs(schema: ActionSchema, dialect: Dialect, *, strict: bool) -> list[NativeTool]:
+    """The functions of one step: the offered tools, then ``plan`` and ``finish`` when
+    offered (a finish-only step offers ``finish`` alone).
 
     Args:
         schema: the step's action schema (its tools, and whether plan/finish are offered).
         dialect: how argument schemas are compiled (``openai_strict`` for strict tools).
-        strict: mark the functions strict (OpenAI); the schemas are then strict-compatible.
+        strict: ask for strict functions; a tool whose schema cannot be strict
+            (:func:`strict_compatible`) is sent non-strict.
     """
     names = tool_name_map(schema)
-    tools: list[dict[str, Any]] = []  # Any: JSON
     offered = schema.offered_types
+    out: list[NativeTool] = []
 
-    def add(name: str, description: str, parameters: dict[str, Any]) -> None:  # Any: JSON
-        function: dict[str, Any] = {  # Any: JSON
-            "name": name,
-            "description": description,
-            "parameters": compile_parameters(parameters, dialect),
-        }
-        if strict:
-            function["strict"] = True
-        tools.append({"type": "function", "function": function})
+    def add(name: str, description: str, source: dict[str, Any]) -> None:  # Any: JSON Schema
+        parameters = compile_parameters(source, dialect)
+        out.append(NativeTool(name, description, parameters, strict and strict_compatible(source)))
 
     if "tool" in offered:
         for spec in schema.tools:
             add(names[spec.name], f"{spec.description} (effect: {spec.effect})", spec.args_schema)
-    if "plan" in offered:
+    if PLAN_TOOL in offered:
         add(
             PLAN_TOOL,
-            "Propose the steps you will take. Writes run only after a plan.",
+            "Propose the steps you will take. Tools that change things run only after a plan.",
             _plan_parameters(),
         )
     add(FINISH_TOOL, "End the task with your answer for the user.", _finish_parameters())
+    return out
+
+
+def native_tools(
+    schema: ActionSchema, dialect: Dialect, *, strict: bool
+) -> list[dict[str, Any]]:  # Any: OpenAI-format tool definitions
+    """:func:`native_tool_specs` in OpenAI's Chat Completions format
+    (``{"type": "function", "function": {name, description, parameters, strict}}``,
+    https://platform.openai.com/docs/guides/function-calling)."""
+    tools: list[dict[str, Any]] = []  # Any: JSON
+    for spec in native_tool_specs(schema, dialect, strict=strict):
+        function: dict[str, Any] = {  # Any: JSON
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        }
+        if spec.strict:
+            function["strict"] = True
+        tools.append({"type": "function", "function": function})
     return tools
+
+
+def native_note(schema: ActionSchema) -> str:
+    """The paragraph added to the system text in native mode.
+
+    The contract's text asks for a JSON object; in native mode the same action is a
+    function call, and tools whose names providers reject appear renamed.
+    """
+    note = (
+        "Native function calling is on: take each step by calling exactly one function "
+        f"({PLAN_TOOL}, {FINISH_TOOL}, or one of the tools) instead of writing the JSON "
+        "object described above. The function's arguments are the action's fields; say "
+        "your short reason as text before a tool call."
+    )
+    renamed = [f"{ours} is {wire}" for ours, wire in tool_name_map(schema).items() if ours != wire]
+    if renamed:
+        note += "\nFunction names for the tools: " + "; ".join(renamed) + "."
+    return note
 
 
 def _call_of(
@@ -175,8 +314,16 @@ def native_messages(
     system: str, messages: Sequence[Message], schema: ActionSchema
 ) -> list[dict[str, Any]]:  # Any: OpenAI-format chat messages
     """The conversation in OpenAI's chat format with tool calls and tool results, using our
-    call ids. Every tool call gets exactly one tool result (several notes about one call are
-    joined; a call with none yet gets a short placeholder before the next message)."""
+    call ids.
+
+    An action becomes an assistant message with one tool call whose id is our call id (a
+    tool call's thought as the message's text; ``plan`` and ``finish`` carry theirs as an
+    argument); every message about that call (``Message.call_id``) becomes its one
+    tool result, joined in order, so each call has exactly one result right after it (a
+    call with none yet gets a short placeholder before the next message). Other messages
+    keep their role; consecutive user messages are joined. A re-ask's closing instruction
+    (reply with a JSON object) is replaced by one for function calls.
+    """
     names = tool_name_map(schema)
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]  # Any: JSON
     open_call: str | None = None
@@ -185,7 +332,7 @@ def native_messages(
     def close() -> None:
         nonlocal open_call, results
         if open_call is not None:
-            content = "\n".join(results) if results else "(no result yet)"
+            content = "\n".join(results) if results else _NO_RESULT
             out.append({"role": "tool", "tool_call_id": open_call, "content": content})
         open_call, results = None, []
 
@@ -193,67 +340,76 @@ def native_messages(
         if m.role == "assistant" and m.action is not None and m.call_id is not None:
             close()
             name, args = _call_of(m.action, names)
-            thought = getattr(m.action, "thought", "")
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": thought or None,
-                    "tool_calls": [
-                        {
-                            "id": m.call_id,
-                            "type": "function",
-                            "function": {
-                                "name": name,
-                                "arguments": json.dumps(args, ensure_ascii=False),
-                            },
-                        }
-                    ],
-                }
-            )
+            # A tool call's thought is the text before it; plan and finish carry theirs.
+            thought = m.action.thought if isinstance(m.action, ToolAction) else ""
+            call = {
+                "id": m.call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+            turn: dict[str, Any] = {"role": "assistant"}  # Any: JSON
+            if thought:
+                turn["content"] = thought  # content may be left out when there are tool_calls
+            turn["tool_calls"] = [call]
+            out.append(turn)
             open_call = m.call_id
         elif m.role == "user" and m.call_id is not None and m.call_id == open_call:
             results.append(m.content)
         else:
             close()
-            if out[-1]["role"] == m.role and out[-1].get("tool_calls") is None and m.role == "user":
-                out[-1] = {"role": "user", "content": f"{out[-1]['content']}\n\n{m.content}"}
+            text = m.content.replace(INVALID_HINT, _NATIVE_HINT) if m.role == "user" else m.content
+            text = text or _EMPTY_TEXT
+            last = out[-1]
+            if m.role == "user" and last["role"] == "user":
+                out[-1] = {"role": "user", "content": f"{last['content']}\n\n{text}"}
             else:
-                out.append({"role": m.role, "content": m.content})
+                out.append({"role": m.role, "content": text})
     close()
     return out
+
+
+def _arguments_of(arguments: str) -> object:
+    return json.loads(arguments) if arguments.strip() else {}
 
 
 def native_reply(
     schema: ActionSchema, text: str | None, calls: Sequence[NativeCall]
 ) -> NativeReply:
-    """Map a native reply to one action, validated by ``schema.parse`` like any reply."""
+    """Map a native reply to one action, validated by ``schema.parse`` like any reply.
+
+    The first call is the action (``plan`` and ``finish`` by name, anything else a tool
+    call with its arguments as ``args``, the name mapped back to ours); its thought is the
+    reply's text (for ``plan`` and ``finish``, their ``thought`` argument when given). The
+    other calls are returned in ``dropped``. A reply with no call and some text is a
+    ``finish`` whose answer is that text; with neither it is invalid.
+    """
     reverse = {wire: ours for ours, wire in tool_name_map(schema).items()}
     content = (text or "").strip()
     if not calls:
         if not content:
-            return NativeReply(
-                None, InvalidActionError("The reply had no tool call and no text."), "", ()
-            )
+            err = InvalidActionError("The reply had no function call and no text.")
+            return NativeReply(None, err, "", ())
         action_json = json.dumps(
             {"type": "finish", "thought": "", "answer": content}, ensure_ascii=False
         )
         return _parsed(schema, action_json, ())
     first, rest = calls[0], calls[1:]
     dropped = tuple(f"{reverse.get(c.name, c.name)}({c.arguments})" for c in rest)
+    written = f"{first.name}({first.arguments})"
     try:
-        args: object = json.loads(first.arguments or "{}")
+        args = _arguments_of(first.arguments)
     except json.JSONDecodeError as exc:
         err = InvalidActionError(f"The arguments of {first.name!r} are not valid JSON ({exc}).")
-        return NativeReply(None, err, first.arguments, dropped)
+        return NativeReply(None, err, written, dropped)
     if not isinstance(args, dict):
         err = InvalidActionError(f"The arguments of {first.name!r} must be a JSON object.")
-        return NativeReply(None, err, first.arguments, dropped)
-    fields: dict[str, Any] = dict(args)  # pyright: ignore[reportUnknownArgumentType]  # JSON object
-    thought = str(fields.pop("thought", "") or content)[:MAX_THOUGHT_CHARS]
-    if first.name == PLAN_TOOL:
-        action: dict[str, Any] = {"type": "plan", "thought": thought, **fields}  # Any: JSON
-    elif first.name == FINISH_TOOL:
-        action = {"type": "finish", "thought": thought, **fields}
+        return NativeReply(None, err, written, dropped)
+    fields = dict(cast("dict[str, Any]", args))  # Any: a JSON object
+    thought = content[:MAX_THOUGHT_CHARS]
+    if first.name in (PLAN_TOOL, FINISH_TOOL):
+        given = fields.pop("thought", None)
+        thought = str(given or content)[:MAX_THOUGHT_CHARS]
+        action: dict[str, Any] = {"type": first.name, "thought": thought, **fields}  # Any: JSON
     else:
         action = {
             "type": "tool",
@@ -270,3 +426,24 @@ def _parsed(schema: ActionSchema, action_json: str, dropped: tuple[str, ...]) ->
         return NativeReply(typed.parse(action_json), None, action_json, dropped)
     except InvalidActionError as exc:
         return NativeReply(None, exc, action_json, dropped)
+
+
+def native_partial(schema: ActionSchema, text: str, call: NativeCall | None) -> PartialAction:
+    """What is known of a native action while it streams: the thought from the text so far,
+    and the type and tool once the first call's name is known (for ``plan`` and ``finish``
+    with no text, the thought from their partial ``thought`` argument)."""
+    if call is None or not call.name:
+        return PartialAction(thought=text)
+    if call.name in (PLAN_TOOL, FINISH_TOOL):
+        thought = text
+        if not thought.strip():
+            try:
+                partial: object = from_json(call.arguments, allow_partial="trailing-strings")
+            except ValueError:
+                partial = None
+            if isinstance(partial, dict):
+                value = cast("dict[str, object]", partial).get("thought")
+                thought = value if isinstance(value, str) else ""
+        return PartialAction(type=call.name, thought=thought)
+    reverse = {wire: ours for ours, wire in tool_name_map(schema).items()}
+    return PartialAction(type="tool", tool=reverse.get(call.name, call.name), thought=text)

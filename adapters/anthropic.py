@@ -56,6 +56,32 @@ Streaming: ``stream: true``; litellm reads ``message_start`` (input usage),
 
 litellm does not keep Anthropic's message id (``msg_...``) in the response it returns (it
 sets its own ``chatcmpl-...`` id, streamed or not), so ``response_id`` is ``None`` here.
+
+Native tool calling (``mode="native"``; https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use).
+No ``output_config``: the step's functions go as Anthropic tool definitions (``name``
+matching ``^[a-zA-Z0-9_-]{1,64}$``, ``description``, ``input_schema`` compiled in the
+``anthropic`` dialect), which litellm passes through unchanged, with the tool choice
+``{"type": "auto", "disable_parallel_tool_use": true}`` (the model may answer in text; at
+most one tool call per reply; never ``any`` or ``tool``, which force a call and which the
+documentation says are not supported with extended thinking). The functions are not sent
+``strict``: Anthropic's strict tool use (structured outputs documentation) counts every
+strict schema of a request against 16 union-typed and 24 optional parameters, so a
+large tool set would be refused; arguments are validated client-side as in every mode.
+The history is sent in OpenAI's chat format and litellm converts it: an action is an
+assistant turn with a ``tool_use`` block whose ``id`` is our call id (a tool call's thought
+as a ``text`` block before it); what became of it is a ``tool_result`` block with
+``tool_use_id`` = our call id, first in the next user turn, followed by that turn's other
+text (checked on the captured request)::
+
+    {"role": "assistant", "content": [{"type": "text", "text": "Find the order."},
+        {"type": "tool_use", "id": "c2", "name": "get_order", "input": {"order_id": "A1"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c2",
+        "content": "[c2] get_order returned: {...}"}, {"type": "text", "text": "Step 3 ..."}]}
+
+A reply's ``content`` of ``text`` and ``tool_use`` blocks with ``stop_reason: "tool_use"``
+arrives from litellm as ``message.tool_calls`` (``finish_reason: "tool_calls"``); its
+``toolu_...`` ids are not kept. Cache breakpoints: the system block and the last two
+blocks of the conversation, as in structured mode.
 """
 
 from __future__ import annotations
@@ -64,12 +90,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Final
 
+from agentcore.contracts import ActionSchema
 from agentcore.contracts._dialects import Dialect, WireSchema
 from agentcore.contracts.errors import ModelError
 
 from ._errors import ErrorContext
 from ._litellm import LiteLLMAdapter, RawReply, error_body, get_field
-from ._protocol import Message
+from ._native import native_tool_specs
+from ._protocol import CompletionRequest, Message
 
 __all__ = ["AnthropicAdapter", "make"]
 
@@ -122,6 +150,35 @@ class AnthropicAdapter(LiteLLMAdapter):
     def format_params(self, wire: WireSchema) -> dict[str, Any]:  # Any: litellm arguments
         """``output_config.format``, passed through by litellm for any model name."""
         return {"output_config": {"format": {"type": "json_schema", "schema": wire.schema}}}
+
+    # -- native tool calling ---------------------------------------------------------------
+
+    def tool_params(self, schema: ActionSchema) -> dict[str, Any]:  # Any: litellm arguments
+        """Anthropic tool definitions and the "auto" choice with parallel tool use off
+        (litellm: ``tool_choice="auto"`` and ``parallel_tool_calls=False`` become
+        ``{"type": "auto", "disable_parallel_tool_use": true}``)."""
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in native_tool_specs(schema, self.native_tool_dialect(), strict=False)
+        ]
+        return {"tools": tools, "tool_choice": "auto", "parallel_tool_calls": False}
+
+    def shape_native_messages(
+        self, system: str, request: CompletionRequest
+    ) -> list[dict[str, Any]]:  # Any: OpenAI-format messages (litellm maps them)
+        """The tool-call history with cache breakpoints on the system block and on the last
+        two messages (a tool result's breakpoint lands on its ``tool_result`` block)."""
+        shaped = super().shape_native_messages(system, request)
+        head = {"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}
+        shaped[0] = {"role": "system", "content": [head]}
+        for message in shaped[1:][-2:]:
+            content = message.get("content")
+            if message["role"] == "tool":
+                message["cache_control"] = dict(_EPHEMERAL)
+            elif isinstance(content, str) and not message.get("tool_calls"):
+                block = {"type": "text", "text": content, "cache_control": dict(_EPHEMERAL)}
+                message["content"] = [block]
+        return shaped
 
     def read_reply(self, raw: Any) -> RawReply:  # Any: litellm's ModelResponse
         """A Messages response as litellm maps it, with Anthropic's name ``refusal`` for

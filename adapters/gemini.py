@@ -58,6 +58,29 @@ Streaming: ``POST .../models/<model>:streamGenerateContent?alt=sse``; each SSE e
 ``usageMetadata``. litellm's parser reads a chunk without ``finishReason`` as ``stop``, so a
 stream that breaks off looks finished; the adapter treats a reply that stops inside its JSON
 object as a broken stream and sends the request again.
+
+Native tool calling (``mode="native"``; https://ai.google.dev/gemini-api/docs/function-calling).
+No ``responseJsonSchema``: the step's functions go, through ``extra_body`` like the system
+text, as ``tools: [{"functionDeclarations": [{"name", "description",
+"parametersJsonSchema"}]}]`` with ``toolConfig: {"functionCallingConfig": {"mode":
+"AUTO"}}`` (the model predicts a function call or text; never ``ANY``). The parameters are
+JSON Schema in the ``gemini`` dialect: ``parametersJsonSchema`` is the v1beta
+``FunctionDeclaration`` field for JSON Schema, mutually exclusive with the OpenAPI-subset
+``parameters``, which litellm's own ``tools`` mapping would produce (dropping
+``additionalProperties``). Gemini has no option to turn parallel calls off: several
+``functionCall`` parts in one reply are answered as not executed, except the first.
+
+The history is sent in OpenAI's chat format and litellm converts it: an action is a
+``model`` turn with a ``functionCall`` part (``name``, ``args``; a tool call's thought as a
+``text`` part before it); what became of it is a ``user`` turn with a ``functionResponse``
+part (``name`` of that call, ``response: {"content": <text>}``). Gemini pairs them by name
+and order; litellm adds our call id as ``id`` on both parts only for Gemini 3 and newer (it
+says older models answer 400 to the field). Gemini 3 asks for the ``thoughtSignature`` of
+replayed function calls (https://ai.google.dev/gemini-api/docs/thought-signatures); the
+transcript keeps no provider data, so litellm puts its placeholder signature on those parts
+(its source cites Google's FAQ for that placeholder; not checked against a live Gemini 3
+here). The runner's notes that follow a result (the step counter) are appended to that
+result's text, so the turns alternate (checked on the captured request).
 """
 
 from __future__ import annotations
@@ -67,6 +90,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Final
 
+from agentcore.contracts import ActionSchema
 from agentcore.contracts._dialects import Dialect, WireSchema
 from agentcore.contracts.errors import ModelError, RateLimitedError
 
@@ -80,6 +104,7 @@ from ._litellm import (
     get_field,
     merge_messages,
 )
+from ._native import native_tool_specs
 from ._protocol import CompletionRequest, Message
 
 __all__ = ["GeminiAdapter", "make"]
@@ -141,6 +166,48 @@ class GeminiAdapter(LiteLLMAdapter):
         """Nothing here: the schema goes in ``extra_body`` (see :meth:`request_params`)."""
         del wire
         return {}
+
+    # -- native tool calling ---------------------------------------------------------------
+
+    def native_request_params(
+        self, request: CompletionRequest, max_tokens: int
+    ) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """The contents, and ``systemInstruction``, the functions and ``toolConfig``
+        through ``extra_body``."""
+        params = super().native_request_params(request, max_tokens)
+        params["extra_body"] = {
+            "systemInstruction": {"parts": [{"text": self.native_system_text(request)}]},
+            **params.pop("extra_body", {}),
+        }
+        return params
+
+    def tool_params(self, schema: ActionSchema) -> dict[str, Any]:  # Any: litellm arguments
+        """``functionDeclarations`` with ``parametersJsonSchema`` and mode ``AUTO``, as
+        ``extra_body`` (merged into it by :meth:`native_request_params`)."""
+        declarations = [
+            {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+            for t in native_tool_specs(schema, self.native_tool_dialect(), strict=False)
+        ]
+        return {
+            "extra_body": {
+                "tools": [{"functionDeclarations": declarations}],
+                "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+            }
+        }
+
+    def shape_native_messages(
+        self, system: str, request: CompletionRequest
+    ) -> list[dict[str, Any]]:  # Any: OpenAI-format messages (litellm maps them to contents)
+        """The tool-call history without the system message (it travels as
+        ``systemInstruction``), a user note right after a tool result joined to it."""
+        shaped: list[dict[str, Any]] = []  # Any: JSON
+        for message in super().shape_native_messages(system, request)[1:]:
+            last = shaped[-1] if shaped else None
+            if last is not None and last["role"] == "tool" and message["role"] == "user":
+                last["content"] = f"{last['content']}\n\n{message['content']}"
+            else:
+                shaped.append(message)
+        return shaped
 
     def read_reply(self, raw: Any) -> RawReply:  # Any: litellm's ModelResponse
         """A ``generateContent`` response as litellm maps it, with Gemini's own

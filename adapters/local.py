@@ -72,7 +72,7 @@ from agentcore.contracts._dialects import WireSchema
 from agentcore.contracts.errors import ConfigurationError
 
 from ._breaker import BreakerPolicy
-from ._litellm import LiteLLMAdapter
+from ._litellm import LiteLLMAdapter, Mode
 from ._retry import RetryPolicy
 
 __all__ = ["LOCAL_API_BASE_ENV", "LOCAL_API_KEY_ENV", "LocalAdapter", "LocalServer", "make"]
@@ -134,6 +134,7 @@ class LocalAdapter(LiteLLMAdapter):
         max_output_tokens: int = 1024,
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
+        mode: Mode = "structured",
     ) -> None:
         if server not in _KINDS:
             valid = ", ".join(repr(k) for k in _KINDS)
@@ -155,6 +156,7 @@ class LocalAdapter(LiteLLMAdapter):
             max_output_tokens=max_output_tokens,
             retry=retry,
             breaker=breaker,
+            mode=mode,
         )
 
     def _default_api_base(self) -> str | None:

@@ -42,20 +42,44 @@ Stop reasons: Chat ``finish_reason: "length"`` and Responses ``status: "incomple
 twice the tokens, then :class:`ModelTruncatedError`); a ``message.refusal`` (Chat) or a
 ``refusal`` content part (Responses), or ``finish_reason: "content_filter"``, raises
 :class:`ModelRefusedError`. A 429 with ``insufficient_quota`` is a spend limit (not retried).
+
+Native tool calling (``mode="native"``; https://platform.openai.com/docs/guides/function-calling).
+No ``response_format`` / ``text.format``: the step's functions (each offered tool, ``plan``,
+``finish``) go as strict functions whose parameters are the ``openai_strict`` compilation of
+the tool's argument schema (a tool with an open object or an untyped argument is sent
+without ``strict``), with ``tool_choice: "auto"`` and ``parallel_tool_calls: false`` (the
+guide warns that parallel calls may not match strict schemas, and one action runs per
+step)::
+
+    {"model": "gpt-4.1-mini", "messages": [...], "max_completion_tokens": 1024,
+     "tools": [{"type": "function", "function": {"name": "get_order", "description": ...,
+                "parameters": <openai_strict>, "strict": true}}, ..., <plan>, <finish>],
+     "tool_choice": "auto", "parallel_tool_calls": false}
+
+The history: an action is ``{"role": "assistant", "content": <a tool call's thought>,
+"tool_calls": [{"id": "c2", "type": "function", "function": {"name", "arguments"}}]}``, and
+what became of it ``{"role": "tool", "tool_call_id": "c2", "content": ...}``. The reply's
+``message.tool_calls`` (``finish_reason: "tool_calls"``) is read back; its ``call_...`` ids
+are not kept. The Responses API takes the flat function format (``{"type": "function",
+"name", "description", "parameters", "strict"}``), the history as ``function_call`` and
+``function_call_output`` input items with ``call_id`` = our call id, and answers with
+``function_call`` output items; streamed, ``response.output_item.added`` names the function
+and ``response.function_call_arguments.delta`` events carry its arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from agentcore.contracts import Usage
+from agentcore.contracts import ActionSchema, Usage
 from agentcore.contracts._dialects import WireSchema
 from agentcore.contracts.errors import ConfigurationError
 
 from ._breaker import BreakerPolicy
 from ._litellm import (
     LiteLLMAdapter,
+    PartialFeed,
     RawReply,
     as_int,
     as_items,
@@ -64,6 +88,7 @@ from ._litellm import (
     get_field,
     litellm,
 )
+from ._native import Mode, NativeCall, native_tool_specs
 from ._protocol import CompletionRequest, Message
 from ._retry import RetryPolicy
 
@@ -85,6 +110,8 @@ class OpenAIAdapter(LiteLLMAdapter):
         retry: the retry policy.
         breaker: the circuit-breaker policy.
         api: ``"chat"`` (Chat Completions) or ``"responses"`` (the Responses API).
+        mode: ``"structured"`` (strict ``json_schema``) or ``"native"`` (strict function
+            calling; see the module docstring).
 
     Example:
         >>> route = [OpenAIAdapter("gpt-4.1-mini"), "deepseek/deepseek-chat"]
@@ -96,6 +123,7 @@ class OpenAIAdapter(LiteLLMAdapter):
     litellm_prefix = "openai"
     key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     max_tokens_param: ClassVar[str] = "max_completion_tokens"
+    native_strict: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -109,9 +137,11 @@ class OpenAIAdapter(LiteLLMAdapter):
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
         api: OpenAIApi = "chat",
+        mode: Mode = "structured",
     ) -> None:
         if api not in ("chat", "responses"):
             raise ConfigurationError(f"Invalid api {api!r} for OpenAI. Valid: 'chat', 'responses'.")
+        self.api: OpenAIApi = api
         super().__init__(
             model,
             api_base=api_base,
@@ -121,8 +151,48 @@ class OpenAIAdapter(LiteLLMAdapter):
             max_output_tokens=max_output_tokens,
             retry=retry,
             breaker=breaker,
+            mode=mode,
         )
-        self.api: OpenAIApi = api
+
+    # -- native tool calling ---------------------------------------------------------------
+
+    def tool_params(self, schema: ActionSchema) -> dict[str, Any]:  # Any: litellm arguments
+        """Strict functions, ``tool_choice: "auto"`` and ``parallel_tool_calls: false``
+        (strict schemas are not guaranteed for parallel calls, and one action runs per
+        step); the Responses API takes its flat function format."""
+        if self.api == "chat":
+            return {**super().tool_params(schema), "parallel_tool_calls": False}
+        tools: list[dict[str, Any]] = []  # Any: JSON
+        for spec in native_tool_specs(schema, self.native_tool_dialect(), strict=True):
+            tool: dict[str, Any] = {  # Any: JSON
+                "type": "function",
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
+                "strict": spec.strict,
+            }
+            tools.append(tool)
+        return {"tools": tools, "tool_choice": "auto", "parallel_tool_calls": False}
+
+    def native_request_params(
+        self, request: CompletionRequest, max_tokens: int
+    ) -> dict[str, Any]:  # Any: litellm keyword arguments
+        """Chat Completions with tools, or the Responses API with ``function_call`` and
+        ``function_call_output`` input items carrying our call ids."""
+        if self.api == "chat":
+            return super().native_request_params(request, max_tokens)
+        system = self.native_system_text(request)
+        chat = self.shape_native_messages(system, request)[1:]  # the system text: instructions
+        return {
+            "model": self.model,
+            "instructions": system,
+            "input": responses_input(chat),
+            "max_output_tokens": max_tokens,
+            "store": False,
+            **self.tool_params(request.schema),
+            **self.transport_params(),
+            **self.extra_params(request),
+        }
 
     # -- Responses API ---------------------------------------------------------------------
 
@@ -169,13 +239,16 @@ class OpenAIAdapter(LiteLLMAdapter):
     async def stream(
         self,
         params: dict[str, Any],  # Any: litellm keyword arguments
-        on_text: Callable[[str], None],
+        feed: PartialFeed,
     ) -> RawReply:
-        """Chat Completions chunks, or the Responses API's events: text deltas until the
-        terminal event, whose ``response`` is read like a non-streamed one."""
+        """Chat Completions chunks, or the Responses API's events: text deltas (and a
+        function call's name, then its argument deltas) until the terminal event, whose
+        ``response`` is read like a non-streamed one."""
         if self.api == "chat":
-            return await super().stream(params, on_text)
+            return await super().stream(params, feed)
         text = ""
+        first: NativeCall | None = None
+        first_index: int | None = None
         final: object = None
         events: Any = await self.send(params)  # Any: litellm's streaming iterator
         async for event in events:
@@ -183,7 +256,22 @@ class OpenAIAdapter(LiteLLMAdapter):
             kind = getattr(kind, "value", kind)  # litellm's str enum of event types
             if kind == "response.output_text.delta":
                 text += as_str(get_field(event, "delta")) or ""
-                on_text(text)
+                feed(text)
+            elif kind == "response.output_item.added" and first is None:
+                item = get_field(event, "item")
+                if get_field(item, "type") == "function_call":
+                    first = NativeCall(as_str(get_field(item, "name")) or "", "")
+                    first_index = as_int(get_field(event, "output_index"))
+                    feed.call(first)
+            elif (
+                kind == "response.function_call_arguments.delta"
+                and first is not None
+                and as_int(get_field(event, "output_index")) == first_index
+            ):
+                first = NativeCall(
+                    first.name, first.arguments + (as_str(get_field(event, "delta")) or "")
+                )
+                feed.call(first)
             elif kind in ("response.completed", "response.incomplete"):
                 final = get_field(event, "response")
             elif kind in ("response.failed", "error"):
@@ -198,7 +286,13 @@ class OpenAIAdapter(LiteLLMAdapter):
             return super().read_reply(raw)
         texts: list[str] = []
         refusals: list[str] = []
+        calls: list[NativeCall] = []
         for item in as_items(get_field(raw, "output")):
+            if get_field(item, "type") == "function_call":
+                name = as_str(get_field(item, "name"))
+                if name:
+                    calls.append(NativeCall(name, as_str(get_field(item, "arguments")) or ""))
+                continue
             if get_field(item, "type") != "message":
                 continue
             for part in as_items(get_field(item, "content")):
@@ -231,7 +325,40 @@ class OpenAIAdapter(LiteLLMAdapter):
                 cost=self.cost(raw),
             ),
             response_id=decode_response_id(raw_id if isinstance(raw_id, str) else None),
+            calls=tuple(calls),
         )
+
+
+def responses_input(
+    messages: Sequence[dict[str, Any]],  # Any: OpenAI chat messages
+) -> list[dict[str, Any]]:  # Any: Responses API input items
+    """Chat messages (with tool calls and tool results) as Responses API input items: a
+    tool call becomes a ``function_call`` item and its result a ``function_call_output``
+    item, both with our call id as ``call_id``
+    (https://platform.openai.com/docs/guides/function-calling)."""
+    items: list[dict[str, Any]] = []  # Any: JSON
+    for m in messages:
+        if m["role"] == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": m["tool_call_id"],
+                    "output": m["content"],
+                }
+            )
+            continue
+        if m.get("content"):
+            items.append({"role": m["role"], "content": m["content"]})
+        for call in m.get("tool_calls") or ():
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "arguments": call["function"]["arguments"],
+                }
+            )
+    return items
 
 
 def make(route: str, **options: Any) -> OpenAIAdapter:  # Any: OpenAIAdapter's keyword options

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -65,6 +65,30 @@ __all__ = [
 ]
 
 Mode = Literal["structured", "native"]
+
+
+@runtime_checkable
+class _SwitchesMode(Protocol):
+    """An adapter that can ask in either mode (the litellm-backed adapters)."""
+
+    def with_mode(self, mode: Mode) -> ModelAdapter:
+        """A copy of the adapter that asks in ``mode``."""
+        ...
+
+
+def _in_mode(model: ModelAdapter, mode: Mode) -> ModelAdapter:
+    """``model`` asking in ``mode``, or a clear error when it cannot."""
+    if mode not in ("structured", "native"):
+        raise ConfigurationError(f"Unknown mode {mode!r}: use 'structured' or 'native'.")
+    if isinstance(model, _SwitchesMode):
+        return model.with_mode(mode)
+    if mode == "native":
+        raise ConfigurationError(
+            f"Mode 'native' is not available for {model.name}: native tool calling needs an "
+            "adapter with with_mode() (the OpenAI, Anthropic, Gemini, DeepSeek and local "
+            "adapters); evaluate it in 'structured' mode."
+        )
+    return model
 
 
 class _Data(BaseModel):
@@ -492,18 +516,20 @@ async def evaluate(
     Args:
         cases: the cases (see :func:`load_cases`, :func:`load_bfcl`).
         model: the adapter to evaluate.
-        mode: ``structured`` (the next-action contract); ``native`` needs an adapter with
-            native tool calling.
+        mode: ``structured`` (the next-action contract) or ``native`` (the provider's tool
+            calling: ``model.with_mode("native")``; an adapter without ``with_mode`` is
+            refused). The scorecard records the mode.
         dataset, dataset_digest: recorded in the scorecard.
         contract: the contract document (default: the built-in current one).
         concurrency: cases in flight at once.
         max_reasks: re-asks after an invalid reply, as in a run.
         on_result: called after each case (progress display).
+
+    Raises:
+        ConfigurationError: ``native`` for an adapter without ``with_mode``, an unknown
+            mode, or ``concurrency`` below 1.
     """
-    if mode != "structured":
-        raise ConfigurationError(
-            f"Mode {mode!r} is not available for {model.name}: only 'structured' is built in."
-        )
+    asked = _in_mode(model, mode)
     if concurrency < 1:
         raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
     doc = contract or load_contract()
@@ -511,7 +537,7 @@ async def evaluate(
 
     async def one(case: EvalCase) -> CaseResult:
         async with gate:
-            result = await _run_case(case, model, doc, max_reasks)
+            result = await _run_case(case, asked, doc, max_reasks)
         if on_result is not None:
             on_result(result)
         return result

@@ -38,7 +38,8 @@ class Route:
             object itself stays usable for other calls the application makes.
         scorecards: the directory of scorecards written by ``agentcore eval``
             (default ``$AGENTCORE_SCORECARDS`` or ``.agentcore/scorecards``).
-        mode: which scorecard counts: ``structured`` or ``native``.
+        mode: which scorecard counts (``structured`` or ``native``) for adapters that do not
+            say their own mode; an adapter with a ``mode`` attribute is judged on that one.
     """
 
     models: Sequence[ModelEntry]
@@ -75,12 +76,15 @@ class Route:
         directory = Path(self.scorecards or default_scorecards_dir())
         refused: list[str] = []
         for adapter in (*self._plan, *self._act):
-            card = load_scorecard(directory, adapter.name, self.mode)
+            # An adapter that says how it asks (structured or native) is judged on that
+            # mode's scorecard; others on the route's mode.
+            mode: Mode = getattr(adapter, "mode", self.mode)
+            card = load_scorecard(directory, adapter.name, mode)
             if card is None:
-                refused.append(f"{adapter.name} has no {self.mode} scorecard in {directory}")
+                refused.append(f"{adapter.name} has no {mode} scorecard in {directory}")
             elif card.score < bar:
                 refused.append(
-                    f"{adapter.name} scored {card.score:.2f} ({self.mode}, dataset "
+                    f"{adapter.name} scored {card.score:.2f} ({mode}, dataset "
                     f"{card.dataset or card.dataset_hash}, contract {card.contract_hash})"
                 )
         if refused:

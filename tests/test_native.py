@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
-from agentcore.adapters import Message
+from agentcore._render import _INVALID_HINT as _INVALID_HINT_OF_RENDER  # pyright: ignore[reportPrivateUsage]
+from agentcore._render import reask_messages
+from agentcore.adapters import Message, PartialAction
 from agentcore.adapters._native import (
+    INVALID_HINT,
     NativeCall,
     native_messages,
+    native_note,
+    native_partial,
     native_reply,
+    native_tool_specs,
     native_tools,
+    strict_compatible,
     tool_name_map,
 )
 from agentcore.contracts import (
@@ -138,3 +146,68 @@ def test_a_call_without_a_result_yet_gets_a_placeholder() -> None:
     )
     assert [m["role"] for m in out] == ["system", "assistant", "tool", "user"]
     assert out[2]["content"] == "(no result yet)"
+
+
+class Thinking(BaseModel):
+    thought: str
+    depth: int
+
+
+def test_a_tool_argument_named_thought_stays_an_argument() -> None:
+    schema = compile_action_schema([ToolSpec("ponder", "Think.", Thinking)])
+    reply = native_reply(
+        schema, "Why not.", [NativeCall("ponder", '{"thought": "deep", "depth": 3}')]
+    )
+    assert reply.action == ToolAction(
+        thought="Why not.", tool="ponder", args={"thought": "deep", "depth": 3}
+    )
+
+
+class Open(BaseModel):
+    payload: dict[str, Any]  # Any: an open object
+
+
+class Loose(BaseModel):
+    value: JsonValue
+
+
+def test_strict_only_where_the_schema_can_be_closed() -> None:
+    assert strict_compatible(GcdArgs.model_json_schema())
+    assert strict_compatible({"type": "object"})  # no arguments
+    assert not strict_compatible(Open.model_json_schema())
+    assert not strict_compatible(Loose.model_json_schema())
+    assert not strict_compatible(
+        {"type": "object", "properties": {"p": {"type": "object"}}, "required": ["p"]}
+    )
+    schema = compile_action_schema([ToolSpec("blob", "B.", Open), ToolSpec("ping", "P.", Empty)])
+    specs = {s.name: s.strict for s in native_tool_specs(schema, "openai_strict", strict=True)}
+    assert specs == {"blob": False, "ping": True, "plan": True, "finish": True}
+
+
+def test_the_native_note_names_renamed_tools() -> None:
+    note = native_note(SCHEMA)
+    assert "calling exactly one function" in note
+    assert "math.gcd is math_gcd; math_gcd is math_gcd_2." in note
+    plain = compile_action_schema([ToolSpec("ping", "Ping.", Empty)])
+    assert "Function names" not in native_note(plain)
+
+
+def test_a_reask_asks_for_a_function_call_and_empty_replies_are_shown() -> None:
+    assert INVALID_HINT == _INVALID_HINT_OF_RENDER
+    reask = reask_messages("", "The reply had no function call and no text.")
+    out = native_messages("S", [Message("user", "Task: go"), *reask], SCHEMA)
+    assert out[2] == {"role": "assistant", "content": "(empty reply)"}
+    assert INVALID_HINT not in out[3]["content"]
+    assert out[3]["content"].endswith(
+        "Call exactly one of the offered functions again, with arguments that match its parameters."
+    )
+
+
+def test_partial_actions_while_a_call_streams() -> None:
+    assert native_partial(SCHEMA, "Let me", None) == PartialAction(thought="Let me")
+    tool_call = NativeCall("math_gcd", '{"a": 1')
+    assert native_partial(SCHEMA, "Let me", tool_call) == PartialAction(
+        type="tool", tool="math.gcd", thought="Let me"
+    )
+    finish = NativeCall("finish", '{"thought": "Almost th')
+    assert native_partial(SCHEMA, "", finish) == PartialAction(type="finish", thought="Almost th")

@@ -199,7 +199,11 @@ def print_transcript(events: list[Event]) -> None:
     out.print(table)
 
 
-def report(result: RunResult, *, agent_hint: str | None = None) -> NoReturn:
+def report(
+    result: RunResult, *, agent_hint: str | None = None, paused_ok: bool = False
+) -> NoReturn:
+    """Print a run's outcome and exit with its status's code (``paused_ok``: a run waiting
+    for a person exits 0, for the demo, where that pause is the point)."""
     status = result.status
     style = {RunStatus.COMPLETED: "green", RunStatus.AWAITING_CONFIRMATION: "yellow"}.get(
         status, "red"
@@ -238,6 +242,8 @@ def report(result: RunResult, *, agent_hint: str | None = None) -> NoReturn:
             highlight=False,
             soft_wrap=True,
         )
+    if paused_ok and status is RunStatus.AWAITING_CONFIRMATION:
+        raise typer.Exit(0)
     raise typer.Exit(EXIT_CODES[status])
 
 

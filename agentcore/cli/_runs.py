@@ -97,7 +97,7 @@ def demo(
             "this run on the demo's default model.",
             highlight=False,
         )
-    report(result)
+    report(result, paused_ok=True)
 
 
 def _serve_smollm2(stack: contextlib.ExitStack) -> ModelAdapter:

@@ -21,11 +21,16 @@ __all__ = [
     "Completion",
     "CompletionRequest",
     "Message",
+    "Mode",
     "ModelAdapter",
     "PartialAction",
     "parse_reply",
     "partial_action",
 ]
+
+
+Mode = Literal["structured", "native"]
+"""How an adapter asks for the action: the structured contract or native tool calling."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +127,7 @@ class Completion:
     finish_reason: str | None = None
     response_id: str | None = None
     latency_ms: float = 0.0
-    mode: Literal["structured", "native"] = "structured"
+    mode: Mode = "structured"
     """How the action was asked for: the structured contract, or native tool calling."""
     dropped_calls: tuple[str, ...] = ()
     """Native mode: further tool calls of the same reply, not executed (one action per

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentcore.adapters import ModelAdapter, resolve_route
+from agentcore.adapters._protocol import Mode
 from agentcore.contracts.errors import ConfigurationError
-
-from .evals import Mode, load_scorecard
 
 __all__ = ["DEFAULT_SCORECARDS", "Route", "default_scorecards_dir"]
 
@@ -71,6 +70,8 @@ class Route:
         return self._plan
 
     def _check_scores(self) -> None:
+        from .evals import load_scorecard  # the harness loads only when a route is gated
+
         bar = self.min_score
         assert bar is not None
         directory = Path(self.scorecards or default_scorecards_dir())

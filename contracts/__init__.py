@@ -3,6 +3,8 @@
 This package imports only pydantic and the standard library.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._actions import (
     MAX_PLAN_STEPS,
     MAX_THOUGHT_CHARS,
@@ -12,18 +14,20 @@ from ._actions import (
     PlanAction,
     ToolAction,
 )
-from ._dialects import (
-    ANTHROPIC_MAX_OPTIONAL_PARAMS,
-    ANTHROPIC_MAX_UNION_PARAMS,
-    AnthropicLimitReport,
-    Dialect,
-    WireSchema,
-    anthropic_limits,
-    choose_form,
-    compile_parameters,
-    compile_wire_schema,
-    fits_anthropic,
-)
+
+if TYPE_CHECKING:  # the dialect compilers load on first use: only adapters need them
+    from ._dialects import (
+        ANTHROPIC_MAX_OPTIONAL_PARAMS,
+        ANTHROPIC_MAX_UNION_PARAMS,
+        AnthropicLimitReport,
+        Dialect,
+        WireSchema,
+        anthropic_limits,
+        choose_form,
+        compile_parameters,
+        compile_wire_schema,
+        fits_anthropic,
+    )
 from ._document import ContractDocument, ExampleTool, ExampleTurn, WorkedExample, load_contract
 from ._jsonschema import model_from_json_schema
 from ._schema import (
@@ -71,3 +75,27 @@ __all__ = [
     "load_contract",
     "model_from_json_schema",
 ]
+
+
+_LAZY = frozenset(
+    {
+        "ANTHROPIC_MAX_OPTIONAL_PARAMS",
+        "ANTHROPIC_MAX_UNION_PARAMS",
+        "AnthropicLimitReport",
+        "Dialect",
+        "WireSchema",
+        "anthropic_limits",
+        "choose_form",
+        "compile_parameters",
+        "compile_wire_schema",
+        "fits_anthropic",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:  # Any: one of the dialect module's public names
+    if name in _LAZY:
+        from . import _dialects
+
+        return getattr(_dialects, name)
+    raise AttributeError(f"module 'agentcore.contracts' has no attribute {name!r}")

@@ -99,6 +99,9 @@ async def openai_sse(rate: float, reps: int) -> list[tuple[float, float]] | str:
 
     out: list[tuple[float, float]] = []
     with fakes.FakeProvider() as server:
+        server.queue(paced(ACTION, 0.0), paced(FINISH, 0.0))  # warm-up: litellm's import
+        model = OpenAIAdapter("openai/gpt-bench", api_base=server.base_url, api_key="sk-test")
+        await _one(model)
         for _ in range(reps):
             server.queue(paced(ACTION, rate), paced(FINISH, 0.0))
             model = OpenAIAdapter("openai/gpt-bench", api_base=server.base_url, api_key="sk-test")

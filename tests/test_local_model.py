@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 import threading
@@ -192,3 +194,101 @@ def test_demo_runs_on_smollm2_through_the_cli(tmp_path: Path) -> None:
     assert res.returncode in DEMO_EXIT_CODES, res.stdout + res.stderr
     assert "local/smollm2" in res.stdout
     assert "SmolLM2-135M" in res.stdout
+
+
+def test_eval_cli_scores_smollm2_in_both_modes(tmp_path: Path) -> None:
+    """``agentcore eval --mode both`` against the served model: one case per category.
+
+    One server for both modes, with llama-cpp-python's ``chatml-function-calling`` handler
+    (SmolLM2's own template has no tool-calling format): native requests take its ``tools``
+    path, structured ones (no tools) its plain ChatML path with the ``json_object`` schema
+    grammar. The model comes from a factory module; ``LocalAdapter`` reads the server's URL
+    from ``$AGENTCORE_LOCAL_API_BASE``. Checked: the scorecards' shape, never the scores.
+    """
+    from agentcore.adapters._llama_server import serve_llama, smollm2_model_path
+    from agentcore.contracts import load_contract
+    from agentcore.evals import Scorecard, dataset_hash
+
+    # the case with the shortest tools and messages of each category: short prompts keep
+    # the test near two minutes on two cores (prompt processing dominates)
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "evals" / "cases.jsonl"
+    smallest: dict[str, tuple[int, str]] = {}
+    for line in fixtures.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            case = json.loads(line)
+            size = len(json.dumps(case["tools"])) + len(json.dumps(case["messages"]))
+            if case["category"] not in smallest or size < smallest[case["category"]][0]:
+                smallest[case["category"]] = (size, line)
+    assert len(smallest) == 8
+    subset = tmp_path / "subset.jsonl"
+    subset.write_text("".join(smallest[c][1] + "\n" for c in sorted(smallest)), encoding="utf-8")
+    (tmp_path / "smollm2_factory.py").write_text(
+        "from agentcore.adapters.local import LocalAdapter\n\n\n"
+        "def smollm2() -> LocalAdapter:\n"
+        "    # api_base: $AGENTCORE_LOCAL_API_BASE\n"
+        "    return LocalAdapter('local/smollm2', max_output_tokens=64)\n",
+        encoding="utf-8",
+    )
+    out, cards_dir = tmp_path / "scorecards.json", tmp_path / "cards"
+    cli = Path(sys.executable).with_name("agentcore")
+    with serve_llama(
+        smollm2_model_path(), n_ctx=8192, chat_format="chatml-function-calling"
+    ) as base:  # n_ctx as in bench/run_smollm2_eval.py: native prompts pass 4096 tokens
+        res = subprocess.run(
+            [
+                str(cli),
+                "eval",
+                str(subset),
+                "--model",
+                "smollm2_factory:smollm2",
+                "--mode",
+                "both",
+                "--concurrency",
+                "1",
+                "--out",
+                str(out),
+                "--scorecards",
+                str(cards_dir),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "AGENTCORE_LOCAL_API_BASE": base},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "local/smollm2" in res.stdout
+
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert isinstance(written, list) and len(written) == 2
+    cards = [Scorecard.model_validate(c) for c in written]
+    assert [c.mode for c in cards] == ["structured", "native"]
+    contract = load_contract()
+    rates = ("accuracy", "tool_selection", "argument_accuracy", "abstention", "invalid_rate")
+    for card in cards:
+        stored = cards_dir / f"local_smollm2--{card.mode}.json"
+        assert Scorecard.model_validate_json(stored.read_text(encoding="utf-8")) == card
+        assert card.model == "local/smollm2"
+        assert (card.contract_version, card.contract_hash) == (contract.version, contract.hash)
+        assert (card.dataset, card.dataset_hash) == (str(subset), dataset_hash(subset))
+        assert card.cases == 8 and len(card.results) == 8
+        assert sorted(r["category"] for r in card.results) == sorted(smallest)
+        assert set(card.by_category) == set(smallest)
+        assert all(v["cases"] == 1 for v in card.by_category.values())
+        for metrics in (card.metrics, *card.by_category.values()):
+            for name in rates:
+                value = metrics[name]
+                assert value is None or 0 <= value <= 1, (card.mode, name, value)
+            assert 0 <= (metrics["reasks_per_case"] or 0) <= 2
+            for name in ("input_tokens_per_case", "output_tokens_per_case", "latency_ms_median"):
+                assert (metrics[name] or 0) >= 0, (card.mode, name)
+        assert card.metrics["cases"] == 8
+        assert card.metrics["accuracy"] is not None and card.metrics["invalid_rate"] is not None
+        # every case reached the model and got an answer: a valid action, an invalid reply,
+        # or a reply cut off at the token cap; never a transport or context error
+        for row in card.results:
+            failed = re.match(r"([A-Za-z]+Error): ", row["error"] or "")
+            assert failed is None or failed[1] == "ModelTruncatedError", (card.mode, row)
+            assert row["invalid"] == (row["action"] is None)
+            assert row["latency_ms"] > 0

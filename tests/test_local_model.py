@@ -196,14 +196,36 @@ def test_demo_runs_on_smollm2_through_the_cli(tmp_path: Path) -> None:
     assert "SmolLM2-135M" in res.stdout
 
 
-def test_eval_cli_scores_smollm2_in_both_modes(tmp_path: Path) -> None:
+FACTORY = '''"""SmolLM2 for `agentcore eval --mode both`: each mode on its own server."""
+
+import os
+
+from agentcore.adapters.local import LocalAdapter
+
+
+class SmolLM2(LocalAdapter):
+    def with_mode(self, mode):
+        clone = super().with_mode(mode)
+        if mode == "native":  # structured: $AGENTCORE_LOCAL_API_BASE, read by LocalAdapter
+            clone.api_base = os.environ["SMOLLM2_NATIVE_API_BASE"]
+        return clone
+
+
+def smollm2():
+    return SmolLM2("local/smollm2", max_output_tokens=128)
+'''
+"""The model for the eval test; 128 output tokens (256 in the bench) keeps it short."""
+
+
+def test_eval_cli_scores_smollm2_in_both_modes(api_base: str, tmp_path: Path) -> None:
     """``agentcore eval --mode both`` against the served model: one case per category.
 
-    One server for both modes, with llama-cpp-python's ``chatml-function-calling`` handler
-    (SmolLM2's own template has no tool-calling format): native requests take its ``tools``
-    path, structured ones (no tools) its plain ChatML path with the ``json_object`` schema
-    grammar. The model comes from a factory module; ``LocalAdapter`` reads the server's URL
-    from ``$AGENTCORE_LOCAL_API_BASE``. Checked: the scorecards' shape, never the scores.
+    As in bench/run_smollm2_eval.py, each mode has its server: structured requests go to the
+    module's server (the GGUF file's own ChatML template), native ones to a second server
+    with llama-cpp-python's ``chatml-function-calling`` handler (SmolLM2's template has no
+    tool-calling format). The CLI imports a factory module whose adapter sends each mode to
+    its server (``with_mode``, which ``evaluate`` calls for both modes). Checked: the
+    scorecards' shape, never the scores.
     """
     from agentcore.adapters._llama_server import serve_llama, smollm2_model_path
     from agentcore.contracts import load_contract
@@ -222,18 +244,12 @@ def test_eval_cli_scores_smollm2_in_both_modes(tmp_path: Path) -> None:
     assert len(smallest) == 8
     subset = tmp_path / "subset.jsonl"
     subset.write_text("".join(smallest[c][1] + "\n" for c in sorted(smallest)), encoding="utf-8")
-    (tmp_path / "smollm2_factory.py").write_text(
-        "from agentcore.adapters.local import LocalAdapter\n\n\n"
-        "def smollm2() -> LocalAdapter:\n"
-        "    # api_base: $AGENTCORE_LOCAL_API_BASE\n"
-        "    return LocalAdapter('local/smollm2', max_output_tokens=64)\n",
-        encoding="utf-8",
-    )
+    (tmp_path / "smollm2_factory.py").write_text(FACTORY, encoding="utf-8")
     out, cards_dir = tmp_path / "scorecards.json", tmp_path / "cards"
     cli = Path(sys.executable).with_name("agentcore")
     with serve_llama(
         smollm2_model_path(), n_ctx=8192, chat_format="chatml-function-calling"
-    ) as base:  # n_ctx as in bench/run_smollm2_eval.py: native prompts pass 4096 tokens
+    ) as native_base:  # n_ctx as in bench/run_smollm2_eval.py: native prompts pass 4096
         res = subprocess.run(
             [
                 str(cli),
@@ -251,7 +267,11 @@ def test_eval_cli_scores_smollm2_in_both_modes(tmp_path: Path) -> None:
                 str(cards_dir),
             ],
             cwd=tmp_path,
-            env={**os.environ, "AGENTCORE_LOCAL_API_BASE": base},
+            env={
+                **os.environ,
+                "AGENTCORE_LOCAL_API_BASE": api_base,
+                "SMOLLM2_NATIVE_API_BASE": native_base,
+            },
             capture_output=True,
             text=True,
             timeout=300,

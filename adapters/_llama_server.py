@@ -23,9 +23,11 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.metadata
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -142,6 +144,18 @@ def _answers(url: str) -> bool:
         return False
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGTERM it when its parent dies, so a killed
+    caller (a timed-out test, a SIGKILLed demo) leaves no server behind."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _start(
     command: list[str], models_url: str, log: IO[bytes], timeout_s: float
 ) -> subprocess.Popen[bytes]:
@@ -152,6 +166,7 @@ def _start(
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_die_with_parent,  # noqa: PLW1509  # only sets a signal on Linux; no locks taken
     )
     try:
         _wait_ready(proc, command, models_url, log, timeout_s)

@@ -33,7 +33,16 @@ from .events import (
 )
 from .policy import Budget, Policy
 
-__all__ = ["OpenCall", "PendingCall", "RunResult", "RunState", "RunStatus", "RunUsage", "args_hash"]
+__all__ = [
+    "OpenCall",
+    "PendingCall",
+    "RunResult",
+    "RunState",
+    "RunStatus",
+    "RunUsage",
+    "args_hash",
+    "status_after",
+]
 
 
 class RunStatus(StrEnum):
@@ -55,6 +64,23 @@ class RunStatus(StrEnum):
 
 
 FINAL_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})
+
+_RUNNING = RunStatus.RUNNING.value
+_CONTINUES = frozenset({"run_started", "run_resumed", "confirmation", "resolution"})
+
+
+def status_after(current: str, event: Event) -> str:
+    """The one rule for a run's status: its status after ``event``, given the one before.
+
+    ``run_finished`` sets the status it names; a start, a resume, a person's confirmation
+    or resolution sets the run running again; every other event leaves it as it was. The
+    state fold and every store's run listing call this, so they cannot disagree.
+    """
+    if isinstance(event, RunFinished):
+        return event.status
+    if event.type in _CONTINUES:
+        return _RUNNING
+    return current
 
 
 def args_hash(tool: str, args: dict[str, Any]) -> str:  # Any: JSON values
@@ -230,8 +256,7 @@ class RunState:
             case Confirmation():
                 call = self._call(event.call_id)
                 call.confirmation = event
-                self.status = RunStatus.RUNNING
-                self.reason = None
+                self._set_status(event)
                 if event.approved and isinstance(call.action, PlanAction):
                     self.plan_approved = True
                 if not event.approved and isinstance(call.action, ToolAction):
@@ -253,14 +278,12 @@ class RunState:
                 if event.budget is not None:
                     self.budget = Budget.from_json(event.budget)
                 self.recoveries = self.recoveries + 1 if event.recovery else 0
-                self.status = RunStatus.RUNNING
-                self.reason = None
+                self._set_status(event)
             case Resolution():
                 self._call(event.call_id).resolution = event
-                self.status = RunStatus.RUNNING
-                self.reason = None
+                self._set_status(event)
             case RunFinished():
-                self.status = RunStatus(event.status)
+                self._set_status(event)
                 self.answer = event.answer
                 self.reason = event.reason
             case RunStarted():
@@ -272,6 +295,12 @@ class RunState:
                 self.contract = dict(event.contract)
                 self.tools = {k: dict(v) for k, v in event.tools.items()}
                 self.started_at = event.at
+
+    def _set_status(self, event: Event) -> None:
+        status = RunStatus(status_after(self.status.value, event))
+        if status is not self.status or status is RunStatus.RUNNING:
+            self.reason = None
+        self.status = status
 
     def _call(self, call_id: str) -> OpenCall:
         if self.call is None or self.call.call_id != call_id:

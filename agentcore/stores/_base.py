@@ -8,7 +8,8 @@ from typing import Protocol, runtime_checkable
 
 from agentcore.contracts.errors import RunBusyError, StoreError
 
-from ..events import Event, RunFinished, RunStarted
+from .._state import status_after
+from ..events import Event, RunStarted
 
 __all__ = [
     "InProcessClaims",
@@ -153,12 +154,3 @@ def check_batch(run_id: str, expected_seq: int, events: Sequence[Event]) -> None
             )
     if expected_seq == 0 and not isinstance(events[0], RunStarted):
         raise StoreError("a run's first event must be run_started")
-
-
-def status_after(current: str, event: Event) -> str:
-    """The run status a store lists after ``event`` (a store keeps it beside the log)."""
-    if isinstance(event, RunFinished):
-        return event.status
-    if event.type in ("run_started", "run_resumed", "confirmation"):
-        return "running"
-    return current

@@ -398,7 +398,7 @@ def native_reply(
     written = f"{first.name}({first.arguments})"
     try:
         args = _arguments_of(first.arguments)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError; too deep for the parser
         err = InvalidActionError(f"The arguments of {first.name!r} are not valid JSON ({exc}).")
         return NativeReply(None, err, written, dropped)
     if not isinstance(args, dict):

@@ -121,6 +121,11 @@ class Renderer:
             case ToolFinished():
                 if ev.ok:
                     body = render_observation(ev.result, self._limit)
+                    if ev.result_bytes is not None:
+                        body = (
+                            f"(the result was {ev.result_bytes} bytes of JSON; only its start "
+                            f"was kept) {body}"
+                        )
                     self._user(f"[{ev.call_id}] {ev.tool} returned: {body}", ev.call_id)
                 else:
                     self._user(f"[{ev.call_id}] {ev.tool} failed: {ev.error}", ev.call_id)

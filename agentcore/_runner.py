@@ -28,10 +28,16 @@ from agentcore.contracts import (
     PlanAction,
     ToolAction,
     ToolSpec,
+    check_text,
     compile_action_schema,
 )
 from agentcore.contracts._schema import parse_loose_tool_action
-from agentcore.contracts.errors import ModelError, UnknownToolError
+from agentcore.contracts.errors import (
+    ConfigurationError,
+    LimitExceededError,
+    ModelError,
+    UnknownToolError,
+)
 
 from ._dispatch import decide
 from ._faults import crash_point
@@ -50,7 +56,7 @@ from .events import (
 )
 from .stores import TranscriptStore
 from .streaming import SINK, PartialTracker
-from .tools import Tool, ToolContext
+from .tools import Tool, ToolContext, recordable_result
 
 __all__ = ["ContextProvider", "ContextRequest", "Driver", "RunSetup"]
 
@@ -241,6 +247,12 @@ class Driver:
                 value = await value
             if value:
                 source = getattr(provider, "__name__", type(provider).__name__)
+                if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # user code
+                    raise ConfigurationError(
+                        f"Context provider {source!r} returned {type(value).__name__}; "
+                        "return a str, or None for nothing."
+                    )
+                check_text(value, f"output of context provider {source!r}")
                 self.record(ContextAdded(**self._seq(), step=step, source=source, content=value))
 
     async def _ask(self) -> None:
@@ -440,7 +452,9 @@ class Driver:
         await self.flush()  # write-ahead: the intent is durable before the side effect
         crash_point("after_intent_commit")
         ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
-        outcome = await tool.run(args, ctx)
+        outcome = await tool.run(
+            args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes
+        )
         crash_point("after_tool_return")
         self.record(
             ToolFinished(
@@ -452,6 +466,8 @@ class Driver:
                 result=outcome.result,
                 error=outcome.error,
                 duration_ms=round(outcome.duration_ms, 3),
+                result_bytes=outcome.result_bytes,
+                result_sha256=outcome.result_sha256,
             )
         )
         self.log.debug("tool_finished", step=call.step, tool=tool.name, ok=outcome.ok)
@@ -473,16 +489,7 @@ class Driver:
             if inspect.isawaitable(found):
                 found = await found
             if found is not None:
-                self.record(
-                    ToolFinished(
-                        **self._seq(),
-                        step=call.step,
-                        call_id=call.call_id,
-                        tool=tool.name,
-                        ok=True,
-                        result=found,
-                    )
-                )
+                self.record(self._reconciled(call, tool.name, found))
                 await self.flush()
             else:
                 await self._run_tool(call)
@@ -495,6 +502,30 @@ class Driver:
                 "recorded; a person must say whether it happened: agentcore resolve "
                 f"{self.state.run_id} --result JSON | --rerun | --fail --by NAME"
             ),
+        )
+
+    def _reconciled(self, call: OpenCall, tool: str, found: object) -> ToolFinished:
+        """The outcome ``reconcile`` reported for a lost call, recorded like a result."""
+        try:
+            result, full, digest = recordable_result(found, self.state.policy.max_tool_result_bytes)
+        except LimitExceededError as exc:
+            return ToolFinished(
+                **self._seq(),
+                step=call.step,
+                call_id=call.call_id,
+                tool=tool,
+                ok=False,
+                error=f"reconcile found the call happened, but {exc}",
+            )
+        return ToolFinished(
+            **self._seq(),
+            step=call.step,
+            call_id=call.call_id,
+            tool=tool,
+            ok=True,
+            result=result,
+            result_bytes=full,
+            result_sha256=digest,
         )
 
 

@@ -27,6 +27,8 @@ from agentcore.contracts import (
     ContractDocument,
     ToolAction,
     WorkedExample,
+    check_json,
+    check_text,
     load_contract,
 )
 from agentcore.contracts.errors import (
@@ -253,6 +255,9 @@ class Agent:
         """
         if not task.strip():
             raise ConfigurationError("The task is empty: say what the agent should do.")
+        check_text(task, "task")
+        recorded_metadata: dict[str, Any] = to_jsonable_python(dict(metadata or {}))  # Any: JSON
+        check_json(recorded_metadata, "metadata")
         names = self.resolve_scope(scope)
         budget = budget or Budget()
         if run_id is not None and await self._exists(run_id):
@@ -278,7 +283,7 @@ class Agent:
                 }
                 for n in names
             },
-            metadata=dict(metadata or {}),
+            metadata=recorded_metadata,
         )
         state.apply(started)
         try:
@@ -451,6 +456,7 @@ class Agent:
         """
         if not by.strip():
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
+        check_text(by + (reason or ""), "resolution's by/reason")
         with self._claimed(run_id):
             return await self._resolve_claimed(run_id, by, result, rerun, fail, reason)
 
@@ -486,6 +492,9 @@ class Agent:
                 "resolve."
             )
         decision = chosen[0]
+        if decision == "result":
+            result = to_jsonable_python(result)
+            check_json(result, "result given to resolve()")
         now, seq = time.time(), state.next_seq
         batch: list[Event] = [
             Resolution(
@@ -510,7 +519,7 @@ class Agent:
                     call_id=call.call_id,
                     tool=call.action.tool,
                     ok=decision == "result",
-                    result=to_jsonable_python(result) if decision == "result" else None,
+                    result=result if decision == "result" else None,
                     error=None if decision == "result" else why,
                 )
             )
@@ -552,6 +561,7 @@ class Agent:
         """
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
+        check_text(by + (reason or ""), "confirmation's by/reason")
         with self._claimed(run_id):
             return await self._confirm_claimed(run_id, approve, by, reason, args, step, args_hash)
 

@@ -170,6 +170,11 @@ class ToolFinished(_Event):
     result: JsonValue = None
     error: str | None = None
     duration_ms: float = 0.0
+    result_bytes: int | None = None
+    """Set when the result was truncated: the size of the full result's JSON (UTF-8)."""
+    result_sha256: str | None = None
+    """Set when the result was truncated: the sha256 of the full result's JSON; ``result``
+    then holds the first ``Policy.max_tool_result_bytes`` bytes of it as a string."""
 
 
 class RunResumed(_Event):

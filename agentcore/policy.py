@@ -78,6 +78,9 @@ class Policy:
             model (the transcript keeps them whole).
         schema_form: ``typed`` (one variant per tool) or ``generic`` (``args_json``).
         max_reply_bytes: replies larger than this are refused before parsing.
+        max_tool_result_bytes: a tool result whose JSON is larger than this is stored
+            truncated (the first bytes as a string) with its full size and sha256 in the
+            ``tool_finished`` event; the model sees the truncated form.
         dead_letter_after: a run whose worker died this many times in a row without
             progress is stopped as ``failed`` instead of being resumed again; a person can
             still resume it with ``resume(run_id, by=...)``.
@@ -90,6 +93,7 @@ class Policy:
     max_observation_chars: int = 8_000
     schema_form: SchemaForm = "typed"
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_tool_result_bytes: int = 256 * 1024
     dead_letter_after: int = 5
 
     def __post_init__(self) -> None:
@@ -98,6 +102,7 @@ class Policy:
         _positive("max_repeated_failures", self.max_repeated_failures)
         _positive("max_observation_chars", self.max_observation_chars)
         _positive("max_reply_bytes", self.max_reply_bytes)
+        _positive("max_tool_result_bytes", self.max_tool_result_bytes)
         _positive("dead_letter_after", self.dead_letter_after)
         if self.schema_form not in ("typed", "generic"):
             raise ConfigurationError(

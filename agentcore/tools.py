@@ -21,20 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import inspect
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from agentcore.contracts import Effect, ToolSpec
-from agentcore.contracts.errors import ToolDefinitionError
+from agentcore.contracts import Effect, ToolSpec, check_json, json_problem
+from agentcore.contracts.errors import LimitExceededError, ToolDefinitionError
 
-__all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "tool"]
+__all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "recordable_result", "tool"]
 
 Reconcile = Callable[[str], Any]
 """``reconcile(idempotency_key)`` of a non-idempotent tool: return the earlier call's result
@@ -67,6 +69,47 @@ class ToolOutcome:
     result: Any = None  # Any: a JSON-ready value (to_jsonable_python output)
     error: str | None = None
     duration_ms: float = 0.0
+    result_bytes: int | None = None
+    """When the result was truncated: the size of the full result's JSON."""
+    result_sha256: str | None = None
+    """When the result was truncated: the sha256 of the full result's JSON."""
+
+
+DEFAULT_MAX_RESULT_BYTES = 256 * 1024
+
+
+def recordable_result(
+    value: object, max_bytes: int = DEFAULT_MAX_RESULT_BYTES
+) -> tuple[Any, int | None, str | None]:  # Any: a JSON-ready value
+    """A tool's return value as it can be recorded: ``(result, full_bytes, sha256)``.
+
+    The value becomes JSON-ready (pydantic models, dataclasses, dates...); a JSON text
+    longer than ``max_bytes`` is cut to its first ``max_bytes`` bytes (kept as a string),
+    with the full size and sha256 returned beside it (``None`` when nothing was cut).
+
+    Raises:
+        LimitExceededError: the value is not JSON (cyclic, bytes, custom objects), nests
+            deeper than the limits, or holds NaN, huge integers or invalid text.
+    """
+    try:
+        result = to_jsonable_python(value)
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
+        raise LimitExceededError(
+            f"the tool returned a value that is not JSON-ready ({type(exc).__name__}: "
+            f"{str(exc)[:300]}); return JSON values, pydantic models or dataclasses"
+        ) from exc
+    problem = json_problem(result, max_string_chars=None)
+    if problem is not None:
+        raise LimitExceededError(f"the tool returned a value that cannot be recorded: {problem}")
+    small = not isinstance(result, str) or len(result) * 4 <= max_bytes
+    if small and (isinstance(result, str | int | float | bool) or result is None):
+        return result, None, None  # fits whatever its encoding: skip the measuring
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    data = text.encode()
+    if len(data) <= max_bytes:
+        return result, None, None
+    head = data[:max_bytes].decode("utf-8", "ignore")  # never half a character
+    return head, len(data), hashlib.sha256(data).hexdigest()
 
 
 _ARGS_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
@@ -101,7 +144,8 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 
 
 class _ToolArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and Infinity are not JSON: refused, so the arguments that run are the ones stored.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Tool:
@@ -201,15 +245,27 @@ class Tool:
         """Validate and normalise arguments; returns them as JSON-ready values.
 
         Raises:
+            LimitExceededError: the arguments break the limits (NaN, deep nesting, ...).
             pydantic.ValidationError: the arguments do not match the schema.
         """
-        return self.spec.args_model.model_validate(args).model_dump(mode="json")
+        check_json(args, "arguments")
+        valid = self.spec.args_model.model_validate(args).model_dump(mode="json")
+        check_json(valid, "arguments")
+        return valid
 
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self,
+        args: dict[str, Any],
+        ctx: ToolContext,
+        *,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> ToolOutcome:
         """Validate ``args``, call the function (with a timeout) and capture the outcome.
 
         Never raises for the tool's own failures: a bad argument, an exception, a timeout
-        or an unserialisable result becomes ``ToolOutcome(ok=False, error=...)``.
+        or a result that cannot be recorded (see :func:`recordable_result`) becomes
+        ``ToolOutcome(ok=False, error=...)``; a result over ``max_result_bytes`` is kept
+        truncated.
         """
         started = time.perf_counter()
 
@@ -234,9 +290,10 @@ class Tool:
         except Exception as exc:
             return done(False, error=f"{type(exc).__name__}: {exc}")
         try:
-            return done(True, result=to_jsonable_python(value))
-        except PydanticSerializationError as exc:
-            return done(False, error=f"the tool returned a value that is not JSON-ready: {exc}")
+            result, full, digest = recordable_result(value, max_result_bytes)
+        except LimitExceededError as exc:
+            return done(False, error=str(exc))
+        return replace(done(True, result=result), result_bytes=full, result_sha256=digest)
 
 
 @overload

@@ -30,6 +30,18 @@ if TYPE_CHECKING:  # the dialect compilers load on first use: only adapters need
     )
 from ._document import ContractDocument, ExampleTool, ExampleTurn, WorkedExample, load_contract
 from ._jsonschema import model_from_json_schema
+from ._limits import (
+    MAX_DEPTH,
+    MAX_EVENT_BYTES,
+    MAX_INT,
+    MAX_RUN_ID_CHARS,
+    MAX_STRING_CHARS,
+    MIN_INT,
+    check_json,
+    check_run_id,
+    check_text,
+    json_problem,
+)
 from ._schema import (
     DEFAULT_MAX_REPLY_BYTES,
     ActionSchema,
@@ -45,8 +57,14 @@ __all__ = [
     "ANTHROPIC_MAX_OPTIONAL_PARAMS",
     "ANTHROPIC_MAX_UNION_PARAMS",
     "DEFAULT_MAX_REPLY_BYTES",
+    "MAX_DEPTH",
+    "MAX_EVENT_BYTES",
+    "MAX_INT",
     "MAX_PLAN_STEPS",
+    "MAX_RUN_ID_CHARS",
+    "MAX_STRING_CHARS",
     "MAX_THOUGHT_CHARS",
+    "MIN_INT",
     "TOOL_NAME_PATTERN",
     "ActionSchema",
     "AnthropicLimitReport",
@@ -66,12 +84,16 @@ __all__ = [
     "WorkedExample",
     "anthropic_limits",
     "canonical_json",
+    "check_json",
+    "check_run_id",
+    "check_text",
     "choose_form",
     "compile_action_schema",
     "compile_parameters",
     "compile_wire_schema",
     "dump_action",
     "fits_anthropic",
+    "json_problem",
     "load_contract",
     "model_from_json_schema",
 ]

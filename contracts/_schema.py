@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from ._actions import FinishAction, NextAction, PlanAction, Thought, ToolAction, require_type
+from ._limits import MAX_DEPTH, json_problem
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, UnknownToolError
 
@@ -213,10 +214,26 @@ class ActionSchema:
         if fenced:
             text = fenced.group(1)
         try:
-            parsed = self._adapter.validate_json(text)
-        except ValidationError as exc:
-            raise self._explain(text, exc) from exc
-        return self._normalise(parsed)
+            try:
+                parsed = self._adapter.validate_json(text)
+            except ValidationError as exc:
+                raise self._explain(text, exc) from exc
+            action = self._normalise(parsed)
+        except InvalidActionError:
+            raise
+        except Exception as exc:  # RecursionError, UnicodeError...: a reply never crashes a run
+            raise InvalidActionError(
+                f"The reply could not be read ({type(exc).__name__}: {str(exc)[:200]}). "
+                "Reply with one short, flat JSON object."
+            ) from exc
+        problem = action_problem(action)
+        if problem is not None:
+            raise InvalidActionError(
+                f"The reply cannot be recorded: {problem}. Reply with one short, flat JSON "
+                "object: finite numbers, integers within 64 bits, nesting at most "
+                f"{MAX_DEPTH} levels."
+            )
+        return action
 
     def _normalise(self, parsed: BaseModel) -> NextAction:
         if isinstance(parsed, PlanAction | FinishAction):
@@ -326,7 +343,7 @@ def parse_loose_tool_action(reply: str) -> ToolAction | None:
     """
     try:
         data: object = json.loads(reply)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
@@ -337,13 +354,29 @@ def parse_loose_tool_action(reply: str) -> ToolAction | None:
     if isinstance(raw_args, str):  # the generic form
         try:
             args: object = json.loads(raw_args)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         obj = {k: v for k, v in obj.items() if k != "args_json"} | {"args": args}
     try:
-        return ToolAction.model_validate(obj)
-    except ValidationError:
+        action = ToolAction.model_validate(obj)
+    except (ValidationError, RecursionError):
         return None
+    return action if action_problem(action) is None else None
+
+
+def action_problem(action: NextAction) -> str | None:
+    """Why an action cannot be recorded (see the limits), or ``None``.
+
+    Checked for every parsed reply, whatever form it came in: a tool's arguments, a plan's
+    steps and a finish's answer must all read back from every store.
+    """
+    match action:
+        case ToolAction(args=args):
+            return json_problem(args)
+        case PlanAction(steps=steps, thought=thought):
+            return json_problem([thought, *steps])
+        case FinishAction(answer=answer, thought=thought):
+            return json_problem([thought, answer])
 
 
 def dump_action(action: NextAction) -> str:

@@ -8,7 +8,8 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     AgentcoreError
     ├── ConfigurationError          a setting, tool or argument the caller must fix
     │   ├── ToolDefinitionError     a decorated function cannot become a tool
-    │   └── ContractLintError       a worked example no longer validates
+    │   ├── ContractLintError       a worked example no longer validates
+    │   └── LimitExceededError      a value that no transcript may hold (see limits)
     ├── InvalidActionError          model output that is not one valid next action
     │   └── UnknownToolError        an action naming a tool that is not offered
     ├── ModelError                  the model could not be asked (raised by adapters)
@@ -47,6 +48,7 @@ __all__ = [
     "ConfirmationMismatchError",
     "ContractLintError",
     "InvalidActionError",
+    "LimitExceededError",
     "ModelError",
     "ModelRefusedError",
     "ModelTruncatedError",
@@ -90,6 +92,14 @@ class ContractLintError(ConfigurationError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("The contract's worked examples are invalid: " + "; ".join(problems))
         self.problems = problems
+
+
+class LimitExceededError(ConfigurationError):
+    """A value that cannot be recorded: too deep, too large, not JSON, or not valid text.
+
+    The message names where in the value the problem is and which limit it breaks (see
+    ``agentcore.contracts`` limits). Nothing was recorded.
+    """
 
 
 class InvalidActionError(AgentcoreError):

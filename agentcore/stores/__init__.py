@@ -1,6 +1,7 @@
 """Transcript stores and ``open_store(url)``.
 
-URLs: ``memory://`` and ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``.
+URLs: ``memory://`` and ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``;
+``postgresql://user@host/db`` (or ``postgres://``) with the ``agentcore[postgres]`` extra.
 The default URL is ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
 """
 
@@ -12,11 +13,13 @@ from agentcore.contracts.errors import ConfigurationError
 
 from ._base import RunSummary, TranscriptStore
 from ._memory import MemoryStore
+from ._postgres import PostgresStore  # imports psycopg only when a store is constructed
 from ._sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_STORE_URL",
     "MemoryStore",
+    "PostgresStore",
     "RunSummary",
     "SQLiteStore",
     "TranscriptStore",
@@ -38,6 +41,7 @@ def open_store(url: str | None = None) -> TranscriptStore:
     Raises:
         ConfigurationError: an unknown scheme or a malformed URL.
         StoreCorruptedError: the SQLite file exists but is not a usable database.
+        StoreError: the PostgreSQL database cannot be reached or has a newer schema.
     """
     url = url or default_store_url()
     if url == "memory://":
@@ -47,6 +51,9 @@ def open_store(url: str | None = None) -> TranscriptStore:
         if not path:
             raise ConfigurationError(f"Store URL {url!r} has no file path: use sqlite:///runs.db")
         return SQLiteStore(path)
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(url)
     raise ConfigurationError(
-        f"Unknown store URL {url!r}. Valid forms: 'memory://', 'sqlite:///path/to/file.db'."
+        f"Unknown store URL {url!r}. Valid forms: 'memory://', 'sqlite:///path/to/file.db', "
+        "'postgresql://user@host/dbname'."
     )

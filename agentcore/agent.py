@@ -43,6 +43,7 @@ from agentcore.contracts.errors import (
     ToolManifestChangedError,
 )
 
+from ._manifest import manifest_change, manifest_entry
 from ._runner import ContextProvider, Driver, RunSetup
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
@@ -275,14 +276,7 @@ class Agent:
             contract={"version": self.contract.version, "hash": self.contract.hash},
             route=[m.name for m in self.route],
             plan_route=[m.name for m in self.plan_route],
-            tools={
-                n: {
-                    "hash": self.tools[n].spec.manifest_hash,
-                    "effect": self.tools[n].spec.effect,
-                    "idempotent": self.tools[n].spec.idempotent,
-                }
-                for n in names
-            },
+            tools={n: manifest_entry(self.tools[n].spec) for n in names},
             metadata=recorded_metadata,
         )
         state.apply(started)
@@ -414,23 +408,30 @@ class Agent:
         return await self._drive(state, events)
 
     def _check_tools(self, state: RunState, accept: bool) -> list[str]:
-        """Tools the run used whose definition changed since it started (or are gone)."""
+        """Tools the run used or is about to run whose definition changed since it started
+        (or are gone), each with what changed. Every continuation (resume, confirm, resolve)
+        runs this check before it records anything.
+
+        Raises:
+            ToolManifestChangedError: something changed and ``accept`` is false.
+        """
         used = {name for name, n in state.per_tool.items() if n > 0}
         if state.call is not None and isinstance(state.call.action, ToolAction):
             used.add(state.call.action.tool)
         changed: list[str] = []
         for name in sorted(used):
-            recorded = state.tools.get(name, {}).get("hash")
             current = self.tools.get(name)
-            if current is None:
-                changed.append(f"{name} (no longer a tool of this agent)")
-            elif recorded is not None and current.spec.manifest_hash != recorded:
-                changed.append(f"{name} (schema, description or effect changed)")
+            change = manifest_change(
+                name, state.tools.get(name), None if current is None else current.spec
+            )
+            if change is not None:
+                changed.append(change)
         if changed and not accept:
             raise ToolManifestChangedError(
                 f"Run {state.run_id} used tools that changed since it started: "
-                f"{'; '.join(changed)}. Resume with accept_tool_changes=True "
-                "(--accept-tool-changes) if the run may continue with the new definitions."
+                f"{'; '.join(changed)}. Nothing was recorded or run. Continue with "
+                "accept_tool_changes=True (--accept-tool-changes) if the run may go on with "
+                "the new definitions."
             )
         return changed
 
@@ -443,6 +444,7 @@ class Agent:
         rerun: bool = False,
         fail: bool = False,
         reason: str | None = None,
+        accept_tool_changes: bool = False,
     ) -> RunResult:
         """Settle a call whose outcome was lost, for a run in ``needs_attention``.
 
@@ -450,15 +452,25 @@ class Agent:
         ``rerun=True`` (it did not happen: run it once), ``fail=True`` (treat it as failed;
         the model sees the failure). The decision is recorded, then the run continues.
 
+        Like :meth:`resume`, it first checks the tools the run used against the definitions
+        recorded when it started.
+
+        Args:
+            accept_tool_changes: continue although a tool the run used (the lost call's
+                included) changed since the run started; the accepted changes are recorded.
+
         Raises:
             RunError: the run is not waiting on a lost call.
             ConfigurationError: not exactly one of ``result``, ``rerun``, ``fail``; empty ``by``.
+            ToolManifestChangedError: a tool the run used changed or is gone.
         """
         if not by.strip():
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "resolution's by/reason")
         with self._claimed(run_id):
-            return await self._resolve_claimed(run_id, by, result, rerun, fail, reason)
+            return await self._resolve_claimed(
+                run_id, by, result, rerun, fail, reason, accept_tool_changes
+            )
 
     async def _resolve_claimed(
         self,
@@ -468,6 +480,7 @@ class Agent:
         rerun: bool,
         fail: bool,
         reason: str | None,
+        accept_tool_changes: bool,
     ) -> RunResult:
         chosen = [
             name
@@ -492,6 +505,12 @@ class Agent:
                 "resolve."
             )
         decision = chosen[0]
+        accepted = self._check_tools(state, accept_tool_changes)
+        if decision == "rerun" and call.action.tool not in self.tools:
+            raise ConfigurationError(
+                f"This agent has no tool {call.action.tool!r} to run again; resolve with "
+                "result=... or fail=True, or use the agent that has the tool."
+            )
         if decision == "result":
             result = to_jsonable_python(result)
             check_json(result, "result given to resolve()")
@@ -506,6 +525,7 @@ class Agent:
                 decision="result" if result is not _UNSET else "rerun" if rerun else "fail",
                 by=by,
                 reason=reason,
+                accepted_tool_changes=accepted,
             )
         ]
         if decision != "rerun":
@@ -539,6 +559,7 @@ class Agent:
         args: Mapping[str, Any] | None = None,  # Any: JSON arguments, validated by the tool
         step: int | None = None,
         args_hash: str | None = None,
+        accept_tool_changes: bool = False,
     ) -> RunResult:
         """Approve or deny the call a run is waiting on, then continue the run.
 
@@ -546,16 +567,31 @@ class Agent:
         the tool's schema); the model is not asked again. A denial's ``reason`` is shown
         to the model.
 
+        **Unbound unless you bind it.** Without ``step`` and ``args_hash`` this approves
+        whatever call the run is waiting on when the approval arrives, which may not be the
+        one the person saw. Pass ``step=pending.step, args_hash=pending.args_hash`` from
+        the :class:`PendingCall` that was shown; the CLI always does.
+
+        Like :meth:`resume`, it first checks the tools the run used (and the waiting call's
+        tool) against the definitions recorded when the run started. With
+        ``Policy(approval_ttl=...)`` an approval that arrives later than that many seconds
+        after the call began waiting is refused (the run keeps waiting; a denial is still
+        accepted).
+
         Args:
             approve: approve (``True``) or deny (``False``).
             by: who decided (recorded).
             reason: why; shown to the model on a denial.
             args: edited arguments to run instead of the proposed ones.
             step, args_hash: bind the approval to what the person saw; a mismatch refuses.
+            accept_tool_changes: continue although a tool the run used changed since it
+                started; the accepted changes are recorded in the confirmation.
 
         Raises:
             NotAwaitingConfirmationError: the run is not waiting for a person.
-            ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting.
+            ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting, or
+                the approval came after ``Policy.approval_ttl``.
+            ToolManifestChangedError: a tool the run used changed or is gone.
             ConfigurationError: ``by`` is empty or edited ``args`` do not validate.
             RunBusyError: another worker is advancing the run right now.
         """
@@ -563,7 +599,9 @@ class Agent:
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
         with self._claimed(run_id):
-            return await self._confirm_claimed(run_id, approve, by, reason, args, step, args_hash)
+            return await self._confirm_claimed(
+                run_id, approve, by, reason, args, step, args_hash, accept_tool_changes
+            )
 
     async def _confirm_claimed(
         self,
@@ -574,6 +612,7 @@ class Agent:
         args: Mapping[str, Any] | None,  # Any: JSON arguments
         step: int | None,
         args_hash: str | None,
+        accept_tool_changes: bool,
     ) -> RunResult:
         state, events = await self._load(run_id)
         pending = state.pending()
@@ -591,6 +630,14 @@ class Agent:
             raise ConfirmationMismatchError(
                 f"Run {run_id}: the waiting call's args hash is {pending.args_hash}, not "
                 f"{args_hash}; the call changed since it was shown. Nothing recorded."
+            )
+        if approve:
+            self._check_approval_window(state)
+        accepted = self._check_tools(state, accept_tool_changes)
+        if approve and pending.tool is not None and pending.tool not in self.tools:
+            raise ConfigurationError(
+                f"This agent has no tool {pending.tool!r} to run; deny the call, or confirm "
+                "with the agent that has the tool."
             )
         edited: dict[str, Any] | None = None  # Any: JSON values
         new_hash = pending.args_hash
@@ -622,11 +669,28 @@ class Agent:
             reason=reason,
             args=edited,
             args_hash=new_hash,
+            accepted_tool_changes=accepted,
         )
         await self._append(run_id, [ev])
         state.apply(ev)
         events.append(ev)
         return await self._drive(state, events)
+
+    @staticmethod
+    def _check_approval_window(state: RunState) -> None:
+        """Refuse an approval that arrives after ``Policy.approval_ttl`` (the run's policy)."""
+        ttl = state.policy.approval_ttl
+        call = state.call
+        if ttl is None or call is None or call.decision is None:
+            return
+        waited = time.time() - call.decision.at
+        if waited > ttl:
+            raise ConfirmationMismatchError(
+                f"Run {state.run_id}: the call at step {call.step} has waited {waited:.0f}s for "
+                f"approval; approvals expire after {ttl:g}s (Policy.approval_ttl), so this one "
+                "is refused and nothing was recorded. The run keeps waiting: deny the call "
+                "(the model then proposes again) or cancel the run."
+            )
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
         """End a run for good (status ``cancelled``). A completed run is left as it is."""

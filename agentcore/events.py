@@ -146,6 +146,8 @@ class Confirmation(_Event):
     args: dict[str, JsonValue] | None = None
     """Edited arguments, when the person changed them; ``None`` runs the proposed ones."""
     args_hash: str | None = None
+    accepted_tool_changes: list[str] = []
+    """Tools that changed since the run started, accepted by the person who confirmed."""
 
 
 class ToolStarted(_Event):
@@ -202,6 +204,8 @@ class Resolution(_Event):
     decision: Literal["result", "rerun", "fail"]
     by: str
     reason: str | None = None
+    accepted_tool_changes: list[str] = []
+    """Tools that changed since the run started, accepted by the person who resolved."""
 
 
 class RunFinished(_Event):

@@ -84,6 +84,9 @@ class Policy:
         dead_letter_after: a run whose worker died this many times in a row without
             progress is stopped as ``failed`` instead of being resumed again; a person can
             still resume it with ``resume(run_id, by=...)``.
+        approval_ttl: seconds an approval stays possible after a call starts waiting for
+            one (``None``: no limit). A later approval is refused and the run keeps
+            waiting; a denial is always accepted.
     """
 
     plan_before_writes: bool = True
@@ -95,6 +98,7 @@ class Policy:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     max_tool_result_bytes: int = 256 * 1024
     dead_letter_after: int = 5
+    approval_ttl: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_reasks < 0:
@@ -104,6 +108,7 @@ class Policy:
         _positive("max_reply_bytes", self.max_reply_bytes)
         _positive("max_tool_result_bytes", self.max_tool_result_bytes)
         _positive("dead_letter_after", self.dead_letter_after)
+        _positive("approval_ttl", self.approval_ttl)
         if self.schema_form not in ("typed", "generic"):
             raise ConfigurationError(
                 f"Invalid schema_form {self.schema_form!r}. Valid forms: 'typed', 'generic'."

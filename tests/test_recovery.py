@@ -280,7 +280,7 @@ async def test_changed_tool_refuses_resume_unless_accepted(store: MemoryStore) -
     done = await changed.resume("r1", accept_tool_changes=True)
     assert done.status is RunStatus.COMPLETED
     resumed = of(await changed.transcript("r1"), RunResumed)
-    assert resumed[0].accepted_tool_changes == ["pay (schema, description or effect changed)"]
+    assert resumed[0].accepted_tool_changes == ["pay (description changed)"]
 
 
 async def test_removed_tool_refuses_resume(store: MemoryStore) -> None:

@@ -1,0 +1,306 @@
+"""Every continuation checks what it is about to run (issue 9, part 2), through the public API.
+
+confirm and resolve check the tool manifest like resume; a timed-out non-idempotent call is
+a lost call; cancel while a tool runs records the tool's outcome, then the cancellation;
+approvals can expire; run ids are validated everywhere a caller gives one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pytest
+
+from agentcore import Agent, Policy, RunStatus, Tool, ToolContext, tool
+from agentcore.adapters import Message, ScriptedModel
+from agentcore.errors import (
+    ConfigurationError,
+    ConfirmationMismatchError,
+    ToolManifestChangedError,
+)
+from agentcore.events import (
+    Confirmation,
+    Event,
+    Resolution,
+    RunStarted,
+)
+from agentcore.stores import MemoryStore
+
+NO_PLAN = Policy(plan_before_writes=False)
+
+
+def of(events: Sequence[Event], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def script(tool_name: str, args: dict[str, Any]) -> ScriptedModel:
+    """Call ``tool_name`` once, then finish with what it returned (or that it failed);
+    decided from the conversation, so any agent can continue the run."""
+
+    def next_action(messages: Sequence[Message]) -> dict[str, Any]:
+        for m in messages:
+            if m.role == "user" and f"{tool_name} returned" in m.content:
+                return {"type": "finish", "thought": "done", "answer": "done"}
+            if m.role == "user" and f"{tool_name} failed" in m.content:
+                return {"type": "finish", "thought": "failed", "answer": "not done"}
+            if m.role == "user" and "Denied by" in m.content:
+                return {"type": "finish", "thought": "denied", "answer": "denied"}
+        return {"type": "tool", "thought": "go", "tool": tool_name, "args": args}
+
+    return ScriptedModel(next_action)
+
+
+# --------------------------------------------------------------------------- tool manifest
+
+
+def make_refund(
+    calls: list[int],
+    *,
+    doc: str = "Refund an order.",
+    effect: Literal["read", "write", "destructive"] = "destructive",
+    idempotent: bool | None = None,
+    cents: bool = False,
+) -> Tool:
+    if cents:
+
+        def refund_cents(amount: int, currency: str = "EUR") -> dict[str, int]:
+            calls.append(amount)
+            return {"refunded": amount}
+
+        fn: Any = refund_cents
+    else:
+
+        def refund_plain(amount: int) -> dict[str, int]:
+            calls.append(amount)
+            return {"refunded": amount}
+
+        fn = refund_plain
+    fn.__doc__ = doc
+    return tool(effect=effect, idempotent=idempotent, name="refund")(fn)
+
+
+async def paused_refund(store: MemoryStore, calls: list[int]) -> Agent:
+    agent = Agent(
+        tools=[make_refund(calls)],
+        model=script("refund", {"amount": 5}),
+        store=store,
+        policy=NO_PLAN,
+    )
+    result = await agent.run("refund 5", run_id="r1")
+    assert result.status is RunStatus.AWAITING_CONFIRMATION
+    return agent
+
+
+async def test_run_started_records_each_tools_full_definition() -> None:
+    store = MemoryStore()
+    calls: list[int] = []
+    agent = await paused_refund(store, calls)
+    (started,) = of(await agent.transcript("r1"), RunStarted)
+    entry = started.tools["refund"]
+    spec = agent.tools["refund"].spec
+    assert entry == {
+        "hash": spec.manifest_hash,
+        "description": "Refund an order.",
+        "schema": spec.args_schema,
+        "effect": "destructive",
+        "idempotent": False,
+    }
+    assert "amount" in str(entry["schema"])
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"doc": "Refund an order, in cents."}, "refund (description changed)"),
+        ({"cents": True}, "refund (argument schema changed)"),
+        ({"effect": "write"}, "refund (effect changed from destructive to write)"),
+        ({"idempotent": True}, "refund (idempotency changed from non-idempotent to idempotent)"),
+    ],
+)
+async def test_confirm_refuses_a_changed_tool_naming_what_changed(
+    change: dict[str, Any], words: str
+) -> None:
+    store = MemoryStore()
+    calls: list[int] = []
+    agent = await paused_refund(store, calls)
+    pending = (await agent.result("r1")).pending
+    assert pending is not None
+    before = await agent.transcript("r1")
+    changed = Agent(
+        tools=[make_refund(calls, **change)],
+        model=script("refund", {"amount": 5}),
+        store=store,
+        policy=NO_PLAN,
+    )
+    with pytest.raises(ToolManifestChangedError) as info:
+        await changed.confirm(
+            "r1", approve=True, by="alice", step=pending.step, args_hash=pending.args_hash
+        )
+    assert words in str(info.value)
+    assert "accept_tool_changes=True" in str(info.value)
+    assert await changed.transcript("r1") == before  # nothing recorded
+    assert calls == []  # nothing ran
+
+    done = await changed.confirm(
+        "r1",
+        approve=True,
+        by="alice",
+        step=pending.step,
+        args_hash=pending.args_hash,
+        accept_tool_changes=True,
+    )
+    assert done.status is RunStatus.COMPLETED
+    assert calls == [5]
+    (conf,) = of(await changed.transcript("r1"), Confirmation)
+    assert conf.accepted_tool_changes == [words]
+
+
+async def test_confirm_refuses_a_tool_that_is_gone() -> None:
+    store = MemoryStore()
+    calls: list[int] = []
+    await paused_refund(store, calls)
+
+    @tool(effect="read")
+    def other() -> str:
+        """Something else."""
+        return "x"
+
+    gone = Agent(tools=[other], model=script("refund", {}), store=store, policy=NO_PLAN)
+    with pytest.raises(ToolManifestChangedError, match=r"refund \(gone"):
+        await gone.confirm("r1", approve=True, by="alice")
+    # Accepting the change cannot run a tool that does not exist; denying still works.
+    with pytest.raises(ConfigurationError, match="no tool 'refund'"):
+        await gone.confirm("r1", approve=True, by="alice", accept_tool_changes=True)
+    denied = await gone.confirm(
+        "r1", approve=False, by="alice", reason="no", accept_tool_changes=True
+    )
+    assert denied.status is RunStatus.COMPLETED
+    assert calls == []
+
+
+class Payments:
+    """A non-idempotent payment whose first call dies mid-call (a crashed process)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def tool(self, doc: str = "Charge the customer.") -> Tool:
+        async def pay(amount: int, ctx: ToolContext) -> dict[str, int]:
+            self.calls += 1
+            if self.calls == 1:
+                raise asyncio.CancelledError  # the process "dies" inside the tool
+            return {"charged": amount}
+
+        pay.__doc__ = doc
+        return tool(effect="write", idempotent=False)(pay)
+
+
+async def test_resolve_refuses_a_changed_tool_unless_accepted() -> None:
+    store = MemoryStore()
+    pay = Payments()
+    agent = Agent(
+        tools=[pay.tool()], model=script("pay", {"amount": 5}), store=store, policy=NO_PLAN
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await agent.run("pay 5", run_id="r1")
+    assert (await agent.resume("r1")).status is RunStatus.NEEDS_ATTENTION
+    changed = Agent(
+        tools=[pay.tool("Charge the customer, in cents.")],
+        model=script("pay", {"amount": 5}),
+        store=store,
+        policy=NO_PLAN,
+    )
+    before = await changed.transcript("r1")
+    with pytest.raises(ToolManifestChangedError, match=r"pay \(description changed\)"):
+        await changed.resolve("r1", by="ops", rerun=True)
+    assert await changed.transcript("r1") == before
+    assert pay.calls == 1
+    done = await changed.resolve("r1", by="ops", rerun=True, accept_tool_changes=True)
+    assert done.status is RunStatus.COMPLETED
+    assert pay.calls == 2  # the person said it did not happen: run once
+    (res,) = of(await changed.transcript("r1"), Resolution)
+    assert res.accepted_tool_changes == ["pay (description changed)"]
+
+
+async def test_an_old_transcript_without_schemas_is_compared_by_hash() -> None:
+    store = MemoryStore()
+    calls: list[int] = []
+    agent = await paused_refund(store, calls)
+    events = await agent.transcript("r1")
+    first = events[0]
+    assert isinstance(first, RunStarted)
+    # What agentcore 0.1.0 recorded: hash, effect and idempotency only.
+    old_tools = {
+        n: {k: v for k, v in t.items() if k in ("hash", "effect", "idempotent")}
+        for n, t in first.tools.items()
+    }
+    old_store = MemoryStore()
+    await old_store.append("r1", 0, [first.model_copy(update={"tools": old_tools}), *events[1:]])
+
+    same = Agent(
+        tools=[make_refund(calls)], model=script("refund", {}), store=old_store, policy=NO_PLAN
+    )
+    changed = Agent(
+        tools=[make_refund(calls, doc="Refund, in cents.")],
+        model=script("refund", {}),
+        store=old_store,
+        policy=NO_PLAN,
+    )
+    with pytest.raises(
+        ToolManifestChangedError, match=r"refund \(description or argument schema changed\)"
+    ):
+        await changed.confirm("r1", approve=True, by="alice")
+    assert (await same.confirm("r1", approve=True, by="alice")).status is RunStatus.COMPLETED
+    assert calls == [5]
+
+
+# --------------------------------------------------------------------------- approval window
+
+
+async def test_an_approval_after_the_ttl_is_refused_and_the_run_keeps_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    store = MemoryStore()
+    agent = Agent(
+        tools=[make_refund(calls)],
+        model=script("refund", {"amount": 5}),
+        store=store,
+        policy=Policy(plan_before_writes=False, approval_ttl=60),
+    )
+    paused = await agent.run("refund 5", run_id="r1")
+    pending = paused.pending
+    assert pending is not None
+    later = time.time() + 61
+    monkeypatch.setattr(time, "time", lambda: later)
+    with pytest.raises(ConfirmationMismatchError, match=r"expire after 60s"):
+        await agent.confirm(
+            "r1", approve=True, by="alice", step=pending.step, args_hash=pending.args_hash
+        )
+    assert (await agent.result("r1")).status is RunStatus.AWAITING_CONFIRMATION
+    assert calls == []
+    denied = await agent.confirm("r1", approve=False, by="alice", reason="too late")
+    assert denied.status is RunStatus.COMPLETED
+    assert denied.answer == "denied"
+    assert calls == []
+
+
+async def test_an_approval_within_the_ttl_runs() -> None:
+    calls: list[int] = []
+    agent = Agent(
+        tools=[make_refund(calls)],
+        model=script("refund", {"amount": 5}),
+        store=MemoryStore(),
+        policy=Policy(plan_before_writes=False, approval_ttl=60),
+    )
+    await agent.run("refund 5", run_id="r1")
+    assert (await agent.confirm("r1", approve=True, by="alice")).status is RunStatus.COMPLETED
+    assert calls == [5]
+
+
+def test_approval_ttl_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="approval_ttl"):
+        Policy(approval_ttl=0)

@@ -11,13 +11,14 @@ import os
 
 from agentcore.contracts.errors import ConfigurationError
 
-from ._base import RunSummary, TranscriptStore
+from ._base import CancelRequest, RunSummary, TranscriptStore
 from ._memory import MemoryStore
 from ._postgres import PostgresStore  # imports psycopg only when a store is constructed
 from ._sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_STORE_URL",
+    "CancelRequest",
     "MemoryStore",
     "PostgresStore",
     "RunSummary",

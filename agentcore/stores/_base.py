@@ -12,6 +12,7 @@ from .._state import status_after
 from ..events import Event, RunStarted
 
 __all__ = [
+    "CancelRequest",
     "InProcessClaims",
     "RunClaim",
     "RunSummary",
@@ -39,6 +40,24 @@ class RunSummary:
     created_at: float
     updated_at: float
     events: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequest:
+    """A person's (or a service's) request to cancel a run, recorded beside its transcript.
+
+    The process advancing the run reads it between steps, records the running tool's
+    outcome, then the cancellation; with no live process, the canceller appends it itself.
+
+    Attributes:
+        by: who asked (recorded).
+        reason: why, when given.
+        at: Unix seconds of the request.
+    """
+
+    by: str
+    reason: str | None
+    at: float
 
 
 class RunClaim(Protocol):
@@ -81,6 +100,11 @@ class TranscriptStore(Protocol):
     run's next sequence number is ``expected_seq`` (0 for a new run), all events or none.
     Two writers can therefore never both append step N: the loser gets
     :class:`SeqConflictError` and nothing it sent is written.
+
+    Errors: apart from :class:`RunNotFoundError` and :class:`RunBusyError` (answers about
+    the run), every exception that leaves a store is a :class:`StoreError` whose message
+    names the run and the seq concerned, with the underlying error as ``__cause__``. An
+    event that would not read back as itself is refused at ``append``, never stored.
     """
 
     url: str
@@ -90,7 +114,9 @@ class TranscriptStore(Protocol):
 
         Raises:
             SeqConflictError: the run is not at ``expected_seq``.
-            StoreError: the write failed; nothing was written.
+            StoreError: the write failed, or an event cannot be stored so that it reads back
+                equal (a lone surrogate, a number or nesting past the decoder's limits, NaN);
+                nothing was written.
         """
         ...
 
@@ -100,11 +126,16 @@ class TranscriptStore(Protocol):
         Raises:
             RunNotFoundError: no such run.
             StoreCorruptedError: an event cannot be decoded (names the run and seq).
+            StoreError: the store failed.
         """
         ...
 
     async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
-        """Runs, most recently updated first, optionally only those with ``status``."""
+        """Runs, most recently updated first, optionally only those with ``status``.
+
+        Raises:
+            StoreError: the store failed, or ``limit`` is negative.
+        """
         ...
 
     async def truncate(
@@ -121,7 +152,27 @@ class TranscriptStore(Protocol):
 
         Raises:
             RunNotFoundError: no such run.
-            StoreCorruptedError: an event that would be kept cannot be decoded.
+            StoreCorruptedError: an event that would be kept cannot be decoded (names its
+                seq).
+            StoreError: the store failed; nothing was deleted.
+        """
+        ...
+
+    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
+        """Record a request to cancel the run (replacing an earlier one); no event is written.
+
+        Raises:
+            RunNotFoundError: no such run.
+            StoreError: the request cannot be recorded (names the run).
+        """
+        ...
+
+    async def cancel_request(self, run_id: str) -> CancelRequest | None:
+        """The run's recorded cancel request, or ``None``.
+
+        Raises:
+            RunNotFoundError: no such run.
+            StoreError: the store failed (names the run).
         """
         ...
 
@@ -145,12 +196,15 @@ class TranscriptStore(Protocol):
 def check_batch(run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
     """Validate a batch before writing: non-empty, same run, consecutive seqs from expected."""
     if not events:
-        raise StoreError("append() needs at least one event")
+        raise StoreError(f"run {run_id!r}: append() at seq {expected_seq} needs at least one event")
     for i, ev in enumerate(events):
         if ev.run_id != run_id or ev.seq != expected_seq + i:
             raise StoreError(
-                f"event {i} of the batch has run_id={ev.run_id!r} seq={ev.seq}; expected "
-                f"run_id={run_id!r} seq={expected_seq + i}"
+                f"run {run_id!r}: event {i} of the batch has run_id={ev.run_id!r} "
+                f"seq={ev.seq}; expected seq={expected_seq + i}; nothing was written"
             )
     if expected_seq == 0 and not isinstance(events[0], RunStarted):
-        raise StoreError("a run's first event must be run_started")
+        raise StoreError(
+            f"run {run_id!r}: the event at seq 0 is {events[0].type}; a run's first event must "
+            "be run_started"
+        )

@@ -2,34 +2,46 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError, StoreError
 from agentcore.events import Event, RunStarted, encode_event_body
 
-from ._base import InProcessClaims, RunClaim, RunSummary, check_batch, status_after
+from ._base import (
+    CancelRequest,
+    InProcessClaims,
+    RunClaim,
+    RunSummary,
+    check_batch,
+    status_after,
+)
+from ._codec import encode_batch, run_label
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """An in-process store. Same conditional-append semantics as the durable stores."""
+    """An in-process store. Same conditional-append semantics as the durable stores, and the
+    same refusal of events that would not read back as themselves."""
 
     def __init__(self) -> None:
         self.url = "memory://"
         self._runs: dict[str, list[Event]] = {}
         self._status: dict[str, str] = {}
+        self._cancel: dict[str, CancelRequest] = {}
         self._claims = InProcessClaims()
 
     async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
         """See :meth:`TranscriptStore.append`."""
         check_batch(run_id, expected_seq, events)
+        encode_batch(run_id, events)  # what the durable stores would refuse, this one refuses
         log = self._runs.get(run_id)
         current = 0 if log is None else len(log)
         if current != expected_seq:
             raise SeqConflictError(
-                f"run {run_id}: expected to append at seq {expected_seq}, but the transcript "
-                f"has {current} events (another writer advanced it)"
+                f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
+                f"transcript has {current} events (another writer advanced it)"
             )
         if log is None:
             log = self._runs[run_id] = []
@@ -44,8 +56,8 @@ class MemoryStore:
         """See :meth:`TranscriptStore.load`."""
         log = self._runs.get(run_id)
         if log is None:
-            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
-        return log[after + 1 :]
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        return log[max(after + 1, 0) :]
 
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False
@@ -53,9 +65,12 @@ class MemoryStore:
         """See :meth:`TranscriptStore.truncate`."""
         log = self._runs.get(run_id)
         if log is None:
-            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         if after < 0:
-            raise StoreError("truncate keeps at least run_started: use after >= 0")
+            raise StoreError(
+                f"run {run_label(run_id)}: truncate after seq {after}? It keeps at least "
+                "run_started: use after >= 0"
+            )
         removed = [(ev.seq, encode_event_body(ev)) for ev in log[after + 1 :]]
         if dry_run:
             return removed
@@ -68,6 +83,8 @@ class MemoryStore:
 
     async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`."""
+        if limit < 0:
+            raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
         out: list[RunSummary] = []
         for run_id, log in self._runs.items():
             st = self._status[run_id]
@@ -78,6 +95,18 @@ class MemoryStore:
             out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log)))
         out.sort(key=lambda s: s.updated_at, reverse=True)
         return out[:limit]
+
+    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
+        """See :meth:`TranscriptStore.request_cancel`."""
+        if run_id not in self._runs:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        self._cancel[run_id] = CancelRequest(by=by, reason=reason, at=time.time())
+
+    async def cancel_request(self, run_id: str) -> CancelRequest | None:
+        """See :meth:`TranscriptStore.cancel_request`."""
+        if run_id not in self._runs:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        return self._cancel.get(run_id)
 
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim` (within this process)."""

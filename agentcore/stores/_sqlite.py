@@ -3,8 +3,9 @@
 Layout: one row per event in ``events`` (the body is the event's compact JSON without
 ``run_id`` and ``seq``, which are the primary key), and one row per run in ``runs`` (status,
 task, timestamps and the next sequence number), so that ``list_runs`` never reads events.
-The schema version is kept in ``PRAGMA user_version``; a file written by a newer version is
-refused rather than misread.
+The layout is built by numbered migrations (``_sqlite_schema.py``) applied on open, in one
+transaction; the version is kept in ``PRAGMA user_version``. A file written by a newer
+version, or by another application, is refused and left untouched.
 
 Durability:
     The database runs in WAL mode (``journal_mode=WAL``): readers never block the writer,
@@ -26,9 +27,11 @@ Concurrency:
 Errors:
     Nothing is ever deleted or recreated. A file that is not a SQLite database, or whose
     pages are damaged, raises :class:`StoreCorruptedError` and is left untouched; an event
-    that cannot be decoded raises it too, naming the run and the seq. Every other SQLite
-    failure (disk full, read-only file, lock held past the busy timeout, I/O error) rolls
-    the transaction back and raises :class:`StoreError` naming the file.
+    that cannot be decoded raises it too, naming the run and the seq. Every other failure
+    (disk full, read-only file, lock held past the busy timeout, I/O error, a value SQLite
+    cannot bind) rolls the transaction back and raises :class:`StoreError` naming the file,
+    the run and the seq. An event that would not read back as itself is refused before the
+    transaction starts.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import fcntl
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -51,41 +55,20 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, decode_event, encode_event_body
+from agentcore.events import Event, RunStarted, decode_event
 
-from ._base import RunClaim, RunSummary, check_batch, status_after
+from ._base import CancelRequest, RunClaim, RunSummary, check_batch, status_after
+from ._codec import DECODE_ERRORS, encode_batch, run_label
+from ._sqlite_schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
-
-SCHEMA_VERSION = 1
-"""The layout this module writes, recorded in ``PRAGMA user_version``."""
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS events (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        type TEXT NOT NULL,
-        at REAL NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS runs (
-        run_id TEXT PRIMARY KEY,
-        status TEXT NOT NULL,
-        task TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        next_seq INTEGER NOT NULL
-    ) WITHOUT ROWID""",
-    # Only ``status`` is indexed: every append updates ``updated_at`` and ``next_seq``, and an
-    # index on them would be rewritten on every step.
-    "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status)",
-)
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)"
 _INSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq)
     VALUES (?, ?, ?, ?, ?, ?)"""
 _ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ? WHERE run_id = ?"
+_REQUEST_CANCEL = """UPDATE runs SET cancel_by = ?, cancel_reason = ?, cancel_at = ?
+    WHERE run_id = ?"""
 _ADVANCE_RUN_STATUS = "UPDATE runs SET status = ?, updated_at = ?, next_seq = ? WHERE run_id = ?"
 # One statement, so the run row and its events come from one snapshot: no row at all means
 # no run; a row with NULL event columns means a run with no events after ``after``.
@@ -98,6 +81,9 @@ _LOAD = """SELECT r.next_seq, e.seq, e.type, CAST(e.body AS BLOB)
 
 _SYNCHRONOUS = ("FULL", "NORMAL")
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
+# What a call into sqlite3 may raise besides sqlite3.Error: a value it cannot bind (a lone
+# surrogate in a str: UnicodeEncodeError; an int beyond 64 bits: OverflowError).
+_BIND_ERRORS = (UnicodeError, OverflowError)
 
 
 class SQLiteStore:
@@ -164,7 +150,8 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise self._error(exc, "cannot open the file") from exc
         try:
-            _setup(conn, synchronous, busy_timeout_s, self.path)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            open_schema(conn, self.path, synchronous)
         except sqlite3.Error as exc:
             conn.close()
             raise self._error(exc, "cannot open the database") from exc
@@ -176,22 +163,26 @@ class SQLiteStore:
     async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
         """See :meth:`TranscriptStore.append`."""
         check_batch(run_id, expected_seq, events)
+        bodies = encode_batch(run_id, events)
         conn = self._open_conn()
         try:
-            current = _append_if_at(conn, run_id, expected_seq, events)
+            current = _append_if_at(conn, run_id, expected_seq, events, bodies)
         except sqlite3.IntegrityError as exc:
             raise SeqConflictError(
-                f"run {run_id}: an event at seq {expected_seq}..{expected_seq + len(events) - 1} "
-                f"is already stored (another writer advanced it); nothing was written"
+                f"run {run_label(run_id)}: an event at seq {expected_seq}.."
+                f"{expected_seq + len(events) - 1} is already stored (another writer advanced "
+                "it); nothing was written"
             ) from exc
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
             raise self._error(
-                exc, f"cannot append to run {run_id!r} at seq {expected_seq}; nothing was written"
+                exc,
+                f"cannot append to run {run_label(run_id)} at seq {expected_seq}; nothing was "
+                "written",
             ) from exc
         if current != expected_seq:
             raise SeqConflictError(
-                f"run {run_id}: expected to append at seq {expected_seq}, but the transcript "
-                f"has {current} events (another writer advanced it); nothing was written"
+                f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
+                f"transcript has {current} events (another writer advanced it); nothing was written"
             )
 
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
@@ -202,10 +193,12 @@ class SQLiteStore:
             rows: list[tuple[int, int | None, str | None, str | bytes | None]] = conn.execute(
                 _LOAD, (after, run_id)
             ).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc, f"cannot load run {run_id!r}") from exc
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc, f"cannot load run {run_label(run_id)} after seq {after}"
+            ) from exc
         if not rows:
-            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         next_seq = rows[0][0]
         out: list[Event] = []
         expected = start
@@ -216,7 +209,7 @@ class SQLiteStore:
                 raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
             try:
                 event = decode_event(run_id, seq, body)
-            except (ValueError, TypeError) as exc:  # ValidationError, UnicodeDecodeError too
+            except DECODE_ERRORS as exc:  # ValidationError, UnicodeDecodeError too
                 raise self._corrupted(run_id, seq, f"its body cannot be decoded: {exc}") from exc
             if event.type != type_:
                 raise self._corrupted(
@@ -234,7 +227,10 @@ class SQLiteStore:
         """See :meth:`TranscriptStore.truncate`."""
         conn = self._open_conn()
         if after < 0:
-            raise StoreError("truncate keeps at least run_started: use after >= 0")
+            raise StoreError(
+                f"run {run_label(run_id)}: truncate after seq {after}? It keeps at least "
+                "run_started: use after >= 0"
+            )
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -243,20 +239,20 @@ class SQLiteStore:
             except BaseException:
                 _rollback(conn)
                 raise
-        except sqlite3.Error as exc:
-            raise self._error(exc, f"cannot truncate run {run_id!r}") from exc
-        except (ValueError, TypeError) as exc:
-            raise StoreCorruptedError(
-                f"run {run_id}: an event the truncation would keep cannot be decoded ({exc}); "
-                "truncate earlier"
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc,
+                f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted",
             ) from exc
         if removed is None:
-            raise RunNotFoundError(f"No run {run_id!r} in {self.url}")
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
 
     async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`."""
         conn = self._open_conn()
+        if limit < 0:
+            raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
         columns = "run_id, status, task, created_at, updated_at, next_seq"
         order = "ORDER BY updated_at DESC, run_id LIMIT ?"
         try:
@@ -267,9 +263,39 @@ class SQLiteStore:
                     f"SELECT {columns} FROM runs WHERE status = ? {order}", (status, limit)
                 )
             rows: list[tuple[str, str, str, float, float, int]] = cur.fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
             raise self._error(exc, "cannot list runs") from exc
         return [RunSummary(*row) for row in rows]
+
+    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
+        """See :meth:`TranscriptStore.request_cancel`."""
+        conn = self._open_conn()
+        try:
+            cur = conn.execute(_REQUEST_CANCEL, (by, reason, time.time(), run_id))
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc, f"cannot record a cancel request for run {run_label(run_id)}"
+            ) from exc
+        if cur.rowcount == 0:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+
+    async def cancel_request(self, run_id: str) -> CancelRequest | None:
+        """See :meth:`TranscriptStore.cancel_request`."""
+        conn = self._open_conn()
+        try:
+            row: tuple[str | None, str | None, float | None] | None = conn.execute(
+                "SELECT cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc, f"cannot read the cancel request of run {run_label(run_id)}"
+            ) from exc
+        if row is None:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        by, reason, at = row
+        if by is None or at is None:
+            return None
+        return CancelRequest(by=by, reason=reason, at=at)
 
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in
@@ -278,7 +304,7 @@ class SQLiteStore:
         folder = Path(f"{self.path}.locks")
         try:
             folder.mkdir(exist_ok=True)
-            digest = hashlib.sha256(run_id.encode()).hexdigest()[:32]
+            digest = _lock_name(run_id)
             fd = os.open(folder / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StoreError(f"SQLite store {self.path}: cannot create a run lock: {exc}") from exc
@@ -287,11 +313,13 @@ class SQLiteStore:
         except BlockingIOError:
             os.close(fd)
             raise RunBusyError(
-                f"Run {run_id} is being advanced by another worker right now."
+                f"Run {run_label(run_id)} is being advanced by another worker right now."
             ) from None
         except OSError as exc:
             os.close(fd)
-            raise StoreError(f"SQLite store {self.path}: cannot lock run {run_id}: {exc}") from exc
+            raise StoreError(
+                f"SQLite store {self.path}: cannot lock run {run_label(run_id)}: {exc}"
+            ) from exc
         return _FileClaim(fd, self, run_id)
 
     async def close(self) -> None:
@@ -305,7 +333,7 @@ class SQLiteStore:
             raise StoreError(f"The store {self.url} is closed; open a new one")
         return self._conn
 
-    def _error(self, exc: sqlite3.Error, what: str) -> StoreError:
+    def _error(self, exc: Exception, what: str) -> StoreError:
         """Our error for a sqlite3 error: corrupted for a damaged file, else StoreError."""
         name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
         code = getattr(exc, "sqlite_errorcode", None)  # absent on errors sqlite3 raises itself
@@ -318,44 +346,17 @@ class SQLiteStore:
 
     def _corrupted(self, run_id: str, seq: int, why: str) -> StoreCorruptedError:
         return StoreCorruptedError(
-            f"Run {run_id!r} in {self.url} is corrupted at seq {seq}: {why}. The transcript "
-            "is not guessed at: repair or remove the bad event explicitly."
+            f"Run {run_label(run_id)} in {self.url} is corrupted at seq {seq}: {why}. The "
+            "transcript is not guessed at: repair or remove the bad event explicitly."
         )
-
-
-def _setup(conn: sqlite3.Connection, synchronous: str, busy_timeout_s: float, path: str) -> None:
-    """Apply the PRAGMAs and create (or check) the schema."""
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-    # The first statement that reads the file: a non-database fails here (SQLITE_NOTADB).
-    # The version is checked before anything is written, so a refused file stays untouched.
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"SQLite store {path} has schema version {version}, newer than this agentcore "
-            f"reads ({SCHEMA_VERSION}): upgrade agentcore to open it."
-        )
-    (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-    if str(mode).lower() != "wal":
-        raise StoreError(
-            f"SQLite store {path}: could not enable WAL mode (journal_mode is {mode!r}); "
-            "use a local file system that supports shared memory."
-        )
-    conn.execute(f"PRAGMA synchronous = {synchronous}")
-    if version == SCHEMA_VERSION:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _SCHEMA:
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
 
 
 def _append_if_at(
-    conn: sqlite3.Connection, run_id: str, expected_seq: int, events: Sequence[Event]
+    conn: sqlite3.Connection,
+    run_id: str,
+    expected_seq: int,
+    events: Sequence[Event],
+    bodies: Sequence[str],
 ) -> int:
     """Append ``events`` in one transaction if the run is at ``expected_seq``.
 
@@ -363,7 +364,7 @@ def _append_if_at(
         The run's next seq before the call: ``expected_seq`` when the events were written,
         anything else when they were not (the transaction is rolled back).
     """
-    rows = [(run_id, ev.seq, ev.type, ev.at, encode_event_body(ev)) for ev in events]
+    rows = [(run_id, ev.seq, ev.type, ev.at, body) for ev, body in zip(events, bodies, strict=True)]
     conn.execute("BEGIN IMMEDIATE")
     try:
         row: tuple[int, str] | None = conn.execute(
@@ -407,16 +408,18 @@ class _FileClaim:
             return
         # A finished run is never advanced again: remove its lock file while still holding it,
         # so lock files do not pile up (a late opener of the removed file only reads results).
-        with contextlib.suppress(OSError, sqlite3.Error, StoreError):
-            row = (
-                self._store._open_conn()  # pyright: ignore[reportPrivateUsage]  # same module
-                .execute("SELECT status FROM runs WHERE run_id = ?", (self._run_id,))
-                .fetchone()
-            )
-            if row is not None and row[0] in ("completed", "cancelled"):
-                digest = hashlib.sha256(self._run_id.encode()).hexdigest()[:32]
-                os.unlink(f"{self._store.path}.locks/{digest}.lock")
-        os.close(fd)  # closing the descriptor drops the lock
+        try:
+            with contextlib.suppress(OSError, sqlite3.Error, StoreError, *_BIND_ERRORS):
+                row = (
+                    self._store._open_conn()  # pyright: ignore[reportPrivateUsage]  # same module
+                    .execute("SELECT status FROM runs WHERE run_id = ?", (self._run_id,))
+                    .fetchone()
+                )
+                if row is not None and row[0] in ("completed", "cancelled"):
+                    digest = _lock_name(self._run_id)
+                    os.unlink(f"{self._store.path}.locks/{digest}.lock")
+        finally:
+            os.close(fd)  # closing the descriptor drops the lock
 
     def __del__(self) -> None:
         self.release()
@@ -431,8 +434,16 @@ def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[i
     ).fetchall()
     status = "running"
     for seq, body in rows:
-        if seq <= after:
-            status = status_after(status, decode_event(run_id, seq, body))
+        if seq > after:
+            continue
+        try:
+            event = decode_event(run_id, seq, body)
+        except DECODE_ERRORS as exc:
+            raise StoreCorruptedError(
+                f"Run {run_label(run_id)} is corrupted at seq {seq}, which the truncation "
+                f"would keep: its body cannot be decoded ({exc}). Truncate before it."
+            ) from exc
+        status = status_after(status, event)
     conn.execute("DELETE FROM events WHERE run_id = ? AND seq > ?", (run_id, after))
     kept = sum(1 for seq, _ in rows if seq <= after)
     conn.execute(
@@ -443,6 +454,11 @@ def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[i
         for seq, body in rows
         if seq > after
     ]
+
+
+def _lock_name(run_id: str) -> str:
+    """The run's lock file name; any str has one (surrogates pass through, never raise)."""
+    return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -1,0 +1,73 @@
+"""What a store may write: only bodies it can read back as the same events.
+
+Every store calls :func:`encode_batch` before writing, so no value (a lone surrogate, a
+30,000-digit integer, a structure nested past the decoder's limit, NaN) can produce a row
+that ``load`` then rejects: such an event is refused with a :class:`StoreError` naming the
+run and the seq, and nothing of its batch is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from agentcore.contracts.errors import StoreError
+from agentcore.events import Event, decode_event, encode_event_body
+
+__all__ = ["DECODE_ERRORS", "encode_batch", "run_label"]
+
+DECODE_ERRORS = (ValueError, TypeError, RecursionError, OverflowError)
+"""What encoding or decoding an event may raise: pydantic's ValidationError and
+PydanticSerializationError and UnicodeError are ValueErrors; deep values can recurse."""
+
+
+def run_label(run_id: str) -> str:
+    """The run id as it appears in messages: quoted and escaped, so any id prints."""
+    return repr(run_id)
+
+
+def encode_batch(run_id: str, events: Sequence[Event]) -> list[str]:
+    """Each event's stored body, checked to decode back to an equal event.
+
+    Raises:
+        StoreError: the run id or an event cannot be stored faithfully (names the run and
+            the seq of the first such event).
+    """
+    try:
+        run_id.encode()
+    except UnicodeEncodeError as exc:
+        raise StoreError(
+            f"run {run_label(run_id)}: cannot store seq {events[0].seq if events else 0}: the "
+            f"run id is not valid text ({exc.reason}); nothing was written"
+        ) from exc
+    bodies: list[str] = []
+    for event in events:
+        try:
+            body = encode_event_body(event)
+            same = decode_event(run_id, event.seq, body) == event
+        except DECODE_ERRORS as exc:
+            raise _refused(run_id, event, _describe(exc)) from exc
+        if not same:
+            raise _refused(run_id, event, "it does not read back as the same event (NaN?)")
+        bodies.append(body)
+    return bodies
+
+
+def _refused(run_id: str, event: Event, why: str) -> StoreError:
+    return StoreError(
+        f"run {run_label(run_id)}: cannot store the {event.type} event at seq {event.seq}: "
+        f"{why}; nothing was written"
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    """The error in one printable line: pydantic's first problems, else the message."""
+    if isinstance(exc, ValidationError):
+        text = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or 'body'}: {err['msg']}" for err in exc.errors()[:3]
+        )
+    else:
+        text = " ".join(str(exc).split())
+    text = text.encode("utf-8", "backslashreplace").decode()
+    return f"{type(exc).__name__}: {text[:300]}"

@@ -456,6 +456,13 @@ class Driver:
             args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes
         )
         crash_point("after_tool_return")
+        if outcome.timed_out and not tool.spec.idempotent:
+            # Not a failure: the call may have happened, or still be happening (a sync
+            # tool's thread keeps running). Reported to the model as a failure it would
+            # invite a retry, a second payment. It is a lost call.
+            self.log.warning("tool_timed_out", step=call.step, tool=tool.name)
+            await self._settle_lost_call(call, tool, key, timed_out=True)
+            return
         self.record(
             ToolFinished(
                 **self._seq(),
@@ -475,34 +482,77 @@ class Driver:
             await self.flush()
 
     async def _recover(self, call: OpenCall) -> None:
-        """A tool was started but its outcome was never recorded (the process died)."""
+        """A tool was started but its outcome was never recorded (the process died, or it
+        timed out and a person has not settled it yet)."""
         assert isinstance(call.action, ToolAction) and call.started is not None
         tool = self.setup.tools[call.action.tool]
-        key = call.started.idempotency_key
         if tool.spec.idempotent or (
             call.resolution is not None and call.resolution.decision == "rerun"
         ):
             await self._run_tool(call)
             return
+        await self._settle_lost_call(call, tool, call.started.idempotency_key, timed_out=False)
+
+    async def _settle_lost_call(
+        self, call: OpenCall, tool: Tool, key: str, *, timed_out: bool
+    ) -> None:
+        """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
+        or stop as ``needs_attention`` for a person.
+
+        The one rule: never a second execution while the first may still be running, and
+        never one a person was asked about. So ``reconcile`` finding nothing reruns the
+        call only after a crash (the process that ran it is gone) and only before the run
+        was put to a person; after a timeout (a sync tool's thread may still be running,
+        a remote call may still land) or once a person was asked, only a person's
+        ``resolve(rerun=True)`` runs it again.
+        """
+        problem = ""
         if tool.reconcile is not None:
-            found = tool.reconcile(key)
-            if inspect.isawaitable(found):
-                found = await found
+            try:
+                found = tool.reconcile(key)
+                if inspect.isawaitable(found):
+                    found = await found
+            except Exception as exc:  # user code: its failure is a reason for a person
+                found, problem = None, f"; reconcile raised {type(exc).__name__}: {exc}"
             if found is not None:
                 self.record(self._reconciled(call, tool.name, found))
                 await self.flush()
-            else:
-                await self._run_tool(call)
-            return
+                return
+            if not problem and not timed_out and not self._put_to_a_person(call):
+                await self._run_tool(call)  # it died with its process and did not happen
+                return
+            problem = problem or "; reconcile(key) found no record of it"
+        if timed_out:
+            what = (
+                f"timed out after {tool.timeout:g}s at step {call.step} with "
+                f"{_short(call.run_args())} (idempotency key {key}); its outcome is unknown "
+                "and it may still be running, so it is neither retried nor reported to the "
+                "model as failed"
+            )
+        else:
+            what = (
+                f"was started at step {call.step} with {_short(call.run_args())} "
+                f"(idempotency key {key}) but its outcome was not recorded"
+            )
         self.finish(
             RunStatus.NEEDS_ATTENTION,
             reason=(
-                f"non-idempotent tool {tool.name!r} was started at step {call.step} with "
-                f"{_short(call.run_args())} (idempotency key {key}) but its outcome was not "
-                "recorded; a person must say whether it happened: agentcore resolve "
-                f"{self.state.run_id} --result JSON | --rerun | --fail --by NAME"
+                f"non-idempotent tool {tool.name!r} {what}{problem}; a person must say whether "
+                f"it happened: agentcore resolve {self.state.run_id} --result JSON | --rerun "
+                "| --fail --by NAME"
             ),
         )
+
+    def _put_to_a_person(self, call: OpenCall) -> bool:
+        """Whether the run stopped as ``needs_attention`` since this call last started."""
+        assert call.started is not None
+        since = call.started.seq
+        for ev in reversed(self.events):
+            if ev.seq <= since:
+                return False
+            if isinstance(ev, RunFinished) and ev.status == RunStatus.NEEDS_ATTENTION.value:
+                return True
+        return False
 
     def _reconciled(self, call: OpenCall, tool: str, found: object) -> ToolFinished:
         """The outcome ``reconcile`` reported for a lost call, recorded like a result."""

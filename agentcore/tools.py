@@ -73,6 +73,10 @@ class ToolOutcome:
     """When the result was truncated: the size of the full result's JSON."""
     result_sha256: str | None = None
     """When the result was truncated: the sha256 of the full result's JSON."""
+    timed_out: bool = False
+    """The call passed the tool's timeout: its outcome is unknown (a sync function keeps
+    running in its thread). The runner records a non-idempotent tool's timeout as a lost
+    call, never as a plain failure."""
 
 
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024
@@ -286,7 +290,7 @@ class Tool:
                 call = asyncio.to_thread(self.fn, **kwargs)
             value = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
         except TimeoutError:
-            return done(False, error=f"timed out after {self.timeout:g}s")
+            return replace(done(False, error=f"timed out after {self.timeout:g}s"), timed_out=True)
         except Exception as exc:
             return done(False, error=f"{type(exc).__name__}: {exc}")
         try:
@@ -328,8 +332,11 @@ def tool(
             the policy asks for one) or ``destructive`` (always waits for a person).
         idempotent: whether re-running with the same arguments is harmless. Default: true
             for reads, false otherwise. Non-idempotent tools are never re-run blindly.
-        timeout: seconds before the call is abandoned and reported as an error. A sync
-            function keeps running in its worker thread; only the wait is abandoned.
+        timeout: seconds before the wait for the call is abandoned. A sync function keeps
+            running in its worker thread. An idempotent tool's timeout is an error the model
+            sees; a non-idempotent tool's is a lost call (its outcome is unknown):
+            ``reconcile`` is asked, and unless it finds the call, the run stops as
+            ``needs_attention`` for a person; it is never retried automatically.
         reconcile: ``reconcile(idempotency_key)`` tells whether a non-idempotent call whose
             outcome was lost (a crash) already happened.
         name: the name the model sees (default: the function's name).

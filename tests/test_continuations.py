@@ -8,13 +8,14 @@ approvals can expire; run ids are validated everywhere a caller gives one.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import pytest
 
-from agentcore import Agent, Policy, RunStatus, Tool, ToolContext, tool
+from agentcore import Agent, Policy, RunStatus, Tool, ToolContext, check_transcript, tool
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import (
     ConfigurationError,
@@ -26,6 +27,7 @@ from agentcore.events import (
     Event,
     Resolution,
     RunStarted,
+    ToolFinished,
 )
 from agentcore.stores import MemoryStore
 
@@ -304,3 +306,164 @@ async def test_an_approval_within_the_ttl_runs() -> None:
 def test_approval_ttl_must_be_positive() -> None:
     with pytest.raises(ConfigurationError, match="approval_ttl"):
         Policy(approval_ttl=0)
+
+
+# --------------------------------------------------------------------------- timeouts
+
+
+class SlowPayments:
+    """A sync, non-idempotent payment that blocks past its timeout; counts its executions.
+
+    The first ``blocking`` calls block their thread until :meth:`release` (the timeout
+    fires first); later calls return at once. A finished payment is recorded under its
+    idempotency key, where ``reconcile`` can find it.
+    """
+
+    TIMEOUT_S = 0.05
+
+    def __init__(self, blocking: int = 1) -> None:
+        self.blocking = blocking
+        self.calls = 0
+        self.done: dict[str, dict[str, int]] = {}
+        self.go = threading.Event()
+        self.landed = threading.Event()
+        self._lock = threading.Lock()
+
+    def tool(self, *, reconcile: bool = False, idempotent: bool = False) -> Tool:
+        def pay(amount: int, ctx: ToolContext) -> dict[str, int]:
+            """Charge the customer."""
+            with self._lock:
+                self.calls += 1
+                blocks = self.calls <= self.blocking
+            if blocks:
+                assert self.go.wait(5)
+            self.done[ctx.idempotency_key] = {"charged": amount}
+            self.landed.set()
+            return {"charged": amount}
+
+        return tool(
+            effect="write",
+            idempotent=idempotent,
+            timeout=self.TIMEOUT_S,
+            reconcile=self.done.get if reconcile else None,
+        )(pay)
+
+    async def release(self) -> None:
+        """Let the blocked call finish, and wait until it has."""
+        self.go.set()
+        assert await asyncio.to_thread(self.landed.wait, 5)
+
+
+def pay_agent(payments: SlowPayments, store: MemoryStore, **kw: bool) -> Agent:
+    return Agent(
+        tools=[payments.tool(**kw)],
+        model=script("pay", {"amount": 5}),
+        store=store,
+        policy=NO_PLAN,
+    )
+
+
+async def test_a_timed_out_non_idempotent_call_is_lost_not_failed() -> None:
+    payments = SlowPayments()
+    store = MemoryStore()
+    agent = pay_agent(payments, store)
+    result = await agent.run("pay 5", run_id="r1")
+    assert result.status is RunStatus.NEEDS_ATTENTION
+    assert result.reason is not None
+    for needle in (
+        "'pay'",
+        "timed out after 0.05s",
+        "amount=5",
+        "idempotency key r1:1",
+        "outcome is unknown",
+        "agentcore resolve r1 --result JSON | --rerun | --fail --by NAME",
+    ):
+        assert needle in result.reason
+    events = await agent.transcript("r1")
+    assert of(events, ToolFinished) == []  # the model is not told it failed
+    assert [e.type for e in events][-2:] == ["tool_started", "run_finished"]
+    assert check_transcript(events) == []
+
+    # No path runs it a second time: not a resume while it runs, nor one after it ended.
+    assert (await agent.resume("r1")).status is RunStatus.NEEDS_ATTENTION
+    await payments.release()
+    assert (await agent.resume("r1")).status is RunStatus.NEEDS_ATTENTION
+    assert payments.calls == 1
+
+    done = await agent.resolve("r1", by="ops", result={"charged": 5}, reason="seen in ledger")
+    assert done.status is RunStatus.COMPLETED
+    assert done.answer == "done"
+    assert payments.calls == 1
+    assert check_transcript(await agent.transcript("r1")) == []
+
+
+async def test_a_timed_out_call_with_reconcile_is_adopted_once_it_lands_never_rerun() -> None:
+    payments = SlowPayments()
+    store = MemoryStore()
+    agent = pay_agent(payments, store, reconcile=True)
+    result = await agent.run("pay 5", run_id="r1")
+    # The thread is still running: reconcile finds nothing yet, and that must not rerun it.
+    assert result.status is RunStatus.NEEDS_ATTENTION
+    assert result.reason is not None
+    assert "reconcile(key) found no record of it" in result.reason
+    assert (await agent.resume("r1")).status is RunStatus.NEEDS_ATTENTION
+    assert payments.calls == 1
+
+    await payments.release()
+    done = await agent.resume("r1")  # now reconcile finds the payment
+    assert done.status is RunStatus.COMPLETED
+    assert payments.calls == 1
+    (finished,) = of(await agent.transcript("r1"), ToolFinished)
+    assert finished.ok
+    assert finished.result == {"charged": 5}
+
+
+async def test_a_timed_out_call_found_by_reconcile_at_once_continues() -> None:
+    payments = SlowPayments()
+    store = MemoryStore()
+
+    def reconcile(key: str) -> dict[str, int] | None:
+        payments.go.set()  # the payment lands while reconcile looks
+        assert payments.landed.wait(5)
+        return payments.done.get(key)
+
+    agent = Agent(
+        tools=[
+            tool(effect="write", timeout=SlowPayments.TIMEOUT_S, reconcile=reconcile)(
+                payments.tool().fn
+            )
+        ],
+        model=script("pay", {"amount": 5}),
+        store=store,
+        policy=NO_PLAN,
+    )
+    result = await agent.run("pay 5", run_id="r1")
+    assert result.status is RunStatus.COMPLETED
+    assert payments.calls == 1
+
+
+async def test_only_a_person_reruns_a_timed_out_call() -> None:
+    payments = SlowPayments()
+    store = MemoryStore()
+    agent = pay_agent(payments, store, reconcile=True)
+    assert (await agent.run("pay 5", run_id="r1")).status is RunStatus.NEEDS_ATTENTION
+    await payments.release()
+    payments.done.clear()  # say the payment provider rejected it after all
+    assert (await agent.resume("r1")).status is RunStatus.NEEDS_ATTENTION  # reconcile: None
+    assert payments.calls == 1
+    done = await agent.resolve("r1", by="ops", rerun=True, reason="not in the ledger")
+    assert done.status is RunStatus.COMPLETED
+    assert payments.calls == 2  # the second execution is the person's decision
+
+
+async def test_an_idempotent_tools_timeout_stays_an_error_observation() -> None:
+    payments = SlowPayments()
+    store = MemoryStore()
+    agent = pay_agent(payments, store, idempotent=True)
+    result = await agent.run("pay 5", run_id="r1")
+    assert result.status is RunStatus.COMPLETED
+    assert result.answer == "not done"  # the model saw the failure
+    (finished,) = of(await agent.transcript("r1"), ToolFinished)
+    assert not finished.ok
+    assert finished.error == "timed out after 0.05s"
+    await payments.release()

@@ -19,7 +19,6 @@ from collections.abc import (
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
 
 from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
@@ -27,9 +26,10 @@ from agentcore.contracts import (
     ContractDocument,
     ToolAction,
     WorkedExample,
-    check_json,
+    check_run_id,
     check_text,
     load_contract,
+    to_recordable,
 )
 from agentcore.contracts.errors import (
     ConfigurationError,
@@ -257,10 +257,11 @@ class Agent:
         if not task.strip():
             raise ConfigurationError("The task is empty: say what the agent should do.")
         check_text(task, "task")
-        recorded_metadata: dict[str, Any] = to_jsonable_python(dict(metadata or {}))  # Any: JSON
-        check_json(recorded_metadata, "metadata")
+        recorded_metadata: dict[str, Any] = to_recordable(dict(metadata or {}), "metadata")
         names = self.resolve_scope(scope)
         budget = budget or Budget()
+        if run_id is not None:
+            check_run_id(run_id)
         if run_id is not None and await self._exists(run_id):
             return await self.result(run_id)
         run_id = run_id or uuid.uuid4().hex
@@ -512,8 +513,7 @@ class Agent:
                 "result=... or fail=True, or use the agent that has the tool."
             )
         if decision == "result":
-            result = to_jsonable_python(result)
-            check_json(result, "result given to resolve()")
+            result = to_recordable(result, "result given to resolve()")
         now, seq = time.time(), state.next_seq
         batch: list[Event] = [
             Resolution(

@@ -33,7 +33,7 @@ from typing import Any, get_args, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from agentcore.contracts import Effect, ToolSpec, check_json, json_problem
+from agentcore.contracts import Effect, ToolSpec, check_json, clean_text, json_problem
 from agentcore.contracts.errors import LimitExceededError, ToolDefinitionError
 
 __all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "recordable_result", "tool"]
@@ -80,6 +80,7 @@ class ToolOutcome:
 
 
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024
+_MAX_ERROR_CHARS = 8_000
 
 
 def recordable_result(
@@ -274,6 +275,8 @@ class Tool:
         started = time.perf_counter()
 
         def done(ok: bool, result: Any = None, error: str | None = None) -> ToolOutcome:
+            if error is not None:  # an exception's text is anything a tool put in it
+                error = clean_text(error, _MAX_ERROR_CHARS)
             return ToolOutcome(ok, result, error, (time.perf_counter() - started) * 1000)
 
         try:

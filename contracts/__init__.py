@@ -40,7 +40,9 @@ from ._limits import (
     check_json,
     check_run_id,
     check_text,
+    clean_text,
     json_problem,
+    to_recordable,
 )
 from ._schema import (
     DEFAULT_MAX_REPLY_BYTES,
@@ -88,6 +90,7 @@ __all__ = [
     "check_run_id",
     "check_text",
     "choose_form",
+    "clean_text",
     "compile_action_schema",
     "compile_parameters",
     "compile_wire_schema",
@@ -96,6 +99,7 @@ __all__ = [
     "json_problem",
     "load_contract",
     "model_from_json_schema",
+    "to_recordable",
 ]
 
 

@@ -24,14 +24,16 @@ Caps that users tune live in :class:`agentcore.Policy`: ``max_reply_bytes`` (a m
 reply, 64 KiB) and ``max_tool_result_bytes`` (a tool's result, 256 KiB: a larger result is
 stored truncated with its full size and sha256, never refused).
 
-This module imports only the standard library: the contract, the adapters and the core
-all apply the same rules.
+This module lives in the lowest layer (it imports only pydantic-core): the contract, the
+adapters and the core all apply the same rules.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Final, cast
+from typing import Any, Final, cast
+
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .errors import LimitExceededError
 
@@ -45,7 +47,9 @@ __all__ = [
     "check_json",
     "check_run_id",
     "check_text",
+    "clean_text",
     "json_problem",
+    "to_recordable",
 ]
 
 MAX_DEPTH: Final = 64
@@ -75,7 +79,11 @@ def _text_problem(value: str, max_chars: int | None = MAX_STRING_CHARS) -> str |
 
 
 def json_problem(
-    value: object, *, max_depth: int = MAX_DEPTH, max_string_chars: int | None = MAX_STRING_CHARS
+    value: object,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_string_chars: int | None = MAX_STRING_CHARS,
+    other_types: bool = False,
 ) -> str | None:
     """Why ``value`` cannot be recorded, or ``None`` when it can.
 
@@ -88,6 +96,8 @@ def json_problem(
         max_depth: the deepest nesting allowed.
         max_string_chars: the longest string allowed (``None``: any length, for values
             whose size another cap governs, such as a tool result).
+        other_types: accept values of other types (dates, enums: a validated model's
+            Python form, which serialises them) instead of reporting them.
 
     Returns:
         A sentence naming the first problem and where it is (``$.a[3].b``).
@@ -123,7 +133,7 @@ def json_problem(
             else:
                 for i, child in enumerate(cast("list[object]", item)):
                     stack.append((child, f"{path}[{i}]", depth + 1))
-        else:
+        elif not other_types:
             return f"{path} is a {type(item).__name__}, not a JSON value"
     return None
 
@@ -140,11 +150,41 @@ def check_json(value: object, what: str) -> None:
         raise LimitExceededError(f"The {what} cannot be recorded: {problem}.")
 
 
+def to_recordable(value: object, what: str) -> Any:  # Any: a JSON-ready value
+    """``value`` as JSON-ready data (pydantic models, dataclasses, dates...), checked.
+
+    Raises:
+        LimitExceededError: it cannot become JSON (cyclic, bytes, custom objects, too
+            deep to serialise) or breaks a limit.
+    """
+    try:
+        data = to_jsonable_python(value)
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
+        raise LimitExceededError(
+            f"The {what} cannot be recorded: it is not JSON-ready ({type(exc).__name__}: "
+            f"{str(exc)[:300]})."
+        ) from exc
+    check_json(data, what)
+    return data
+
+
 def check_text(value: str, what: str) -> None:
     """Raise :class:`LimitExceededError` for a string that cannot be recorded."""
     problem = _text_problem(value)
     if problem is not None:
         raise LimitExceededError(f"The {what} cannot be recorded: it is {problem}.")
+
+
+def clean_text(value: str, max_chars: int = MAX_STRING_CHARS) -> str:
+    """``value`` made recordable, for text that is kept as a record rather than judged (a
+    model's invalid reply, an error message): lone surrogates become ``?`` and the text is
+    cut at ``max_chars``."""
+    value = value[:max_chars]
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
 
 
 def check_run_id(run_id: str) -> None:

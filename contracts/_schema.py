@@ -252,6 +252,14 @@ class ActionSchema:
         else:
             args = getattr(parsed, "args")  # noqa: B009
         assert isinstance(args, BaseModel)
+        # Before the JSON form: it turns NaN and Infinity in an ``Any`` field into null,
+        # and the tool would then run with other arguments than the model sent.
+        problem = json_problem(args.model_dump(), other_types=True)
+        if problem is not None:
+            raise InvalidActionError(
+                f"args for tool {tool_name!r} cannot be recorded: {problem}. Use finite "
+                f"numbers, integers within 64 bits, nesting at most {MAX_DEPTH} levels."
+            )
         # Everything was validated by the per-tool variant; skip validating it again.
         return ToolAction.model_construct(
             type="tool", thought=thought, tool=tool_name, args=args.model_dump(mode="json")

@@ -26,8 +26,9 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
     Checks: one run id; ``seq`` 0, 1, 2, ... with ``run_started`` first; the events fold
     into a run state; steps advance one at a time with our call ids; every ``tool_started``
     follows an ``execute`` decision, an approval or a ``rerun`` resolution for the same call,
-    and every ``tool_finished`` follows a ``tool_started``; nothing follows a final
-    ``run_finished``.
+    and every ``tool_finished`` follows a ``tool_started``; a final ``run_finished``
+    (completed, cancelled) never leaves a started tool without its ``tool_finished`` (its
+    outcome silently dropped); nothing follows a final ``run_finished``.
     """
     problems: list[str] = []
     if not events:
@@ -39,6 +40,7 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
     last_step = 0
     cleared: set[str] = set()  # call ids allowed to start a tool
     started: set[str] = set()
+    unfinished: dict[str, ToolStarted] = {}  # started, outcome not recorded yet
     final_at: int | None = None
     for i, ev in enumerate(events):
         where = f"seq {ev.seq} ({ev.type})"
@@ -69,12 +71,21 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
                 if ev.call_id not in cleared:
                     problems.append(f"{where}: no execute decision or approval for {ev.call_id}")
                 started.add(ev.call_id)
+                unfinished[ev.call_id] = ev
             case ToolFinished():
                 if ev.call_id not in started:
                     problems.append(f"{where}: no tool_started for {ev.call_id}")
+                unfinished.pop(ev.call_id, None)
             case RunFinished():
                 if RunStatus(ev.status) in FINAL_STATUSES:
                     final_at = ev.seq
+                    for lost in unfinished.values():
+                        problems.append(
+                            f"{where}: the run is {ev.status} but {lost.tool} started at seq "
+                            f"{lost.seq} ({lost.call_id}, idempotency key "
+                            f"{lost.idempotency_key}) has no tool_finished: its outcome was "
+                            "dropped"
+                        )
             case _:
                 pass
     return problems

@@ -43,7 +43,7 @@ from ._dispatch import decide
 from ._faults import crash_point
 from ._log import get_logger
 from ._render import MessageView, Renderer
-from ._state import OpenCall, RunState, RunStatus
+from ._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
 from .events import (
     ActionProposed,
     ContextAdded,
@@ -135,24 +135,76 @@ class Driver:
     # -- the loop ---------------------------------------------------------------------------
 
     async def advance(self) -> None:
-        """Advance until the run completes, stops or waits for a person; then flush."""
+        """Advance until the run completes, stops or waits for a person; then flush.
+
+        A cancel request another process recorded (``Agent.cancel`` while this one held
+        the run) is honoured at safe points: before asking the model, before starting a
+        tool, and when the run stops or pauses. A tool already running is never abandoned:
+        its outcome is recorded first, then the cancellation.
+        """
         st = self.state
         try:
             while st.status is RunStatus.RUNNING:
                 call = st.call
                 if call is not None and not call.settled:
                     await self._continue(call)
+                elif await self._cancel_requested():
+                    pass
                 elif stop := self._stop_reason():
                     status, reason = stop
                     self.finish(status, reason=reason)
                 else:
                     await self._ask()
+            if st.status not in FINAL_STATUSES:
+                await self._cancel_requested()  # a request that came while it was pausing
         except asyncio.CancelledError:
             # Task cancellation (a shutdown, a caller's timeout) is not a decision about the
             # run: keep what was recorded and leave it resumable. Agent.cancel() ends a run.
             await asyncio.shield(self.flush())
             raise
         await self.flush()
+
+    async def _cancel_requested(self) -> bool:
+        """At a safe point: cancel the run if someone asked for it (see :meth:`cancel`)."""
+        request = await self.setup.store.cancel_request(self.state.run_id)
+        if request is None:
+            return False
+        self.cancel(request.by, request.reason)
+        return True
+
+    def cancel(self, by: str, reason: str | None) -> None:
+        """Record that ``by`` cancelled the run. A call that started and has no recorded
+        outcome (its process died, or it was lost to a timeout) is never dropped silently:
+        a ``tool_finished`` first says its outcome is unknown, with its idempotency key."""
+        st = self.state
+        why = f"cancelled by {by}" + (f": {reason}" if reason else "")
+        call = st.call
+        if (
+            call is not None
+            and call.started is not None
+            and call.finished is None
+            and isinstance(call.action, ToolAction)
+        ):
+            key = call.started.idempotency_key
+            self.record(
+                ToolFinished(
+                    **self._seq(),
+                    step=call.step,
+                    call_id=call.call_id,
+                    tool=call.action.tool,
+                    ok=False,
+                    error=(
+                        f"outcome unknown: the run was cancelled by {by} after this call "
+                        "started and before its outcome was recorded; it may or may not have "
+                        f"happened (idempotency key {key})"
+                    ),
+                )
+            )
+            why += (
+                f"; the call {call.action.tool}({_short(call.run_args())}) at step {call.step} "
+                f"had started and its outcome is unknown (idempotency key {key})"
+            )
+        self.finish(RunStatus.CANCELLED, reason=why)
 
     def _stop_reason(self) -> tuple[RunStatus, str] | None:
         st, budget = self.state, self.state.budget
@@ -429,10 +481,10 @@ class Driver:
             case PlanAction():  # settled once decided or confirmed; never reached
                 return
             case ToolAction():
-                if call.started is None:
-                    await self._run_tool(call)
-                else:
+                if call.started is not None:
                     await self._recover(call)
+                elif not await self._cancel_requested():
+                    await self._run_tool(call)
 
     async def _run_tool(self, call: OpenCall) -> None:
         assert isinstance(call.action, ToolAction)

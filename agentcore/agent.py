@@ -693,17 +693,50 @@ class Agent:
             )
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
-        """End a run for good (status ``cancelled``). A completed run is left as it is."""
+        """End a run for good (status ``cancelled``), now or at its next safe point.
+
+        With no live process advancing the run, the cancellation is recorded now (under
+        the run's claim). If another process or task is advancing it, the request is
+        recorded in the store and that process honours it at its next safe point: a tool
+        that is running finishes and its outcome is recorded, then the cancellation;
+        nothing is abandoned mid-call. A call that started and has no recorded outcome
+        (its process died, or it timed out) gets a ``tool_finished`` saying its outcome is
+        unknown before the cancellation, so no started call is ever silently dropped.
+
+        Returns:
+            The run's result. ``status`` is ``cancelled`` when the run is cancelled now;
+            otherwise (the run is still ``running``, or paused) the request is recorded and
+            the process advancing the run cancels it at its next safe point. A completed
+            run is returned as it is.
+
+        Raises:
+            RunNotFoundError: no such run.
+            ConfigurationError: ``by`` is empty.
+        """
+        if not by.strip():
+            raise ConfigurationError("cancel() needs by=<who cancels>; it is recorded.")
+        check_text(by + (reason or ""), "cancellation's by/reason")
         state, _ = await self._load(run_id)
         if state.status in FINAL_STATUSES:
             return state.result()
-        why = f"cancelled by {by}" + (f": {reason}" if reason else "")
-        ev = RunFinished(
-            run_id=run_id, seq=state.next_seq, at=time.time(), status="cancelled", reason=why
-        )
-        await self._append(run_id, [ev])
-        state.apply(ev)
-        return state.result()
+        with contextlib.suppress(RunBusyError):
+            return await self._cancel_now(run_id, by, reason)
+        await self.store.request_cancel(run_id, by=by, reason=reason)
+        # The process advancing it may have let go since: then no one would read the request.
+        with contextlib.suppress(RunBusyError):
+            return await self._cancel_now(run_id, by, reason)
+        return await self.result(run_id)
+
+    async def _cancel_now(self, run_id: str, by: str, reason: str | None) -> RunResult:
+        """Cancel under the run's claim (RunBusyError if another worker holds it)."""
+        with self._claimed(run_id):
+            state, events = await self._load(run_id)
+            if state.status in FINAL_STATUSES:
+                return state.result()
+            driver = Driver(self._setup(), state, events)
+            driver.cancel(by, reason)
+            await driver.flush()
+            return state.result()
 
     async def transcript(self, run_id: str) -> list[Event]:
         """Every event of the run, in order."""

@@ -26,6 +26,7 @@ from agentcore.events import (
     Confirmation,
     Event,
     Resolution,
+    RunFinished,
     RunStarted,
     ToolFinished,
 )
@@ -467,3 +468,129 @@ async def test_an_idempotent_tools_timeout_stays_an_error_observation() -> None:
     assert not finished.ok
     assert finished.error == "timed out after 0.05s"
     await payments.release()
+
+
+# --------------------------------------------------------------------------- cancel
+
+
+class Gate:
+    """An async, non-idempotent tool that blocks until the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.open = asyncio.Event()
+        self.calls = 0
+
+    def tool(self) -> Tool:
+        async def ship(order_id: str) -> dict[str, str]:
+            """Ship an order."""
+            self.calls += 1
+            self.entered.set()
+            await self.open.wait()
+            return {"shipped": order_id}
+
+        return tool(effect="write")(ship)
+
+
+async def test_cancel_while_a_tool_runs_records_its_outcome_then_the_cancellation() -> None:
+    gate = Gate()
+    store = MemoryStore()
+    model = script("ship", {"order_id": "A1"})
+    agent = Agent(tools=[gate.tool()], model=model, store=store, policy=NO_PLAN)
+    runner = asyncio.create_task(agent.run("ship A1", run_id="r1"))
+    await asyncio.wait_for(gate.entered.wait(), 5)
+
+    requested = await agent.cancel("r1", by="ops", reason="customer called")
+    assert requested.status is RunStatus.RUNNING  # requested, not cancelled yet
+    request = await store.cancel_request("r1")
+    assert request is not None
+    assert (request.by, request.reason) == ("ops", "customer called")
+
+    gate.open.set()
+    result = await asyncio.wait_for(runner, 5)
+    assert result.status is RunStatus.CANCELLED
+    assert result.reason == "cancelled by ops: customer called"
+    events = await agent.transcript("r1")
+    assert [e.type for e in events][-3:] == ["tool_started", "tool_finished", "run_finished"]
+    (finished,) = of(events, ToolFinished)
+    assert finished.ok
+    assert finished.result == {"shipped": "A1"}
+    assert len(model.requests) == 1  # the model was not asked again
+    assert gate.calls == 1
+    assert check_transcript(events) == []
+    assert await agent.resume("r1") == result  # final
+
+
+async def test_cancel_with_no_live_process_records_a_started_calls_unknown_outcome() -> None:
+    pay = Payments()
+    store = MemoryStore()
+    agent = Agent(
+        tools=[pay.tool()], model=script("pay", {"amount": 5}), store=store, policy=NO_PLAN
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await agent.run("pay 5", run_id="r1")  # the process "dies" inside the tool
+    result = await agent.cancel("r1", by="ops", reason="duplicate order")
+    assert result.status is RunStatus.CANCELLED
+    assert result.reason is not None
+    assert result.reason.startswith("cancelled by ops: duplicate order; the call pay(amount=5)")
+    assert "outcome is unknown (idempotency key r1:1)" in result.reason
+    events = await agent.transcript("r1")
+    assert [e.type for e in events][-3:] == ["tool_started", "tool_finished", "run_finished"]
+    (finished,) = of(events, ToolFinished)
+    assert not finished.ok
+    assert finished.error is not None
+    assert finished.error.startswith("outcome unknown: the run was cancelled by ops")
+    assert "idempotency key r1:1" in finished.error
+    assert check_transcript(events) == []
+    assert pay.calls == 1
+    assert await store.cancel_request("r1") is None  # cancelled at once, nothing requested
+
+
+async def test_cancel_a_timed_out_lost_call() -> None:
+    payments = SlowPayments()
+    agent = pay_agent(payments, MemoryStore())
+    assert (await agent.run("pay 5", run_id="r1")).status is RunStatus.NEEDS_ATTENTION
+    result = await agent.cancel("r1", by="ops")
+    assert result.status is RunStatus.CANCELLED
+    events = await agent.transcript("r1")
+    assert check_transcript(events) == []
+    await payments.release()
+    assert payments.calls == 1
+
+
+async def test_a_paused_run_honours_a_cancel_request_on_its_next_continuation() -> None:
+    calls: list[int] = []
+    store = MemoryStore()
+    agent = await paused_refund(store, calls)
+    await store.request_cancel("r1", by="ops", reason="requested earlier")
+    result = await agent.confirm("r1", approve=True, by="alice")
+    assert result.status is RunStatus.CANCELLED
+    assert result.reason == "cancelled by ops: requested earlier"
+    assert calls == []  # the approved call was not started after the request
+
+
+async def test_check_reports_a_final_run_finished_after_a_started_tool_without_outcome() -> None:
+    pay = Payments()
+    store = MemoryStore()
+    agent = Agent(
+        tools=[pay.tool()], model=script("pay", {"amount": 5}), store=store, policy=NO_PLAN
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await agent.run("pay 5", run_id="r1")
+    events = await agent.transcript("r1")
+    # What agentcore 0.1.0's cancel wrote: the started call's outcome silently dropped.
+    dropped = RunFinished(
+        run_id="r1", seq=len(events), at=time.time(), status="cancelled", reason="cancelled"
+    )
+    problems = check_transcript([*events, dropped])
+    assert len(problems) == 1
+    assert "pay started at seq" in problems[0]
+    assert "has no tool_finished" in problems[0]
+    assert problems[0].startswith(f"seq {len(events)} (run_finished)")
+
+
+async def test_cancel_needs_a_name() -> None:
+    calls: list[int] = []
+    agent = await paused_refund(MemoryStore(), calls)
+    with pytest.raises(ConfigurationError, match="by="):
+        await agent.cancel("r1", by=" ")

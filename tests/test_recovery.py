@@ -322,6 +322,12 @@ class FailIntent:
     async def truncate(self, run_id: str, *, after: int, dry_run: bool = False) -> Any:
         return await self.inner.truncate(run_id, after=after, dry_run=dry_run)
 
+    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
+        await self.inner.request_cancel(run_id, by=by, reason=reason)
+
+    async def cancel_request(self, run_id: str) -> Any:
+        return await self.inner.cancel_request(run_id)
+
     def claim(self, run_id: str) -> Any:
         return self.inner.claim(run_id)
 

@@ -14,10 +14,14 @@ Layout (schema version 1):
     ``list_runs`` reads only ``agentcore_runs`` (indexed by updated_at and by status).
     Times are DOUBLE PRECISION Unix seconds so a run's times read back exactly as the events
     carry them; lease times (later) come from the database clock, hence TIMESTAMPTZ.
+    PostgreSQL text cannot hold a NUL character, which a task may contain: the row's free
+    text (``task``, ``cancel_by``, ``cancel_reason``) is therefore kept as a JSON string
+    literal (``"the task"``), escaped the same way as the bodies.
 
 Migrations:
-    :data:`MIGRATIONS` is a plain ordered list: entry ``i`` holds the SQL statements that
-    take a database from version ``i`` to ``i + 1``. The applied versions are rows of
+    :data:`MIGRATIONS` is the ordered list of numbered steps (the rule every store shares, in
+    ``_migrations``): step ``n`` holds the SQL statements that take a database from version
+    ``n - 1`` to ``n``, additions only. The applied versions are rows of
     ``agentcore_schema``. Opening a store checks the version; when it is behind, the missing
     steps run in one transaction under an advisory lock, so processes opening at once do not
     race. A database newer than this code is refused, untouched.
@@ -52,9 +56,11 @@ import asyncio
 import contextlib
 import hashlib
 import importlib
+import json
 import re
 import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,9 +72,11 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, decode_event, encode_event_body
+from agentcore.events import Event, RunStarted, decode_event
 
-from ._base import RunClaim, RunSummary, check_batch, status_after
+from ._base import CancelRequest, RunClaim, RunSummary, check_batch, status_after
+from ._codec import DECODE_ERRORS, encode_batch, run_label
+from ._migrations import Migration, numbered, pending
 
 if TYPE_CHECKING:
     import psycopg
@@ -76,49 +84,65 @@ if TYPE_CHECKING:
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
 
-MIGRATIONS: list[tuple[str, ...]] = [
-    (  # 0 -> 1: runs and events
-        """CREATE TABLE {runs} (
-            run_id TEXT PRIMARY KEY,
-            status TEXT NOT NULL,
-            task TEXT NOT NULL,
-            created_at DOUBLE PRECISION NOT NULL,
-            updated_at DOUBLE PRECISION NOT NULL,
-            next_seq BIGINT NOT NULL,
-            tenant TEXT NULL,
-            owner TEXT NULL,
-            epoch BIGINT NOT NULL DEFAULT 0,
-            lease_until TIMESTAMPTZ NULL,
-            cancel_by TEXT NULL,
-            cancel_reason TEXT NULL,
-            cancel_at DOUBLE PRECISION NULL,
-            chain_head TEXT NULL
-        )""",
-        """CREATE TABLE {events} (
-            run_id TEXT NOT NULL REFERENCES {runs} (run_id) ON DELETE CASCADE,
-            seq BIGINT NOT NULL,
-            type TEXT NOT NULL,
-            at DOUBLE PRECISION NOT NULL,
-            body TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        )""",
-        # list_runs: most recently updated first, all runs or one status. Every append
-        # rewrites updated_at, so these cost an index write per append (no HOT update):
-        # the price of listing millions of runs without a sort.
-        "CREATE INDEX agentcore_runs_by_updated ON {runs} (updated_at DESC, run_id)",
-        "CREATE INDEX agentcore_runs_by_status ON {runs} (status, updated_at DESC, run_id)",
+MIGRATIONS = numbered(
+    Migration(
+        1,
+        "runs (with room for leases, tenants, cancel requests, chaining) and events",
+        (
+            """CREATE TABLE {runs} (
+                run_id TEXT PRIMARY KEY,
+                status TEXT NOT NULL,
+                task TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL,
+                next_seq BIGINT NOT NULL,
+                tenant TEXT NULL,
+                owner TEXT NULL,
+                epoch BIGINT NOT NULL DEFAULT 0,
+                lease_until TIMESTAMPTZ NULL,
+                cancel_by TEXT NULL,
+                cancel_reason TEXT NULL,
+                cancel_at DOUBLE PRECISION NULL,
+                chain_head TEXT NULL
+            )""",
+            """CREATE TABLE {events} (
+                run_id TEXT NOT NULL REFERENCES {runs} (run_id) ON DELETE CASCADE,
+                seq BIGINT NOT NULL,
+                type TEXT NOT NULL,
+                at DOUBLE PRECISION NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+            # list_runs: most recently updated first, all runs or one status. Every append
+            # rewrites updated_at, so these cost an index write per append (no HOT update):
+            # the price of listing millions of runs without a sort.
+            "CREATE INDEX agentcore_runs_by_updated ON {runs} (updated_at DESC, run_id)",
+            "CREATE INDEX agentcore_runs_by_status ON {runs} (status, updated_at DESC, run_id)",
+        ),
     ),
-]
-"""Entry ``i``: the statements from schema version ``i`` to ``i + 1`` ({runs}, {events})."""
+)
+"""The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
-"""The layout this module writes and reads."""
+"""The layout this module writes and reads, recorded in ``agentcore_schema``."""
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 _PASSWORD_IN_URL = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
 _PASSWORD_IN_DSN = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 _EMPTY_STATUS = ""  # fold start: a batch that changes no status leaves the row's as it is
+
+
+def _text_in(value: str) -> str:
+    """Free text as the row keeps it: a JSON string literal (no NUL can reach the column)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _text_out(stored: str) -> str:
+    value = json.loads(stored)
+    if not isinstance(value, str):
+        raise TypeError(f"expected a JSON string, found {type(value).__name__}")
+    return value
 
 
 def _redact(dsn: str) -> str:
@@ -160,6 +184,8 @@ class _Sql:
     bodies: bytes
     delete_after: bytes
     reset_run: bytes
+    request_cancel: bytes
+    cancel_request: bytes
 
     @classmethod
     def build(cls, schema: str | None) -> _Sql:
@@ -223,6 +249,14 @@ class _Sql:
             bodies=q("SELECT seq, body FROM {events} WHERE run_id = %s ORDER BY seq"),
             delete_after=q("DELETE FROM {events} WHERE run_id = %s AND seq > %s"),
             reset_run=q("UPDATE {runs} SET next_seq = %s, status = %s WHERE run_id = %s"),
+            request_cancel=q(
+                """UPDATE {runs} SET cancel_by = %s, cancel_reason = %s,
+                    cancel_at = extract(epoch FROM statement_timestamp())::float8
+                WHERE run_id = %s RETURNING 1"""
+            ),
+            cancel_request=q(
+                "SELECT cancel_by, cancel_reason, cancel_at FROM {runs} WHERE run_id = %s"
+            ),
         )
 
     def migration(self, statement: str) -> bytes:
@@ -299,6 +333,7 @@ class PostgresStore:
         import psycopg
 
         check_batch(run_id, expected_seq, events)
+        bodies = encode_batch(run_id, events)  # refuses what would not read back as itself
         end = expected_seq + len(events)
         status = _EMPTY_STATUS if expected_seq else "running"
         for ev in events:
@@ -310,14 +345,16 @@ class PostgresStore:
             "end": end,
             "updated": events[-1].at,
             "status": status or None,
-            "task": first.task if isinstance(first, RunStarted) else "",
+            "task": _text_in(first.task if isinstance(first, RunStarted) else ""),
             "created": first.at,
             "seqs": [ev.seq for ev in events],
             "types": [ev.type for ev in events],
             "ats": [ev.at for ev in events],
-            "bodies": [encode_event_body(ev) for ev in events],
+            "bodies": bodies,
         }
-        where = f"cannot append to run {run_id!r} at seq {expected_seq}; nothing was written"
+        where = (
+            f"cannot append to run {run_label(run_id)} at seq {expected_seq}; nothing was written"
+        )
         statement = self._sql.append_new if expected_seq == 0 else self._sql.append_next
         pool = await self._pool(where)
         try:
@@ -343,7 +380,7 @@ class PostgresStore:
         """See :meth:`TranscriptStore.load`."""
         import psycopg
 
-        where = f"cannot load run {run_id!r}"
+        where = f"cannot load run {run_label(run_id)}"
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn:
@@ -352,7 +389,7 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._error(exc, where) from exc
         if not rows:
-            raise RunNotFoundError(f"No run {run_id!r} in {self._display}")
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         next_seq = int(rows[0][0])
         out: list[Event] = []
         expected = max(after + 1, 0)
@@ -363,7 +400,7 @@ class PostgresStore:
                 raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
             try:
                 event = decode_event(run_id, seq, body)
-            except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+            except DECODE_ERRORS as exc:
                 raise self._corrupted(run_id, seq, f"its body cannot be decoded: {exc}") from exc
             if event.type != type_:
                 raise self._corrupted(
@@ -383,12 +420,12 @@ class PostgresStore:
 
         if after < 0:
             raise StoreError("truncate keeps at least run_started: use after >= 0")
-        where = f"cannot truncate run {run_id!r} after seq {after}"
+        where = f"cannot truncate run {run_label(run_id)} after seq {after}"
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn, conn.transaction():
                 if await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone() is None:
-                    raise RunNotFoundError(f"No run {run_id!r} in {self._display}")
+                    raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
                 rows = await (await conn.execute(self._sql.bodies, (run_id,))).fetchall()
                 status, kept = "running", 0
                 for seq, body in rows:
@@ -396,10 +433,10 @@ class PostgresStore:
                         continue
                     try:
                         status = status_after(status, decode_event(run_id, seq, body))
-                    except (ValueError, TypeError) as exc:
+                    except DECODE_ERRORS as exc:
                         raise StoreCorruptedError(
-                            f"Run {run_id!r} in {self._display} is corrupted at seq {seq}: "
-                            f"an event the truncation would keep cannot be decoded ({exc}); "
+                            f"Run {run_label(run_id)} in {self._display} is corrupted at seq "
+                            f"{seq}: an event the truncation would keep cannot be decoded ({exc}); "
                             "truncate earlier"
                         ) from exc
                     kept += 1
@@ -415,6 +452,8 @@ class PostgresStore:
         import psycopg
 
         where = "cannot list runs"
+        if limit < 0:
+            raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn:
@@ -425,10 +464,61 @@ class PostgresStore:
                 rows = await cur.fetchall()
         except psycopg.Error as exc:
             raise self._error(exc, where) from exc
-        return [
-            RunSummary(str(r), str(s), str(t), float(c), float(u), int(n))
-            for r, s, t, c, u, n in rows
-        ]
+        out: list[RunSummary] = []
+        for run_id, st, task, created, updated, events in rows:
+            try:
+                text = _text_out(task)
+            except (ValueError, TypeError) as exc:
+                raise StoreCorruptedError(
+                    f"Run {run_label(run_id)} in {self._display} is corrupted: its row's task is "
+                    f"not a JSON string ({exc}); its events are not affected"
+                ) from exc
+            out.append(RunSummary(run_id, st, text, float(created), float(updated), int(events)))
+        return out
+
+    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
+        """See :meth:`TranscriptStore.request_cancel`. The request's time is the database's
+        clock, the one every worker shares."""
+        import psycopg
+
+        where = f"cannot record a cancel request for run {run_label(run_id)}"
+        params = (_text_in(by), None if reason is None else _text_in(reason), run_id)
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                row = await (await conn.execute(self._sql.request_cancel, params)).fetchone()
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise self._error(exc, where) from exc
+        if row is None:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+
+    async def cancel_request(self, run_id: str) -> CancelRequest | None:
+        """See :meth:`TranscriptStore.cancel_request`."""
+        import psycopg
+
+        where = f"cannot read the cancel request of run {run_label(run_id)}"
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                row = await (await conn.execute(self._sql.cancel_request, (run_id,))).fetchone()
+        except psycopg.Error as exc:
+            raise self._error(exc, where) from exc
+        if row is None:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+        by, reason, at = row
+        if by is None:
+            return None
+        try:
+            return CancelRequest(
+                by=_text_out(by),
+                reason=None if reason is None else _text_out(reason),
+                at=float(at),
+            )
+        except (ValueError, TypeError) as exc:
+            raise StoreCorruptedError(
+                f"Run {run_label(run_id)} in {self._display}: its cancel request cannot be read "
+                f"({exc})"
+            ) from exc
 
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: a session-level advisory lock per run, on the
@@ -483,7 +573,16 @@ class PostgresStore:
     async def _keep_pool(self, ready: asyncio.Future[AsyncConnectionPool[Any]]) -> None:
         """Open a pool for the running loop, hand it out, close it when cancelled (by
         :meth:`close` or by the loop shutting down)."""
+        from psycopg import AsyncConnection
         from psycopg_pool import AsyncConnectionPool
+
+        # Every connection the pool opens, to close them even when the pool cannot close
+        # itself: a loop that shuts down cancels the pool's workers too, and then
+        # ``pool.close()`` stops at their cancellation before closing its connections.
+        opened: weakref.WeakSet[AsyncConnection[Any]] = weakref.WeakSet()
+
+        async def track(conn: AsyncConnection[Any]) -> None:
+            opened.add(conn)
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self.url,
@@ -491,6 +590,7 @@ class PostgresStore:
             min_size=self._min,
             max_size=self._max,
             timeout=self._timeout,
+            configure=track,
             open=False,
             name="agentcore",
         )
@@ -498,17 +598,17 @@ class PostgresStore:
             await pool.open(wait=True, timeout=self._timeout)
         except asyncio.CancelledError:
             ready.cancel()
-            await pool.close()
+            await _shut(pool, opened)
             raise
         except Exception as exc:
             ready.set_exception(exc)
-            await pool.close()
+            await _shut(pool, opened)
             return
         ready.set_result(pool)
         try:
             await asyncio.Event().wait()
         finally:
-            await pool.close()
+            await _shut(pool, opened)
 
     def _migrate(self, migrate: bool) -> None:
         """Create or upgrade the schema (synchronously: called by the constructor)."""
@@ -519,13 +619,12 @@ class PostgresStore:
                 self.url, autocommit=True, connect_timeout=max(1, round(self._timeout))
             ) as conn:
                 version = _schema_version(conn, self._sql)
-                if version == SCHEMA_VERSION:
+                if not pending(MIGRATIONS, version, store=self._display):
                     return
-                self._check_version(version)
                 if version and not migrate:
                     raise StoreError(
                         f"PostgreSQL store {self._display} has schema version {version}, "
-                        f"older than this agentcore's ({SCHEMA_VERSION}); open it with "
+                        f"older than this agentcore's ({len(MIGRATIONS)}); open it with "
                         "migrate=True to upgrade it."
                     )
                 with conn.transaction():
@@ -544,33 +643,25 @@ class PostgresStore:
                         )""".encode()
                     )
                     version = _schema_version(conn, self._sql)  # again, under the lock
-                    self._check_version(version)
-                    for number in range(version, SCHEMA_VERSION):
-                        for statement in MIGRATIONS[number]:
+                    for migration in pending(MIGRATIONS, version, store=self._display):
+                        for statement in migration.statements:
                             conn.execute(self._sql.migration(statement))
                         conn.execute(
                             f"INSERT INTO {self._sql.version_table} (version) VALUES (%s)".encode(),
-                            (number + 1,),
+                            (migration.version,),
                         )
         except psycopg.Error as exc:
             raise self._error(exc, "cannot open the database") from exc
 
-    def _check_version(self, version: int) -> None:
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"PostgreSQL store {self._display} has schema version {version}, newer than "
-                f"this agentcore reads ({SCHEMA_VERSION}): upgrade agentcore to open it. "
-                "Nothing was changed."
-            )
-
-    def _error(self, exc: psycopg.Error, what: str) -> StoreError:
-        code = f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else ""
+    def _error(self, exc: psycopg.Error | UnicodeError, what: str) -> StoreError:
+        sqlstate = getattr(exc, "sqlstate", None)
+        code = f" (SQLSTATE {sqlstate})" if sqlstate else ""
         text = str(exc).strip() or type(exc).__name__
         return StoreError(f"PostgreSQL store {self._display}: {what}: {text}{code}")
 
     def _corrupted(self, run_id: str, seq: int, why: str) -> StoreCorruptedError:
         return StoreCorruptedError(
-            f"Run {run_id!r} in {self._display} is corrupted at seq {seq}: {why}. The "
+            f"Run {run_label(run_id)} in {self._display} is corrupted at seq {seq}: {why}. The "
             "transcript is not guessed at: repair or remove the bad event explicitly."
         )
 
@@ -581,6 +672,18 @@ class _LoopPool:
 
     ready: asyncio.Future[AsyncConnectionPool[Any]]
     keeper: asyncio.Task[None]
+
+
+async def _shut(
+    pool: AsyncConnectionPool[Any], opened: Iterable[psycopg.AsyncConnection[Any]]
+) -> None:
+    """Close a pool and every connection it opened (Any: psycopg's row type)."""
+    with contextlib.suppress(asyncio.CancelledError):  # its workers were cancelled already
+        await pool.close(timeout=1.0)
+    for conn in list(opened):
+        if not conn.closed:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
 
 def _schema_version(conn: psycopg.Connection[Any], sql: _Sql) -> int:
@@ -618,7 +721,7 @@ class _AdvisoryClaims:
                 row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             except psycopg.Error as exc:
                 self._drop()
-                raise self._store._error(exc, f"cannot claim run {run_id!r}") from exc  # pyright: ignore[reportPrivateUsage]  # same module
+                raise self._store._error(exc, f"cannot claim run {run_label(run_id)}") from exc  # pyright: ignore[reportPrivateUsage]  # same module
             if row is None or not row[0]:
                 raise RunBusyError(busy)
             self._held[run_id] = conn

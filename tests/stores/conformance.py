@@ -1,0 +1,634 @@
+"""The store conformance suite: what every :class:`TranscriptStore` must do.
+
+A store passes by subclassing :class:`StoreConformance` in a ``Test...`` class and
+overriding the ``store`` fixture (and ``peer`` when a second store object can open the same
+data, so that races and claims are also checked across objects)::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        async def store(self) -> AsyncIterator[TranscriptStore]:
+            s = MyStore(...)
+            yield s
+            await s.close()
+
+Every test starts from an empty store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentcore._state import RunState
+from agentcore.contracts import FinishAction, PlanAction, ToolAction
+from agentcore.contracts.errors import (
+    RunBusyError,
+    RunNotFoundError,
+    SeqConflictError,
+    StoreError,
+)
+from agentcore.events import (
+    ActionProposed,
+    Confirmation,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    Resolution,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+    encode_event_body,
+)
+from agentcore.stores import TranscriptStore
+
+__all__ = ["StoreConformance", "every_event_type", "started"]
+
+UNICODE_SAMPLES = [
+    "emoji 😀👩🏽‍💻🇺🇦",
+    "RTL: שלום עולם, مرحبا بالعالم",
+    "a NUL \u0000 in the middle, and \u0000 twice",
+    "astral plane: \U0001d518\U0001d52b\U0001d526 \U00013000 \U0010fffd 😀",
+    "combining: e\u0301 a\u0308, ZWJ \u200d, BOM \ufeff, bidi \u202e override",
+    "controls: \t\n\r\x1b[31m \x7f \u2028 \u2029",
+    'quotes and escapes: " \\ \\u0000 </script> {"json": true}',
+]
+
+_run_numbers = itertools.count()
+
+
+def fresh_run_id(prefix: str = "run") -> str:
+    """A run id no other test of this process uses."""
+    return f"{prefix}-{next(_run_numbers)}"
+
+
+def started(run_id: str, *, at: float = 1.0, task: str = "do the thing") -> RunStarted:
+    return RunStarted(
+        run_id=run_id,
+        seq=0,
+        at=at,
+        task=task,
+        scope=["lookup", "delete_order"],
+        budget={"max_steps": 10},
+        policy={"plan_before_writes": False},
+        contract={"hash": "sha256:abc"},
+        route=["scripted/a", "scripted/b"],
+        tools={"lookup": {"effect": "read", "schema": {"type": "object"}}},
+        metadata={"user": "ünïcødé ✓", "n": 3, "nested": {"a": [1, None, True, 2.5]}},
+    )
+
+
+def context(
+    run_id: str, seq: int, *, at: float | None = None, content: str = "ctx"
+) -> ContextAdded:
+    return ContextAdded(
+        run_id=run_id,
+        seq=seq,
+        at=at if at is not None else 1.0 + seq,
+        step=1,
+        source="files",
+        content=content,
+    )
+
+
+def tool_result(run_id: str, seq: int, result: object, *, at: float | None = None) -> ToolFinished:
+    return ToolFinished.model_validate(
+        {
+            "run_id": run_id,
+            "seq": seq,
+            "at": at if at is not None else 1.0 + seq,
+            "step": 1,
+            "call_id": "c1",
+            "tool": "lookup",
+            "ok": True,
+            "result": result,
+        }
+    )
+
+
+def every_event_type(run_id: str) -> list[Event]:
+    """A run that walks through every event type, with non-default optional fields, in an
+    order the state fold accepts; its status moves through every value a listing shows."""
+    return [
+        started(run_id),
+        ContextAdded(run_id=run_id, seq=1, at=2.5, step=1, source="files", content="a\nb"),
+        ModelCalled(
+            run_id=run_id,
+            seq=2,
+            at=3.25,
+            step=1,
+            model="scripted/a",
+            outcome="invalid",
+            attempts=2,
+            input_tokens=100,
+            output_tokens=20,
+            cached_input_tokens=50,
+            cost=0.00123,
+            latency_ms=812.5,
+            finish_reason="stop",
+            response_id="resp_1",
+            reply="{not json",
+            error="bad reply",
+        ),
+        ActionProposed(
+            run_id=run_id,
+            seq=3,
+            at=4.0,
+            step=1,
+            call_id="c1",
+            action=PlanAction(thought="plan it", steps=["look", "delete"]),
+        ),
+        Decision(run_id=run_id, seq=4, at=4.25, step=1, call_id="c1", verdict="execute"),
+        ActionProposed(
+            run_id=run_id,
+            seq=5,
+            at=4.5,
+            step=2,
+            call_id="c2",
+            action=ToolAction(thought="delete it", tool="delete_order", args={"id": "A1"}),
+        ),
+        Decision(
+            run_id=run_id,
+            seq=6,
+            at=4.75,
+            step=2,
+            call_id="c2",
+            verdict="needs_confirmation",
+            reason="destructive",
+            args_hash="h1",
+        ),
+        RunFinished(run_id=run_id, seq=7, at=5.0, status="awaiting_confirmation"),
+        Confirmation(
+            run_id=run_id,
+            seq=8,
+            at=5.5,
+            step=2,
+            call_id="c2",
+            approved=True,
+            by="alice",
+            reason="ok",
+            args={"id": "A2"},
+            args_hash="h2",
+        ),
+        ToolStarted(
+            run_id=run_id,
+            seq=9,
+            at=6.0,
+            step=2,
+            call_id="c2",
+            tool="delete_order",
+            args={"id": "A2"},
+            idempotency_key=f"{run_id}:c2",
+        ),
+        RunFinished(run_id=run_id, seq=10, at=6.5, status="needs_attention", reason="outcome lost"),
+        Resolution(
+            run_id=run_id,
+            seq=11,
+            at=7.0,
+            step=2,
+            call_id="c2",
+            decision="rerun",
+            by="bob",
+            reason="it did not happen",
+        ),
+        ToolFinished(
+            run_id=run_id,
+            seq=12,
+            at=7.5,
+            step=2,
+            call_id="c2",
+            tool="delete_order",
+            ok=False,
+            result={"partial": [1, 2.5, "x", None]},
+            error="EIO",
+            duration_ms=12.5,
+        ),
+        RunFinished(run_id=run_id, seq=13, at=8.0, status="budget_exhausted", reason="steps"),
+        RunResumed(run_id=run_id, seq=14, at=8.5, budget={"max_steps": 20}, by="carol"),
+        ActionProposed(
+            run_id=run_id,
+            seq=15,
+            at=9.0,
+            step=3,
+            call_id="c3",
+            action=FinishAction(thought="done", answer="the answer"),
+        ),
+        RunFinished(run_id=run_id, seq=16, at=9.5, status="completed", answer="the answer"),
+    ]
+
+
+def folded_status(events: Sequence[Event]) -> str:
+    """The status of the run state folded from ``events``."""
+    state = RunState(events[0].run_id)
+    for ev in events:
+        state.apply(ev)
+    return state.status.value
+
+
+class StoreConformance:
+    """The behaviour every transcript store shares. Override ``store`` (and ``peer``)."""
+
+    @pytest.fixture
+    async def store(self) -> TranscriptStore:
+        """The store under test, empty, closed afterwards. Subclasses must override it."""
+        pytest.fail(f"{type(self).__name__} must override the `store` fixture")
+
+    @pytest.fixture
+    async def peer(self, store: TranscriptStore) -> TranscriptStore | None:
+        """A second store object on the same data as ``store``, or ``None`` where a store
+        cannot be opened twice (MemoryStore). Used to race and claim across objects."""
+        return None
+
+    # ------------------------------------------------------------------ basics
+
+    async def test_satisfies_the_protocol(self, store: TranscriptStore) -> None:
+        assert isinstance(store, TranscriptStore)
+        assert isinstance(store.url, str) and store.url
+
+    async def test_every_event_type_reads_back_equal(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        events = every_event_type(run)
+        await store.append(run, 0, events[:1])
+        await store.append(run, 1, events[1:])
+        assert await store.load(run) == events
+        assert {ev.type for ev in events} == {
+            "run_started",
+            "context_added",
+            "model_called",
+            "action_proposed",
+            "decision",
+            "confirmation",
+            "tool_started",
+            "tool_finished",
+            "resolution",
+            "run_resumed",
+            "run_finished",
+        }
+
+    async def test_load_after(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        events = [started(run), *(context(run, i) for i in range(1, 6))]
+        await store.append(run, 0, events)
+        assert await store.load(run, after=-1) == events
+        assert await store.load(run, after=-5) == events
+        assert await store.load(run, after=0) == events[1:]
+        assert await store.load(run, after=3) == events[4:]
+        assert await store.load(run, after=5) == []
+        assert await store.load(run, after=2**40) == []
+
+    async def test_unknown_run(self, store: TranscriptStore) -> None:
+        with pytest.raises(RunNotFoundError, match="nope"):
+            await store.load("nope")
+        with pytest.raises(RunNotFoundError, match="nope"):
+            await store.truncate("nope", after=0)
+        with pytest.raises(RunNotFoundError, match="nope"):
+            await store.request_cancel("nope", by="alice")
+        with pytest.raises(RunNotFoundError, match="nope"):
+            await store.cancel_request("nope")
+        assert await store.list_runs() == []
+
+    async def test_runs_are_independent(self, store: TranscriptStore) -> None:
+        a, b = fresh_run_id(), fresh_run_id()
+        await store.append(a, 0, [started(a)])
+        await store.append(b, 0, [started(b), context(b, 1)])
+        await store.append(a, 1, [context(a, 1, content="only a")])
+        assert [ev.seq for ev in await store.load(a)] == [0, 1]
+        assert [ev.seq for ev in await store.load(b)] == [0, 1]
+        loaded = await store.load(a)
+        assert isinstance(loaded[1], ContextAdded) and loaded[1].content == "only a"
+
+    # ------------------------------------------------------------------ conditional appends
+
+    @pytest.mark.parametrize("wrong", [0, 1, 3, 7])
+    async def test_wrong_expected_seq_conflicts_and_writes_nothing(
+        self, store: TranscriptStore, wrong: int
+    ) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run), context(run, 1)])
+        batch = [context(run, wrong + i, content="late") for i in range(3)]
+        if wrong == 0:
+            batch = [started(run), *[context(run, i) for i in range(1, 3)]]
+        with pytest.raises(SeqConflictError) as info:
+            await store.append(run, wrong, batch)
+        assert run in str(info.value)
+        assert await store.load(run) == [started(run), context(run, 1)]
+        [summary] = await store.list_runs()
+        assert summary.events == 2
+        await store.append(run, 2, [context(run, 2)])  # the right seq still works
+
+    async def test_append_past_the_start_of_a_new_run_conflicts(
+        self, store: TranscriptStore
+    ) -> None:
+        run = fresh_run_id()
+        with pytest.raises(SeqConflictError):
+            await store.append(run, 1, [context(run, 1)])
+        with pytest.raises(RunNotFoundError):
+            await store.load(run)
+        assert await store.list_runs() == []
+
+    async def test_duplicate_first_append_conflicts(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run, task="first")])
+        with pytest.raises(SeqConflictError):
+            await store.append(run, 0, [started(run, task="second"), context(run, 1)])
+        assert await store.load(run) == [started(run, task="first")]
+        [summary] = await store.list_runs()
+        assert summary.task == "first" and summary.events == 1
+
+    @pytest.mark.parametrize(
+        "problem",
+        ["empty", "other run", "gap", "repeated seq", "first is not run_started"],
+    )
+    async def test_invalid_batches_write_nothing(
+        self, store: TranscriptStore, problem: str
+    ) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run)])
+        expected, batch = 1, [context(run, 1), context(run, 2), context(run, 3)]
+        match problem:
+            case "empty":
+                batch = []
+            case "other run":
+                batch[1] = context("someone-else", 2)
+            case "gap":
+                batch[2] = context(run, 4)
+            case "repeated seq":
+                batch[2] = context(run, 2)
+            case _:
+                run = fresh_run_id()
+                expected, batch = 0, [context(run, 0), context(run, 1)]
+        with pytest.raises(StoreError) as info:
+            await store.append(run, expected, batch)
+        assert not isinstance(info.value, SeqConflictError)
+        if expected:
+            assert await store.load(run) == [started(run)]
+        else:
+            with pytest.raises(RunNotFoundError):
+                await store.load(run)
+
+    async def test_racing_appenders_exactly_one_wins(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        """N writers append different batches at the same seq at once: one batch is stored
+        whole, every other writer gets SeqConflictError, and nothing else is written."""
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run), context(run, 1)])
+        writers = [store] if peer is None else [store, peer]
+        batches = [
+            [context(run, 2 + i, content=f"writer {w}") for i in range(1 + w % 4)]
+            for w in range(12)
+        ]
+
+        async def write(w: int) -> int:
+            await writers[w % len(writers)].append(run, 2, batches[w])
+            return w
+
+        outcomes = await asyncio.gather(
+            *(write(w) for w in range(len(batches))), return_exceptions=True
+        )
+        winners = [o for o in outcomes if isinstance(o, int)]
+        losers = [o for o in outcomes if isinstance(o, SeqConflictError)]
+        assert len(winners) == 1, outcomes
+        assert len(losers) == len(batches) - 1, outcomes
+        [w] = winners
+        assert await store.load(run) == [started(run), context(run, 1), *batches[w]]
+        [summary] = await store.list_runs()
+        assert summary.events == 2 + len(batches[w])
+
+    async def test_racing_creators_exactly_one_wins(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        run = fresh_run_id()
+        writers = [store] if peer is None else [store, peer]
+        batches = [
+            [started(run, task=f"creator {w}"), *(context(run, i) for i in range(1, 1 + w % 3))]
+            for w in range(8)
+        ]
+
+        async def create(w: int) -> int:
+            await writers[w % len(writers)].append(run, 0, batches[w])
+            return w
+
+        outcomes = await asyncio.gather(*(create(w) for w in range(8)), return_exceptions=True)
+        winners = [o for o in outcomes if isinstance(o, int)]
+        assert len(winners) == 1, outcomes
+        assert all(isinstance(o, SeqConflictError) for o in outcomes if o not in winners)
+        assert await store.load(run) == batches[winners[0]]
+        [summary] = await store.list_runs()
+        assert summary.task == f"creator {winners[0]}"
+
+    async def test_seqs_stay_in_order_over_many_batches(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run)])
+        seq = 1
+        for size in [1, 5, 2, 17, 1, 9, 3, 40, 1, 21]:
+            await store.append(run, seq, [context(run, seq + i) for i in range(size)])
+            seq += size
+        loaded = await store.load(run)
+        assert [ev.seq for ev in loaded] == list(range(seq))
+        assert [ev.seq for ev in await store.load(run, after=57)] == list(range(58, seq))
+        [summary] = await store.list_runs()
+        assert summary.events == seq
+
+    # ------------------------------------------------------------------ listing
+
+    async def test_list_runs_order_status_and_limit(self, store: TranscriptStore) -> None:
+        runs = {name: fresh_run_id(name) for name in ("old", "mid", "new", "done")}
+        await store.append(runs["old"], 0, [started(runs["old"], at=10.0, task="old task")])
+        await store.append(runs["mid"], 0, [started(runs["mid"], at=20.0)])
+        await store.append(runs["new"], 0, [started(runs["new"], at=30.0)])
+        await store.append(runs["done"], 0, [started(runs["done"], at=5.0)])
+        await store.append(
+            runs["done"],
+            1,
+            [
+                context(runs["done"], 1, at=6.0),
+                RunFinished(run_id=runs["done"], seq=2, at=25.0, status="completed", answer="42"),
+            ],
+        )
+        listed = await store.list_runs()
+        assert [s.run_id for s in listed] == [runs[n] for n in ("new", "done", "mid", "old")]
+        done = listed[1]
+        assert (done.status, done.created_at, done.updated_at, done.events) == (
+            "completed",
+            5.0,
+            25.0,
+            3,
+        )
+        assert listed[3].task == "old task" and listed[3].created_at == listed[3].updated_at
+        assert [s.run_id for s in await store.list_runs(status="completed")] == [runs["done"]]
+        assert [s.run_id for s in await store.list_runs(status="running")] == [
+            runs[n] for n in ("new", "mid", "old")
+        ]
+        assert await store.list_runs(status="failed") == []
+        assert [s.run_id for s in await store.list_runs(limit=2)] == [runs["new"], runs["done"]]
+        assert [s.run_id for s in await store.list_runs(status="running", limit=1)] == [runs["new"]]
+        assert await store.list_runs(limit=0) == []
+        # an append moves a run to the top
+        await store.append(runs["old"], 1, [context(runs["old"], 1, at=40.0)])
+        assert (await store.list_runs(limit=1))[0].run_id == runs["old"]
+
+    async def test_listing_keeps_exact_event_times(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        at = 1_764_567_890.123_456_7  # time.time()-like, more digits than microseconds
+        await store.append(run, 0, [started(run, at=at), context(run, 1, at=at + 0.000_000_3)])
+        [summary] = await store.list_runs()
+        assert summary.created_at == at and summary.updated_at == at + 0.000_000_3
+
+    async def test_status_rule_matches_the_fold(self, store: TranscriptStore) -> None:
+        """After every event, the listed status is the status of the folded state: one rule."""
+        run = fresh_run_id()
+        events = every_event_type(run)
+        for i, ev in enumerate(events):
+            await store.append(run, i, [ev])
+            [summary] = await store.list_runs()
+            assert summary.status == folded_status(events[: i + 1]), f"after {ev.type} (seq {i})"
+        whole = fresh_run_id()
+        batch = every_event_type(whole)
+        await store.append(whole, 0, batch[:8])  # ends awaiting_confirmation
+        await store.append(whole, 8, batch[8:12])  # ends with the resolution: running
+        [summary] = [s for s in await store.list_runs() if s.run_id == whole]
+        assert summary.status == folded_status(batch[:12]) == "running"
+
+    async def test_status_after_truncate_matches_the_fold(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        events = every_event_type(run)
+        await store.append(run, 0, events)
+        for after in range(len(events) - 1, -1, -1):
+            await store.truncate(run, after=after)
+            [summary] = await store.list_runs()
+            assert summary.status == folded_status(events[: after + 1]), f"kept 0..{after}"
+            assert summary.events == after + 1
+
+    # ------------------------------------------------------------------ truncate
+
+    async def test_truncate_and_dry_run(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        events = [
+            started(run),
+            context(run, 1, content="keep"),
+            context(run, 2, content="drop \u0000 😀"),
+            RunFinished(run_id=run, seq=3, at=9.0, status="failed", reason="boom"),
+        ]
+        await store.append(run, 0, events)
+        expected = [(2, encode_event_body(events[2])), (3, encode_event_body(events[3]))]
+        assert await store.truncate(run, after=1, dry_run=True) == expected
+        assert await store.load(run) == events
+        assert (await store.list_runs())[0].status == "failed"
+        assert await store.truncate(run, after=1) == expected
+        assert await store.load(run) == events[:2]
+        [summary] = await store.list_runs()
+        assert (summary.status, summary.events) == ("running", 2)
+        await store.append(run, 2, [context(run, 2, content="again")])
+        assert [ev.seq for ev in await store.load(run)] == [0, 1, 2]
+        assert await store.truncate(run, after=5) == []
+        with pytest.raises(StoreError):
+            await store.truncate(run, after=-1)
+        assert len(await store.load(run)) == 3
+
+    # ------------------------------------------------------------------ claims
+
+    async def test_claims_are_exclusive_until_released(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        run, other = fresh_run_id(), fresh_run_id()
+        claim = store.claim(run)
+        with pytest.raises(RunBusyError):
+            store.claim(run)
+        if peer is not None:
+            with pytest.raises(RunBusyError):
+                peer.claim(run)
+        second = store.claim(other)  # other runs stay free
+        claim.release()
+        claim.release()  # idempotent
+        again = (peer or store).claim(run)
+        with pytest.raises(RunBusyError):
+            store.claim(run)
+        again.release()
+        second.release()
+        store.claim(run).release()
+
+    # ------------------------------------------------------------------ cancel requests
+
+    async def test_cancel_requests(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run)])
+        assert await store.cancel_request(run) is None
+        await store.request_cancel(run, by="alice")
+        first = await store.cancel_request(run)
+        assert first is not None and (first.by, first.reason) == ("alice", None)
+        assert first.at > 1_600_000_000  # a real clock, Unix seconds
+        await store.request_cancel(run, by="bob ✓", reason="too slow \u0000 😀")
+        second = await store.cancel_request(run)
+        assert second is not None and (second.by, second.reason) == ("bob ✓", "too slow \u0000 😀")
+        assert second.at >= first.at
+        assert await store.load(run) == [started(run)]  # no event is written
+        assert [s.events for s in await store.list_runs()] == [1]
+        other = fresh_run_id()
+        await store.append(other, 0, [started(other)])
+        assert await store.cancel_request(other) is None
+
+    # ------------------------------------------------------------------ content
+
+    @pytest.mark.parametrize("text", UNICODE_SAMPLES)
+    async def test_unicode_round_trips(self, store: TranscriptStore, text: str) -> None:
+        run = fresh_run_id("ünï-😀-שלום")
+        events: list[Event] = [
+            started(run, task=text),
+            context(run, 1, content=text),
+            tool_result(run, 2, {text: [text, {"k": text}]}),
+        ]
+        await store.append(run, 0, events)
+        assert await store.load(run) == events
+        [summary] = await store.list_runs()
+        assert summary.run_id == run and summary.task == text
+
+    async def test_large_events_round_trip(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        big = ("0123456789abcdef" * 16 * 1024)[: 256 * 1024]  # 256 KB
+        events: list[Event] = [
+            started(run),
+            tool_result(run, 1, big),
+            tool_result(run, 2, {"rows": [big[:65536]] * 4, "note": "ünï \u0000"}),
+            context(run, 3, content=big[::-1]),
+        ]
+        await store.append(run, 0, events[:2])
+        await store.append(run, 2, events[2:])
+        loaded = await store.load(run)
+        assert loaded == events
+        assert isinstance(loaded[1], ToolFinished) and loaded[1].result == big
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        # each example uses its own run; each subclass (executor) its own store
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
+    )
+    @given(texts=st.lists(st.text(), min_size=1, max_size=3))
+    def test_any_text_round_trips_from_fresh_event_loops(
+        self, store: TranscriptStore, texts: list[str]
+    ) -> None:
+        """Any text reads back as itself; each example runs in its own ``asyncio.run`` (as
+        the CLI and the ``*_sync`` methods use a store)."""
+        run = fresh_run_id("hyp")
+        events: list[Event] = [
+            started(run, task=texts[0]),
+            *(context(run, i, content=t) for i, t in enumerate(texts, start=1)),
+            tool_result(run, len(texts) + 1, {t: t for t in texts}),
+        ]
+
+        async def round_trip() -> list[Event]:
+            await store.append(run, 0, events)
+            return await store.load(run)
+
+        assert asyncio.run(round_trip()) == events

@@ -1,0 +1,63 @@
+"""Store test setup: where the PostgreSQL tests find their database, and their isolation.
+
+The PostgreSQL DSN comes from ``AGENTCORE_TEST_POSTGRES_DSN`` (CI sets it to
+``postgresql://postgres@127.0.0.1:5432/test``). Without it, or without psycopg, PostgreSQL
+tests skip with the reason locally, but fail under ``CI=true``: a CI run that silently skips
+its database tests proves nothing. Each test gets its own schema, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+DSN_VARIABLE = "AGENTCORE_TEST_POSTGRES_DSN"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true, but the PostgreSQL store tests cannot run: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> str:
+    """The test database's DSN; skips (fails under CI=true) when there is none."""
+    dsn = os.environ.get(DSN_VARIABLE, "")
+    if not dsn:
+        _unavailable(
+            f"{DSN_VARIABLE} is not set (e.g. {DSN_VARIABLE}="
+            "postgresql://postgres@127.0.0.1:5432/test)"
+        )
+    try:
+        import psycopg
+    except ImportError as exc:
+        _unavailable(f"psycopg is not installed ({exc}): pip install -e '.[dev]'")
+        raise  # unreachable: skip and fail raise
+    try:
+        with psycopg.connect(dsn, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        _unavailable(f"cannot connect to {DSN_VARIABLE}: {exc}")
+    return dsn
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    """Drop a test schema and everything in it."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+
+@pytest.fixture
+def pg_schema(postgres_dsn: str) -> Iterator[str]:
+    """A fresh schema name for one test (the store creates it); dropped afterwards."""
+    schema = f"agentcore_t_{secrets.token_hex(6)}"
+    try:
+        yield schema
+    finally:
+        drop_schema(postgres_dsn, schema)

@@ -256,3 +256,9 @@ async def test_truncate_names_the_seq_it_cannot_decode(tmp_path: Path) -> None:
         assert len(await store.truncate("r1", after=0)) == 2  # before it, the repair works
     finally:
         await store.close()
+
+
+def test_a_path_sqlite_cannot_open_is_a_printable_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="cannot open the file") as info:
+        SQLiteStore(f"{tmp_path}/{SURROGATE}.db")
+    str(info.value).encode()  # the message prints, although the path cannot

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from agentcore.contracts.errors import StoreError
 from agentcore.events import Event, decode_event, encode_event_body
 
-__all__ = ["DECODE_ERRORS", "encode_batch", "run_label"]
+__all__ = ["DECODE_ERRORS", "encode_batch", "printable", "run_label"]
 
 DECODE_ERRORS = (ValueError, TypeError, RecursionError, OverflowError)
 """What encoding or decoding an event may raise: pydantic's ValidationError and
@@ -25,6 +25,11 @@ PydanticSerializationError and UnicodeError are ValueErrors; deep values can rec
 def run_label(run_id: str) -> str:
     """The run id as it appears in messages: quoted and escaped, so any id prints."""
     return repr(run_id)
+
+
+def printable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot carry (lone surrogates) escaped, for messages."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def encode_batch(run_id: str, events: Sequence[Event]) -> list[str]:
@@ -69,5 +74,4 @@ def _describe(exc: BaseException) -> str:
         )
     else:
         text = " ".join(str(exc).split())
-    text = text.encode("utf-8", "backslashreplace").decode()
-    return f"{type(exc).__name__}: {text[:300]}"
+    return f"{type(exc).__name__}: {printable(text)[:300]}"

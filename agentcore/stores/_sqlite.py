@@ -58,7 +58,7 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted, decode_event
 
 from ._base import CancelRequest, RunClaim, RunSummary, check_batch, status_after
-from ._codec import DECODE_ERRORS, encode_batch, run_label
+from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
 from ._sqlite_schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -106,8 +106,8 @@ class SQLiteStore:
         ConfigurationError: an empty path, an unknown ``synchronous`` or a negative timeout.
         StoreCorruptedError: the file exists but is not a usable SQLite database (it is
             left untouched).
-        StoreError: the file cannot be opened or created, or was written by a newer
-            version of agentcore.
+        StoreError: the file cannot be opened or created, was written by a newer version
+            of agentcore, or belongs to another application (it is left untouched).
     """
 
     def __init__(
@@ -147,7 +147,7 @@ class SQLiteStore:
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
             raise self._error(exc, "cannot open the file") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
@@ -339,10 +339,13 @@ class SQLiteStore:
         code = getattr(exc, "sqlite_errorcode", None)  # absent on errors sqlite3 raises itself
         if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
             return StoreCorruptedError(
-                f"SQLite store {self.path} is not a usable database ({exc}; {name}): {what}. "
-                "The file was left untouched: restore it from a backup or move it aside."
+                printable(
+                    f"SQLite store {self.path} is not a usable database ({exc}; {name}): "
+                    f"{what}. The file was left untouched: restore it from a backup or move it "
+                    "aside."
+                )
             )
-        return StoreError(f"SQLite store {self.path}: {what}: {exc} ({name})")
+        return StoreError(printable(f"SQLite store {self.path}: {what}: {exc} ({name})"))
 
     def _corrupted(self, run_id: str, seq: int, why: str) -> StoreCorruptedError:
         return StoreCorruptedError(

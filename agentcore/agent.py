@@ -312,7 +312,9 @@ class Agent:
 
         Raises:
             RunNotFoundError: no such run.
+            LimitExceededError: ``run_id`` is not a valid run id.
         """
+        check_run_id(run_id)
         state, _ = await self._load(run_id)
         return state.result()
 
@@ -347,7 +349,9 @@ class Agent:
         Raises:
             RunNotFoundError: no such run.
             ToolManifestChangedError: a tool the run used changed or is gone.
+            LimitExceededError: ``run_id`` is not a valid run id.
         """
+        check_run_id(run_id)
         state, _ = await self._load(run_id)
         if self._settled(state, by):
             return state.result()
@@ -462,9 +466,11 @@ class Agent:
 
         Raises:
             RunError: the run is not waiting on a lost call.
-            ConfigurationError: not exactly one of ``result``, ``rerun``, ``fail``; empty ``by``.
+            ConfigurationError: not exactly one of ``result``, ``rerun``, ``fail``; empty ``by``;
+                an invalid run id (:class:`LimitExceededError`).
             ToolManifestChangedError: a tool the run used changed or is gone.
         """
+        check_run_id(run_id)
         if not by.strip():
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "resolution's by/reason")
@@ -592,9 +598,11 @@ class Agent:
             ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting, or
                 the approval came after ``Policy.approval_ttl``.
             ToolManifestChangedError: a tool the run used changed or is gone.
-            ConfigurationError: ``by`` is empty or edited ``args`` do not validate.
+            ConfigurationError: ``by`` is empty, edited ``args`` do not validate, or the run
+                id is invalid (:class:`LimitExceededError`).
             RunBusyError: another worker is advancing the run right now.
         """
+        check_run_id(run_id)
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
@@ -711,8 +719,10 @@ class Agent:
 
         Raises:
             RunNotFoundError: no such run.
-            ConfigurationError: ``by`` is empty.
+            ConfigurationError: ``by`` is empty, or the run id is invalid
+                (:class:`LimitExceededError`).
         """
+        check_run_id(run_id)
         if not by.strip():
             raise ConfigurationError("cancel() needs by=<who cancels>; it is recorded.")
         check_text(by + (reason or ""), "cancellation's by/reason")
@@ -740,6 +750,7 @@ class Agent:
 
     async def transcript(self, run_id: str) -> list[Event]:
         """Every event of the run, in order."""
+        check_run_id(run_id)
         return await self.store.load(run_id)
 
     async def close(self) -> None:

@@ -20,6 +20,7 @@ from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
+    LimitExceededError,
     ToolManifestChangedError,
 )
 from agentcore.events import (
@@ -594,3 +595,42 @@ async def test_cancel_needs_a_name() -> None:
     agent = await paused_refund(MemoryStore(), calls)
     with pytest.raises(ConfigurationError, match="by="):
         await agent.cancel("r1", by=" ")
+
+
+# --------------------------------------------------------------------------- run ids
+
+BAD_RUN_IDS = pytest.mark.parametrize(
+    ("run_id", "words"),
+    [
+        ("", "empty"),
+        ("r" * 201, "201 characters"),
+        ("a\nb", "control character"),
+        ("a\udcffb", "surrogate"),
+    ],
+)
+
+
+@BAD_RUN_IDS
+async def test_a_bad_run_id_never_starts_a_run(run_id: str, words: str) -> None:
+    store = MemoryStore()
+    agent = Agent(tools=[make_refund([])], model=script("refund", {}), store=store)
+    with pytest.raises(LimitExceededError, match=words):
+        await agent.run("refund 5", run_id=run_id)
+    assert await store.list_runs() == []
+
+
+@BAD_RUN_IDS
+async def test_every_method_that_takes_a_run_id_checks_it(run_id: str, words: str) -> None:
+    agent = Agent(tools=[make_refund([])], model=script("refund", {}), store=MemoryStore())
+    calls = [
+        agent.result(run_id),
+        agent.resume(run_id),
+        agent.confirm(run_id, approve=True, by="alice"),
+        agent.resolve(run_id, by="ops", fail=True),
+        agent.cancel(run_id, by="ops"),
+        agent.transcript(run_id),
+    ]
+    for call in calls:
+        with pytest.raises(LimitExceededError, match=words):
+            await call
+    assert issubclass(LimitExceededError, ConfigurationError)

@@ -152,7 +152,8 @@ def _redact(dsn: str) -> str:
 
 def _lock_key(*parts: str) -> int:
     """A signed 64-bit advisory lock key (pg_try_advisory_lock takes a bigint)."""
-    digest = hashlib.sha256("\x1f".join(("agentcore", *parts)).encode()).digest()
+    text = "\x1f".join(("agentcore", *parts))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
@@ -368,7 +369,7 @@ class PostgresStore:
                 f"run {run_id}: an event at seq {expected_seq}..{end - 1} is already stored "
                 "(another writer advanced it); nothing was written"
             ) from exc
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         current = 0 if found is None else int(found[0])
         raise SeqConflictError(
@@ -380,13 +381,13 @@ class PostgresStore:
         """See :meth:`TranscriptStore.load`."""
         import psycopg
 
-        where = f"cannot load run {run_label(run_id)}"
+        where = f"cannot load run {run_label(run_id)} after seq {after}"
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn:
                 cur = await conn.execute(self._sql.load, (after, run_id))
                 rows = await cur.fetchall()
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
@@ -443,7 +444,7 @@ class PostgresStore:
                 if not dry_run:
                     await conn.execute(self._sql.delete_after, (run_id, after))
                     await conn.execute(self._sql.reset_run, (kept, status, run_id))
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         return [(int(seq), str(body)) for seq, body in rows if seq > after]
 
@@ -462,7 +463,7 @@ class PostgresStore:
                 else:
                     cur = await conn.execute(self._sql.list_status, (status, limit))
                 rows = await cur.fetchall()
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         out: list[RunSummary] = []
         for run_id, st, task, created, updated, events in rows:
@@ -487,7 +488,7 @@ class PostgresStore:
         try:
             async with pool.connection() as conn:
                 row = await (await conn.execute(self._sql.request_cancel, params)).fetchone()
-        except (psycopg.Error, UnicodeEncodeError) as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
@@ -501,7 +502,7 @@ class PostgresStore:
         try:
             async with pool.connection() as conn:
                 row = await (await conn.execute(self._sql.cancel_request, (run_id,))).fetchone()
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
@@ -650,7 +651,7 @@ class PostgresStore:
                             f"INSERT INTO {self._sql.version_table} (version) VALUES (%s)".encode(),
                             (migration.version,),
                         )
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, "cannot open the database") from exc
 
     def _error(self, exc: psycopg.Error | UnicodeError, what: str) -> StoreError:

@@ -337,6 +337,29 @@ async def test_database_errors_are_store_errors_naming_the_run_and_seq(
     await store.append(run, 1, [context(run, 1)])
 
 
+async def test_unstorable_arguments_are_store_errors(store: PostgresStore) -> None:
+    """Values PostgreSQL cannot bind (a lone surrogate, NUL in text, a number past bigint)
+    are StoreErrors naming the run, like every other failure."""
+    run = fresh_run_id()
+    await store.append(run, 0, [started(run)])
+    calls = {
+        "load surrogate": lambda: store.load("a\ud800"),
+        "load NUL": lambda: store.load("a\x00"),
+        "cancel_request surrogate": lambda: store.cancel_request("a\ud800"),
+        "request_cancel surrogate": lambda: store.request_cancel(run, by="x\ud800"),
+        "list_runs surrogate": lambda: store.list_runs(status="\ud800"),
+        "list_runs huge limit": lambda: store.list_runs(limit=2**70),
+        "list_runs negative limit": lambda: store.list_runs(limit=-1),
+        "truncate surrogate": lambda: store.truncate("a\ud800", after=0),
+    }
+    for name, call in calls.items():
+        with pytest.raises(StoreError) as info:
+            await call()
+        assert not isinstance(info.value, SeqConflictError | StoreCorruptedError), name
+    store.claim("a\ud800").release()  # a claim is only a lock: any id can be claimed
+    assert await store.load(run, after=2**70) == []
+
+
 async def test_a_killed_connection_fails_one_call_and_the_pool_recovers(
     postgres_dsn: str, pg_schema: str, sql: Any
 ) -> None:

@@ -89,8 +89,13 @@ def test_every_event_type_is_documented() -> None:
     assert not missing, f"docs/events.md does not describe the event types {missing}"
 
 
+def read_fixture() -> sqlite3.Connection:
+    """The committed fixture, read-only and immutable: no lock or WAL files next to it."""
+    return sqlite3.connect(f"file:{FIXTURES / 'store-0.1.0.db'}?mode=ro&immutable=1", uri=True)
+
+
 def fixture_events() -> list[dict[str, Any]]:  # Any: exported JSON events
-    conn = sqlite3.connect(FIXTURES / "store-0.1.0.db")
+    conn = read_fixture()
     try:
         rows = conn.execute("SELECT run_id, seq, body FROM events ORDER BY run_id, seq")
         return [{"run_id": r, "seq": s, **json.loads(b)} for r, s, b in rows]
@@ -127,11 +132,11 @@ def old_db(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "store-0.1.0.db"
     shutil.copy(FIXTURES / "store-0.1.0.db", path)
     yield path
-    # The committed fixture is never touched by a test.
-    assert (
-        sqlite3.connect(FIXTURES / "store-0.1.0.db").execute("PRAGMA user_version").fetchone()[0]
-        == 1
-    )
+    conn = read_fixture()  # the committed fixture is never touched by a test
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+    finally:
+        conn.close()
 
 
 @pytest.fixture

@@ -79,6 +79,7 @@ from agentcore.contracts import ActionSchema, Usage
 from agentcore.contracts._dialects import Dialect, WireSchema, choose_form, compile_wire_schema
 from agentcore.contracts.errors import (
     ConfigurationError,
+    InvalidActionError,
     ModelError,
     ModelRefusedError,
     ModelTruncatedError,
@@ -176,6 +177,10 @@ class RawReply:
     usage: Usage
     response_id: str | None
     calls: tuple[NativeCall, ...] = ()
+    unreadable: str | None = None
+    """Set when litellm could not convert the response (it decodes tool-call arguments
+    itself, and a reply nested past Python's recursion limit breaks that): an invalid
+    reply, re-asked like any other, not a provider failure to retry."""
 
 
 @dataclass(slots=True)
@@ -386,7 +391,20 @@ class LiteLLMAdapter:
             tally.attempts += 1
             with litellm_warnings_ignored():
                 if feed is None:
-                    raw = await self.send(params)
+                    try:
+                        raw = await self.send(params)
+                    except Exception as exc:
+                        if not _too_deep(exc):
+                            raise
+                        return RawReply(
+                            None,
+                            None,
+                            None,
+                            Usage(),
+                            None,
+                            unreadable=f"{self.name}: the reply nests too deep to be read "
+                            "(litellm could not convert it). Reply with one short, flat action.",
+                        )
                     reply = self.read_reply(raw)
                 else:
                     feed.restart()
@@ -407,7 +425,9 @@ class LiteLLMAdapter:
         started: float,
     ) -> Completion:
         dropped: tuple[str, ...] = ()
-        if wire is None:
+        if reply.unreadable is not None:
+            text, action, error = "", None, InvalidActionError(reply.unreadable)
+        elif wire is None:
             mapped = native_reply(request.schema, reply.text, reply.calls)
             text, action, error, dropped = mapped.text, mapped.action, mapped.error, mapped.dropped
         else:
@@ -764,6 +784,21 @@ def stops_inside_json(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _too_deep(exc: BaseException) -> bool:
+    """Whether litellm failed because a reply nested past Python's recursion limit."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(seen) < 16 and current not in seen:
+        seen.append(current)
+        text = str(current)[:20_000]
+        if isinstance(current, RecursionError) or (
+            "Invalid response object" in text and "RecursionError" in text
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _quote(text: str) -> str:

@@ -79,6 +79,41 @@ def test_the_check_command_reports_a_stale_file(
     assert schemas.main(["--check"]) == 0
 
 
+def event_fields(schema: dict[str, Any]) -> dict[str, tuple[set[str], set[str]]]:  # Any: JSON
+    """Per event type: (its fields, its required fields)."""
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    for type_, ref in schema["discriminator"]["mapping"].items():
+        model = schema["$defs"][ref.rsplit("/", 1)[1]]
+        out[type_] = (set(model["properties"]), set(model.get("required", ())))
+    return out
+
+
+def test_version_1_changed_only_compatibly_since_0_1_0_and_documented() -> None:
+    if EVENT_SCHEMA_VERSION != 1:
+        pytest.skip("a new version: compare it with the previous version's shipped file")
+    old = event_fields(json.loads((FIXTURES / "events-0.1.0.json").read_text(encoding="utf-8")))
+    new = event_fields(schemas.event_schema())
+    docs = DOCS.read_text(encoding="utf-8")
+    assert set(old) <= set(new), f"event types removed within version 1: {set(old) - set(new)}"
+    for type_, (fields, required) in new.items():
+        old_fields, old_required = old.get(type_, (set[str](), set[str]()))
+        if type_ not in old:
+            continue  # a new type: documented by test_every_event_type_is_documented
+        assert old_fields <= fields, (
+            f"{type_} lost fields {old_fields - fields} within version 1: "
+            "bump EVENT_SCHEMA_VERSION and upgrade old events instead"
+        )
+        assert required <= old_required, (
+            f"{type_} requires new fields {required - old_required}, which events written "
+            "before lack: give them defaults or bump EVENT_SCHEMA_VERSION"
+        )
+        undocumented = [f for f in sorted(fields - old_fields) if f"`{type_}.{f}`" not in docs]
+        assert not undocumented, (
+            f"{type_} gained {undocumented} since 0.1.0: document the upgrade under "
+            "'Changes within version 1' in docs/events.md"
+        )
+
+
 def test_every_event_type_is_documented() -> None:
     schema = schemas.event_schema()
     types = sorted(schema["discriminator"]["mapping"])

@@ -22,7 +22,7 @@ from agentcore.contracts.errors import (
     StoreError,
 )
 from agentcore.stores import PostgresStore, open_store
-from agentcore.stores import _postgres as pg_module
+from agentcore.stores import _pg_schema as pg_module
 from agentcore.stores._migrations import Migration
 
 from .conformance import context, fresh_run_id, started, tool_result

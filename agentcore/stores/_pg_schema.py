@@ -1,0 +1,227 @@
+"""The PostgreSQL store's layout: numbered migrations, the statements, and the upgrade.
+
+The applied versions are rows of ``agentcore_schema (version, applied_at)``. Opening a store
+reads the version; when it is behind, the missing steps run in one transaction under an
+advisory lock (two processes opening an empty database at once upgrade it once), and the
+version is re-read under the lock. Migrations only add. A database newer than the code is
+refused, untouched. The same numbering rule (``_migrations``) covers SQLite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentcore.contracts.errors import StoreError
+
+from ._migrations import Migration, numbered, pending
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Statements", "lock_key", "schema_version", "upgrade"]
+
+MIGRATIONS = numbered(
+    Migration(
+        1,
+        "runs (with room for leases, tenants, cancel requests, chaining) and events",
+        (
+            """CREATE TABLE {runs} (
+                run_id TEXT PRIMARY KEY,
+                status TEXT NOT NULL,
+                task TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL,
+                next_seq BIGINT NOT NULL,
+                tenant TEXT NULL,
+                owner TEXT NULL,
+                epoch BIGINT NOT NULL DEFAULT 0,
+                lease_until TIMESTAMPTZ NULL,
+                cancel_by TEXT NULL,
+                cancel_reason TEXT NULL,
+                cancel_at DOUBLE PRECISION NULL,
+                chain_head TEXT NULL
+            )""",
+            """CREATE TABLE {events} (
+                run_id TEXT NOT NULL REFERENCES {runs} (run_id) ON DELETE CASCADE,
+                seq BIGINT NOT NULL,
+                type TEXT NOT NULL,
+                at DOUBLE PRECISION NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+            # list_runs: most recently updated first, all runs or one status. Every append
+            # rewrites updated_at, so these cost an index write per append (no HOT update):
+            # the price of listing millions of runs without a sort.
+            "CREATE INDEX agentcore_runs_by_updated ON {runs} (updated_at DESC, run_id)",
+            "CREATE INDEX agentcore_runs_by_status ON {runs} (status, updated_at DESC, run_id)",
+        ),
+    ),
+)
+"""The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The layout this module writes and reads, recorded in ``agentcore_schema``."""
+
+
+def lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory lock key (pg_try_advisory_lock takes a bigint)."""
+    text = "\x1f".join(("agentcore", *parts))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """Every statement, with the tables' (possibly schema-qualified) names filled in."""
+
+    runs: str
+    events: str
+    version_table: str
+    append_new: bytes
+    append_next: bytes
+    next_seq: bytes
+    load: bytes
+    list_all: bytes
+    list_status: bytes
+    lock_run: bytes
+    bodies: bytes
+    delete_after: bytes
+    reset_run: bytes
+    request_cancel: bytes
+    cancel_request: bytes
+
+    @classmethod
+    def build(cls, schema: str | None) -> Statements:
+        from psycopg import sql
+
+        def name(table: str) -> sql.Identifier:
+            return sql.Identifier(schema, table) if schema else sql.Identifier(table)
+
+        tables = {"runs": name("agentcore_runs"), "events": name("agentcore_events")}
+
+        def q(template: str) -> bytes:
+            return sql.SQL(template).format(**tables).as_bytes(None)  # pyright: ignore[reportArgumentType]  # runtime SQL text, names quoted by sql.Identifier
+
+        insert_events = """ins AS (
+            INSERT INTO {events} (run_id, seq, type, at, body)
+            SELECT run.run_id, e.seq, e.type, e.at, e.body
+            FROM run, unnest(%(seqs)s::bigint[], %(types)s::text[], %(ats)s::float8[],
+                             %(bodies)s::text[]) AS e (seq, type, at, body)
+            RETURNING 1
+        )
+        SELECT count(*) FROM ins"""
+        columns = "run_id, status, task, created_at, updated_at, next_seq"
+        return cls(
+            runs=name("agentcore_runs").as_string(None),
+            events=name("agentcore_events").as_string(None),
+            version_table=name("agentcore_schema").as_string(None),
+            append_new=q(
+                """WITH run AS (
+                    INSERT INTO {runs} (run_id, status, task, created_at, updated_at, next_seq)
+                    VALUES (%(run_id)s, %(status)s, %(task)s, %(created)s, %(updated)s, %(end)s)
+                    ON CONFLICT (run_id) DO NOTHING
+                    RETURNING run_id
+                ), """
+                + insert_events
+            ),
+            append_next=q(
+                """WITH run AS (
+                    UPDATE {runs}
+                    SET next_seq = %(end)s, updated_at = %(updated)s,
+                        status = COALESCE(%(status)s::text, status)
+                    WHERE run_id = %(run_id)s AND next_seq = %(expected)s
+                    RETURNING run_id
+                ), """
+                + insert_events
+            ),
+            next_seq=q("SELECT next_seq FROM {runs} WHERE run_id = %s"),
+            # One statement, one snapshot: no row means no run; a row with NULL event
+            # columns means a run with no events after ``after``.
+            load=q(
+                """SELECT r.next_seq, e.seq, e.type, e.body
+                FROM {runs} AS r LEFT JOIN {events} AS e ON e.run_id = r.run_id AND e.seq > %s
+                WHERE r.run_id = %s
+                ORDER BY e.seq"""
+            ),
+            list_all=q(f"SELECT {columns} FROM {{runs}} ORDER BY updated_at DESC, run_id LIMIT %s"),
+            list_status=q(
+                f"SELECT {columns} FROM {{runs}} WHERE status = %s "
+                "ORDER BY updated_at DESC, run_id LIMIT %s"
+            ),
+            lock_run=q("SELECT 1 FROM {runs} WHERE run_id = %s FOR UPDATE"),
+            bodies=q("SELECT seq, body FROM {events} WHERE run_id = %s ORDER BY seq"),
+            delete_after=q("DELETE FROM {events} WHERE run_id = %s AND seq > %s"),
+            reset_run=q("UPDATE {runs} SET next_seq = %s, status = %s WHERE run_id = %s"),
+            request_cancel=q(
+                """UPDATE {runs} SET cancel_by = %s, cancel_reason = %s,
+                    cancel_at = extract(epoch FROM statement_timestamp())::float8
+                WHERE run_id = %s RETURNING 1"""
+            ),
+            cancel_request=q(
+                "SELECT cancel_by, cancel_reason, cancel_at FROM {runs} WHERE run_id = %s"
+            ),
+        )
+
+    def migration(self, statement: str) -> bytes:
+        """A statement of :data:`MIGRATIONS` with the table names filled in."""
+        return statement.format(runs=self.runs, events=self.events).encode()
+
+
+def schema_version(conn: psycopg.Connection[Any], sql: Statements) -> int:
+    """The highest applied migration, 0 for an empty database (Any: psycopg's row type)."""
+    row = conn.execute("SELECT to_regclass(%s)::text", (sql.version_table,)).fetchone()
+    if row is None or row[0] is None:
+        return 0
+    row = conn.execute(f"SELECT max(version) FROM {sql.version_table}".encode()).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def upgrade(
+    conn: psycopg.Connection[Any],
+    sql: Statements,
+    *,
+    schema: str | None,
+    display: str,
+    migrate: bool,
+) -> None:
+    """Create the schema of an empty database or apply the missing migrations.
+
+    Args:
+        conn: an autocommit connection.
+        schema: the schema to create the tables in (checked by the caller), or ``None``.
+        display: the store's DSN without secrets, for messages.
+        migrate: upgrade an older schema; when false, refuse it.
+
+    Raises:
+        StoreError: the schema is newer than :data:`MIGRATIONS`, or older and ``migrate``
+            is false.
+        psycopg.Error: the database failed (the transaction was rolled back).
+    """
+    version = schema_version(conn, sql)
+    if not pending(MIGRATIONS, version, store=display):
+        return
+    if version and not migrate:
+        raise StoreError(
+            f"PostgreSQL store {display} has schema version {version}, older than this "
+            f"agentcore's ({len(MIGRATIONS)}); open it with migrate=True to upgrade it."
+        )
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("migrate", schema or ""),))
+        if schema:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'.encode())  # name checked
+        conn.execute(
+            f"""CREATE TABLE IF NOT EXISTS {sql.version_table} (
+                version INTEGER PRIMARY KEY,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )""".encode()
+        )
+        version = schema_version(conn, sql)  # again, under the lock
+        for migration in pending(MIGRATIONS, version, store=display):
+            for statement in migration.statements:
+                conn.execute(sql.migration(statement))
+            conn.execute(
+                f"INSERT INTO {sql.version_table} (version) VALUES (%s)".encode(),
+                (migration.version,),
+            )

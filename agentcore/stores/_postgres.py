@@ -107,7 +107,9 @@ class PostgresStore:
     """A durable store in PostgreSQL; the same semantics as :class:`SQLiteStore`.
 
     Any number of processes and store objects may share a database: conditional appends
-    keep them consistent, and claims are exclusive across all of them.
+    keep them consistent, and claims are exclusive across all of them. The constructor
+    connects once, synchronously, to check (or create, or upgrade) the schema, so a bad DSN
+    or a newer database fails at open; the pools open on first use in each event loop.
 
     Args:
         dsn: a ``postgresql://`` / ``postgres://`` URL or a libpq ``key=value`` string.

@@ -824,7 +824,7 @@ async def test_open_store_absolute_path(tmp_path: Path) -> None:
     assert count_rows(path, "SELECT count(*) FROM events") == 1
 
 
-@pytest.mark.parametrize("url", ["postgres://x/y", "sqlite://runs.db", "runs.db", "memory:"])
+@pytest.mark.parametrize("url", ["mysql://x/y", "sqlite://runs.db", "runs.db", "memory:"])
 def test_open_store_unknown_scheme(url: str) -> None:
     with pytest.raises(ConfigurationError, match="Valid forms"):
         open_store(url)

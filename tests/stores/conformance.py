@@ -47,6 +47,7 @@ from agentcore.events import (
     ToolStarted,
     encode_event_body,
 )
+from agentcore.limits import MAX_DEPTH, MAX_EVENT_BYTES, MAX_INT, MAX_STRING_CHARS, MIN_INT
 from agentcore.stores import TranscriptStore
 
 __all__ = ["StoreConformance", "every_event_type", "started"]
@@ -604,6 +605,24 @@ class StoreConformance:
         loaded = await store.load(run)
         assert loaded == events
         assert isinstance(loaded[1], ToolFinished) and loaded[1].result == big
+
+    async def test_values_at_the_limits_round_trip(self, store: TranscriptStore) -> None:
+        """The largest values the limits let into a transcript read back equal."""
+        run = fresh_run_id()
+        deep: object = "bottom"
+        for _ in range(MAX_DEPTH - 1):
+            deep = [deep]
+        longest = "\u20ac" * MAX_STRING_CHARS  # 3 bytes each in UTF-8: a 3 MB body
+        events: list[Event] = [
+            started(run),
+            tool_result(run, 1, deep),
+            tool_result(run, 2, {"max": MAX_INT, "min": MIN_INT, "float": 1.7976931348623157e308}),
+            context(run, 3, content=longest),
+        ]
+        assert len(encode_event_body(events[3]).encode()) < MAX_EVENT_BYTES
+        await store.append(run, 0, events)
+        assert await store.load(run) == events
+        assert await store.load(run, after=2) == events[3:]
 
     @settings(
         max_examples=25,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import shlex
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -50,9 +53,22 @@ def cli(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]
         text=True,
         cwd=tmp,
         env=env,
+        stdin=subprocess.DEVNULL,  # not a terminal: confirm never prompts
         timeout=60,
         check=False,
     )
+
+
+def printed_command(stdout: str, label: str) -> list[str]:
+    """The command printed after ``label`` (``approve: `` or ``deny:    ``), split."""
+    (line,) = [ln for ln in stdout.splitlines() if ln.startswith(label)]
+    return shlex.split(line.removeprefix(label))
+
+
+def with_name(command: list[str], name: str) -> list[str]:
+    """A printed ``agentcore ...`` command as CLI arguments, with the person's name filled in."""
+    assert command[0] == "agentcore"
+    return [name if part == "<your-name>" else part for part in command[1:]]
 
 
 def run_id_of(tmp: Path) -> str:
@@ -68,9 +84,12 @@ def test_demo_pauses_then_confirm_in_another_process_completes(tmp_path: Path) -
     assert "scripted" in demo.stdout and "not a language model" in demo.stdout
     assert "needs_plan" in demo.stdout and "awaiting_confirmation" in demo.stdout
     run_id = run_id_of(tmp_path)
-    assert f"agentcore confirm {run_id} --approve --by <your-name>" in demo.stdout
+    # The printed approval is bound to the call shown: its step and args hash.
+    approve = printed_command(demo.stdout, "approve: ")
+    assert approve[:4] == ["agentcore", "confirm", run_id, "--approve"]
+    assert "--step" in approve and "--args-hash" in approve
 
-    done = cli(tmp_path, "confirm", run_id, "--approve", "--by", "alice")
+    done = cli(tmp_path, *with_name(approve, "alice"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "completed" in done.stdout and "closed account C-17" in done.stdout
 
@@ -202,3 +221,250 @@ def test_demo_with_an_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
     res = cli(tmp_path, "demo", "--model", "nosuch/model")
     assert res.returncode == 2
     assert "Unknown model 'nosuch/model'" in res.stderr
+
+
+# --------------------------------------------------------------------------- bound approvals
+
+
+def events_of(tmp: Path, run_id: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in cli(tmp, "export", run_id).stdout.splitlines()]
+
+
+def test_an_unbound_approval_without_a_terminal_is_refused_with_the_bound_command(
+    tmp_path: Path,
+) -> None:
+    assert cli(tmp_path, "demo").returncode == 0
+    run_id = run_id_of(tmp_path)
+    before = events_of(tmp_path, run_id)
+    res = cli(tmp_path, "confirm", run_id, "--approve", "--by", "alice")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"run {run_id} is waiting on step" in res.stdout
+    assert "close_account(" in res.stdout and "args hash" in res.stdout
+    bound = with_name(printed_command(cli(tmp_path, "show", run_id).stdout, "approve: "), "alice")
+    assert " ".join(["agentcore", *bound]) in res.stderr.replace("\n", "")
+    assert "Traceback" not in res.stderr
+    assert events_of(tmp_path, run_id) == before  # nothing recorded
+
+
+def test_show_of_a_waiting_run_prints_the_bound_commands(tmp_path: Path) -> None:
+    assert cli(tmp_path, "demo").returncode == 0
+    run_id = run_id_of(tmp_path)
+    shown = cli(tmp_path, "show", run_id)
+    assert shown.returncode == 0
+    for label, verb in (("approve: ", "--approve"), ("deny:    ", "--deny")):
+        command = printed_command(shown.stdout, label)
+        assert command[:4] == ["agentcore", "confirm", run_id, verb]
+        assert command[command.index("--step") + 1].isdigit()
+    denied = cli(tmp_path, *with_name(printed_command(shown.stdout, "deny:    "), "bob"))
+    assert denied.returncode == 0, denied.stdout + denied.stderr
+    assert "approve: " not in cli(tmp_path, "show", run_id).stdout  # nothing waits any more
+
+
+def test_a_stale_binding_is_refused(tmp_path: Path) -> None:
+    assert cli(tmp_path, "demo").returncode == 0
+    run_id = run_id_of(tmp_path)
+    approve = printed_command(cli(tmp_path, "show", run_id).stdout, "approve: ")
+    stale = with_name(approve, "alice")
+    stale[stale.index("--args-hash") + 1] = "0000000000000000"
+    res = cli(tmp_path, *stale)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "changed since it was shown" in res.stderr
+    step_moved = with_name(approve, "alice")
+    step_moved[step_moved.index("--step") + 1] = "1"
+    res = cli(tmp_path, *step_moved)
+    assert res.returncode == 1 and "not step 1" in res.stderr
+    assert not any(e["type"] == "confirmation" for e in events_of(tmp_path, run_id))
+
+
+@pytest.mark.parametrize(("answer", "code"), [("y", 0), ("n", 1)])
+def test_an_unbound_approval_on_a_terminal_asks_and_binds(
+    tmp_path: Path, answer: str, code: int
+) -> None:
+    assert cli(tmp_path, "demo").returncode == 0
+    run_id = run_id_of(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in (*PROVIDER_KEYS, "AGENTCORE_MODEL")}
+    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp_path / 'runs.db'}", "COLUMNS": "200"}
+    leader, follower = pty.openpty()  # stdin is a terminal
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentcore.cli", "confirm", run_id, "--approve", "--by", "al"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        os.write(leader, f"{answer}\n".encode())
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == code, stdout + stderr
+    assert "close_account(" in stdout and "Approve exactly this call?" in stdout
+    confirmations = [e for e in events_of(tmp_path, run_id) if e["type"] == "confirmation"]
+    if answer == "y":
+        assert "completed" in stdout
+        assert len(confirmations) == 1 and confirmations[0]["by"] == "al"
+    else:
+        assert "nothing recorded" in stderr
+        assert confirmations == []
+
+
+# --------------------------------------------------------------------------- run ids
+
+
+@pytest.mark.parametrize(
+    ("run_id", "needle"),
+    [
+        ("", "empty"),
+        ("r" * 201, "201 characters"),
+        ("a\tb", "control character"),
+        ("a\udcffb", "surrogate"),  # argv bytes that are not UTF-8
+    ],
+)
+def test_a_bad_run_id_is_a_usage_error(tmp_path: Path, run_id: str, needle: str) -> None:
+    res = cli(tmp_path, "show", run_id)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["export", "{}"],
+        ["check", "{}"],
+        ["confirm", "{}", "--approve", "--by", "x"],
+        ["resume", "{}"],
+        ["resolve", "{}", "--fail", "--by", "x"],
+        ["cancel", "{}", "--by", "x"],
+        ["repair", "{}", "--truncate-after", "0"],
+        ["run", "myagents:make", "add", "--run-id", "{}"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_every_command_checks_its_run_id(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "myagents.py").write_text(AGENT_MODULE)
+    res = cli(tmp_path, *("a\x1bb" if part == "{}" else part for part in command))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "control character" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "runs.db").exists()  # refused before any store was opened
+
+
+# --------------------------------------------------------------------------- cancel
+
+GATED_MODULE = textwrap.dedent(
+    '''
+    import time
+    from pathlib import Path
+
+    from agentcore import Agent, Policy, tool
+    from agentcore.adapters import ScriptedModel
+
+    @tool(effect="write")
+    def ship(order_id: str) -> dict:
+        """Ship an order (waits until the test lets it finish)."""
+        Path("started").write_text(order_id)
+        for _ in range(1200):
+            if Path("go").exists():
+                return {"shipped": order_id}
+            time.sleep(0.05)
+        raise TimeoutError("the test never let the tool finish")
+
+    def make(model=None, store=None):
+        script = [
+            {"type": "tool", "thought": "ship", "tool": "ship", "args": {"order_id": "A1"}},
+            {"type": "finish", "thought": "done", "answer": "shipped"},
+        ]
+        return Agent(
+            tools=[ship],
+            model=model or ScriptedModel(script),
+            store=store,
+            policy=Policy(plan_before_writes=False),
+        )
+    '''
+)
+
+
+def test_cancel_from_another_process_while_a_tool_runs(tmp_path: Path) -> None:
+    (tmp_path / "gated.py").write_text(GATED_MODULE)
+    env = {k: v for k, v in os.environ.items() if k not in (*PROVIDER_KEYS, "AGENTCORE_MODEL")}
+    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp_path / 'runs.db'}", "COLUMNS": "200"}
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "agentcore.cli", "run", "gated:make", "ship", "--run-id", "g1"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists():
+            assert runner.poll() is None, runner.communicate()
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.05)
+        requested = cli(tmp_path, "cancel", "g1", "--by", "ops", "--reason", "customer called")
+        assert requested.returncode == 0, requested.stdout + requested.stderr
+        assert "cancel requested" in requested.stdout
+        (tmp_path / "go").write_text("")
+        stdout, stderr = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 7, stdout + stderr  # cancelled
+    assert "cancelled by ops: customer called" in stdout
+    events = events_of(tmp_path, "g1")
+    assert [e["type"] for e in events][-3:] == ["tool_started", "tool_finished", "run_finished"]
+    assert events[-2]["ok"] is True and events[-2]["result"] == {"shipped": "A1"}
+    assert events[-1]["status"] == "cancelled"
+    assert not any(e["type"] == "model_called" and e["step"] == 2 for e in events)
+    assert cli(tmp_path, "check", "g1").returncode == 0
+
+
+def test_cancel_a_waiting_run_now_and_a_completed_one_not(tmp_path: Path) -> None:
+    assert cli(tmp_path, "demo").returncode == 0
+    run_id = run_id_of(tmp_path)
+    res = cli(tmp_path, "cancel", run_id, "--by", "ops")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "cancelled" in res.stdout and "cancelled by ops" in res.stdout
+    assert cli(tmp_path, "cancel", run_id, "--by", "ops").returncode == 0  # already cancelled
+    (tmp_path / "myagents.py").write_text(AGENT_MODULE)
+    assert cli(tmp_path, "run", "myagents:make", "add", "--run-id", "done").returncode == 0
+    res = cli(tmp_path, "cancel", "done", "--by", "ops")
+    assert res.returncode == 1
+    assert "completed; nothing to cancel" in res.stderr
+
+
+def test_check_reports_a_cancelled_run_that_dropped_a_started_call(tmp_path: Path) -> None:
+    (tmp_path / "myagents.py").write_text(AGENT_MODULE)
+    assert cli(tmp_path, "run", "myagents:make", "add", "--run-id", "d1").returncode == 0
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        # Cut the run after its tool_started and end it as 0.1.0's cancel did.
+        (started,) = conn.execute(
+            "SELECT seq FROM events WHERE run_id = 'd1' AND type = 'tool_started'"
+        ).fetchone()
+    conn.close()
+    res = cli(tmp_path, "repair", "d1", "--truncate-after", str(started))
+    assert res.returncode == 0, res.stderr
+    script = (
+        "import asyncio, sys, time\n"
+        "from agentcore.events import RunFinished\n"
+        "from agentcore.stores import open_store\n"
+        "async def main():\n"
+        "    st = open_store()\n"
+        f"    ev = RunFinished(run_id='d1', seq={started + 1}, at=time.time(), "
+        "status='cancelled', reason='cancelled by ops')\n"
+        f"    await st.append('d1', {started + 1}, [ev])\n"
+        "    await st.close()\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, "AGENTCORE_STORE": f"sqlite:///{tmp_path / 'runs.db'}"}
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, check=True, timeout=60)
+    res = cli(tmp_path, "check", "d1")
+    assert res.returncode == 1
+    assert "has no tool_finished" in res.stderr

@@ -3,9 +3,10 @@
 Exit codes (also in the README):
 
 == ===========================================================
-0  the run completed (or the command succeeded)
-1  an error: store failure, unknown run, a run that cannot be confirmed
-2  usage error: bad option, bad argument, bad configuration
+0  the run completed (or the command succeeded: ``cancel`` cancelled or requested it)
+1  an error: store failure, unknown run, a run that cannot be confirmed or cancelled
+2  usage error: bad option, bad argument (an invalid run id), bad configuration, an
+   approval without ``--step``/``--args-hash`` and no terminal to ask on
 3  the run is awaiting confirmation
 4  the run's budget is exhausted
 5  the run needs attention

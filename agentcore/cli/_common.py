@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import json
 import logging
+import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -20,14 +21,15 @@ from rich.text import Text
 from agentcore import (
     ActionDetected,
     Agent,
+    PendingCall,
     RunEnded,
     RunResult,
     RunStatus,
     StreamEvent,
     ThoughtDelta,
 )
-from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
-from agentcore.contracts.errors import AgentcoreError, ConfigurationError
+from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, check_run_id
+from agentcore.contracts.errors import AgentcoreError, ConfigurationError, LimitExceededError
 from agentcore.events import (
     ActionProposed,
     Confirmation,
@@ -92,6 +94,20 @@ AgentOpt = Annotated[
 def abort(message: str, code: int = EXIT_ERROR) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def valid_run_id(value: str | None) -> str | None:
+    """Refuse a run id no run may have (empty, too long, control characters, bytes that
+    are not UTF-8) as a usage error, before any store is opened."""
+    if value is not None:
+        try:
+            check_run_id(value)
+        except LimitExceededError as exc:
+            abort(str(exc), EXIT_USAGE)
+    return value
+
+
+RunIdArg = Annotated[str, typer.Argument(help="The run's id.", callback=valid_run_id)]
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:  # Any: coroutine send/throw types
@@ -219,32 +235,47 @@ def report(
         f"{u.input_tokens}+{u.output_tokens} tokens",
         highlight=False,
     )
-    p = result.pending
-    if p is not None:
-        what = (
-            f"{p.tool}({json.dumps(p.args)})"
-            if p.kind == "tool"
-            else "plan: " + " | ".join(p.plan_steps)
-        )
-        out.print(f"waiting for a person to approve step {p.step}: {what}", highlight=False)
-        agent_opt = f" --agent {agent_hint}" if agent_hint else ""
-        out.print("approve: ", end="")
-        out.print(
-            f"agentcore confirm {result.run_id} --approve --by <your-name>{agent_opt}",
-            style="bold",
-            highlight=False,
-            soft_wrap=True,
-        )
-        out.print("deny:    ", end="")
-        out.print(
-            f'agentcore confirm {result.run_id} --deny --by <your-name> --reason "..."{agent_opt}',
-            style="bold",
-            highlight=False,
-            soft_wrap=True,
-        )
+    if result.pending is not None:
+        print_pending(result.run_id, result.pending, agent_hint=agent_hint)
     if paused_ok and status is RunStatus.AWAITING_CONFIRMATION:
         raise typer.Exit(0)
     raise typer.Exit(EXIT_CODES[status])
+
+
+def pending_text(p: PendingCall) -> str:
+    """The waiting call as a person should see it before approving it."""
+    if p.kind == "tool":
+        return f"step {p.step}: {p.tool}({json.dumps(p.args)})  args hash {p.args_hash}"
+    return f"step {p.step}: plan: " + " | ".join(p.plan_steps)
+
+
+def bound_command(
+    run_id: str, p: PendingCall, *, approve: bool, by: str = "<your-name>", agent: str | None
+) -> str:
+    """The confirm command bound to exactly this call (its step and arguments hash)."""
+    parts = ["agentcore", "confirm", shlex.quote(run_id), "--approve" if approve else "--deny"]
+    parts += ["--step", str(p.step)]
+    if p.args_hash is not None:
+        parts += ["--args-hash", p.args_hash]
+    parts += ["--by", by if by == "<your-name>" else shlex.quote(by)]
+    if not approve:
+        parts += ["--reason", '"..."']
+    if agent:
+        parts += ["--agent", shlex.quote(agent)]
+    return " ".join(parts)
+
+
+def print_pending(run_id: str, p: PendingCall, *, agent_hint: str | None) -> None:
+    """The waiting call and the approve/deny commands bound to it."""
+    out.print(f"waiting for a person to approve {pending_text(p)}", highlight=False)
+    for label, approve in (("approve: ", True), ("deny:    ", False)):
+        out.print(label, end="")
+        out.print(
+            bound_command(run_id, p, approve=approve, agent=agent_hint),
+            style="bold",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 async def agent_for_run(run_id: str, agent_ref: str | None, store: str | None) -> tuple[Agent, str]:

@@ -1,4 +1,5 @@
-"""Commands about runs: demo, run, runs, show, export, confirm, resume, resolve, check, repair."""
+"""Commands about runs: demo, run, runs, show, export, confirm, resume, resolve, cancel, check,
+repair."""
 
 from __future__ import annotations
 
@@ -13,31 +14,39 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentcore import (
+    Agent,
     Budget,
     RunResult,
     RunStatus,
     check_transcript,
 )
+from agentcore._state import RunState
 from agentcore.adapters import ModelAdapter, resolve_model
 from agentcore.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
     AgentOpt,
+    RunIdArg,
     StoreOpt,
     abort,
     agent_for_run,
     app,
+    bound_command,
     err,
     live,
     load_agent,
     out,
+    pending_text,
+    print_pending,
     print_transcript,
     report,
     run_async,
+    valid_run_id,
 )
-from agentcore.contracts.errors import ConfigurationError
+from agentcore.contracts.errors import ConfigurationError, NotAwaitingConfirmationError
 from agentcore.events import (
     Event,
+    RunStarted,
     dump_event,
 )
 from agentcore.stores import open_store
@@ -134,7 +143,8 @@ def run_cmd(
     model: Annotated[str | None, typer.Option(help="Override the agent's model route.")] = None,
     store: StoreOpt = None,
     run_id: Annotated[
-        str | None, typer.Option(help="A caller-chosen run id (idempotent start).")
+        str | None,
+        typer.Option(help="A caller-chosen run id (idempotent start).", callback=valid_run_id),
     ] = None,
     show: Annotated[bool, typer.Option(help="Also print the transcript table at the end.")] = False,
 ) -> None:
@@ -197,7 +207,7 @@ def runs(
 
 @app.command()
 def show(
-    run_id: str,
+    run_id: RunIdArg,
     as_json: Annotated[bool, typer.Option("--json", help="JSON Lines instead of a table.")] = False,
     store: StoreOpt = None,
 ) -> None:
@@ -216,29 +226,54 @@ def show(
             sys.stdout.write(json.dumps(dump_event(ev), ensure_ascii=False) + "\n")
         return
     print_transcript(events)
+    state = RunState(run_id)
+    for ev in events:
+        state.apply(ev)
+    pending = state.pending()
+    if pending is not None:
+        first = events[0]
+        recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
+        print_pending(
+            run_id, pending, agent_hint=None if isinstance(recorded, str) else "MODULE:ATTR"
+        )
 
 
 @app.command()
-def export(run_id: str, store: StoreOpt = None) -> None:
+def export(run_id: RunIdArg, store: StoreOpt = None) -> None:
     """Write a run's transcript to stdout as JSON Lines (one event per line)."""
     show(run_id, as_json=True, store=store)
 
 
 @app.command()
 def confirm(
-    run_id: str,
+    run_id: RunIdArg,
     by: Annotated[str, typer.Option(help="Who decides (recorded).")],
     approve: Annotated[
         bool | None, typer.Option("--approve/--deny", help="Approve or deny.")
+    ] = None,
+    step: Annotated[
+        int | None, typer.Option(min=1, help="The step of the call you approve (as shown).")
+    ] = None,
+    args_hash: Annotated[
+        str | None, typer.Option(help="The args hash of the call you approve (as shown).")
     ] = None,
     reason: Annotated[
         str | None, typer.Option(help="Why (shown to the model on a denial).")
     ] = None,
     args: Annotated[str | None, typer.Option(help="Edited arguments as a JSON object.")] = None,
+    accept_tool_changes: Annotated[
+        bool, typer.Option(help="Continue although a tool the run used has changed.")
+    ] = False,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Approve or deny the call a run is waiting on, then continue the run."""
+    """Approve or deny the call a run is waiting on, then continue the run.
+
+    An approval is bound to the call it approves: give the --step and --args-hash shown
+    with it (the commands `run`, `demo` and `show` print carry them). Without them the
+    waiting call is shown and, on a terminal, you are asked; otherwise it is refused with
+    the bound command to run. A call that changed since it was shown is refused.
+    """
     if approve is None:
         abort("say --approve or --deny", EXIT_USAGE)
     edited: dict[str, Any] | None = None  # Any: JSON values
@@ -251,21 +286,58 @@ def confirm(
             abort("--args must be a JSON object", EXIT_USAGE)
         edited = cast("dict[str, Any]", parsed)  # a JSON object; the tool's schema validates it
 
-    async def go() -> tuple[RunResult, str]:
-        owner, ref = await agent_for_run(run_id, agent, store)
+    async def go() -> RunResult:
+        owner, _ = await agent_for_run(run_id, agent, store)
         try:
-            result = await owner.confirm(run_id, approve=approve, by=by, reason=reason, args=edited)
-            return result, ref
+            bound_step, bound_hash = step, args_hash
+            if approve and (step is None or args_hash is None):
+                bound_step, bound_hash = await _bind_approval(owner, run_id, by, step, agent)
+            return await owner.confirm(
+                run_id,
+                approve=approve,
+                by=by,
+                reason=reason,
+                args=edited,
+                step=bound_step,
+                args_hash=bound_hash,
+                accept_tool_changes=accept_tool_changes,
+            )
         finally:
             await owner.close()
 
-    result, _ = run_async(go())
-    report(result, agent_hint=agent)
+    report(run_async(go()), agent_hint=agent)
+
+
+async def _bind_approval(
+    owner: Agent, run_id: str, by: str, step: int | None, agent: str | None
+) -> tuple[int | None, str | None]:
+    """The step and args hash an approval given without them is bound to: the waiting
+    call, shown, and approved by the person at a terminal; elsewhere, refused."""
+    result = await owner.result(run_id)
+    pending = result.pending
+    if pending is None:
+        raise NotAwaitingConfirmationError(
+            f"Run {run_id} is {result.status.value}, not awaiting confirmation; nothing to confirm."
+        )
+    if pending.kind == "plan" and step is not None:
+        return step, None  # a plan has no arguments: its step binds it
+    out.print(f"run {run_id} is waiting on {pending_text(pending)}", highlight=False)
+    command = bound_command(run_id, pending, approve=True, by=by, agent=agent)
+    if not sys.stdin.isatty():
+        abort(
+            "an approval from the command line is bound to the call it approves; nothing was "
+            f"recorded. To approve exactly the call shown, run: {command}",
+            EXIT_USAGE,
+        )
+    if not typer.confirm("Approve exactly this call?", default=False):
+        abort("not approved; nothing recorded")
+    # Bound to what was shown: if the call changed since, confirm refuses.
+    return step if step is not None else pending.step, pending.args_hash
 
 
 @app.command()
 def resume(
-    run_id: str,
+    run_id: RunIdArg,
     max_steps: Annotated[int | None, typer.Option(min=1, help="A new step budget.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="A new token budget.")] = None,
     by: Annotated[
@@ -296,7 +368,7 @@ def resume(
 
 @app.command()
 def resolve(
-    run_id: str,
+    run_id: RunIdArg,
     by: Annotated[str, typer.Option(help="Who decides (recorded).")],
     result: Annotated[
         str | None, typer.Option(help="The call happened and returned this JSON value.")
@@ -304,6 +376,9 @@ def resolve(
     rerun: Annotated[bool, typer.Option(help="The call did not happen: run it once.")] = False,
     fail: Annotated[bool, typer.Option(help="Treat the call as failed.")] = False,
     reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
+    accept_tool_changes: Annotated[
+        bool, typer.Option(help="Continue although a tool the run used has changed.")
+    ] = False,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -321,16 +396,65 @@ def resolve(
         owner, _ = await agent_for_run(run_id, agent, store)
         try:
             if result is not None:
-                return await owner.resolve(run_id, by=by, result=value, reason=reason)
-            return await owner.resolve(run_id, by=by, rerun=rerun, fail=fail, reason=reason)
+                return await owner.resolve(
+                    run_id,
+                    by=by,
+                    result=value,
+                    reason=reason,
+                    accept_tool_changes=accept_tool_changes,
+                )
+            return await owner.resolve(
+                run_id,
+                by=by,
+                rerun=rerun,
+                fail=fail,
+                reason=reason,
+                accept_tool_changes=accept_tool_changes,
+            )
         finally:
             await owner.close()
 
-    report(run_async(go()))
+    report(run_async(go()), agent_hint=agent)
 
 
 @app.command()
-def check(run_id: str, store: StoreOpt = None) -> None:
+def cancel(
+    run_id: RunIdArg,
+    by: Annotated[str, typer.Option(help="Who cancels (recorded).")],
+    reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Cancel a run: now, or, while another process advances it, at its next safe point.
+
+    Exit 0 when the run is cancelled or the request is recorded; 1 when it had already
+    completed.
+    """
+
+    async def go() -> RunResult:
+        owner, _ = await agent_for_run(run_id, agent, store)
+        try:
+            return await owner.cancel(run_id, by=by, reason=reason)
+        finally:
+            await owner.close()
+
+    result = run_async(go())
+    if result.status is RunStatus.COMPLETED:
+        abort(f"Run {run_id} is completed; nothing to cancel.")
+    if result.status is RunStatus.CANCELLED:
+        out.print(f"[bold red]cancelled[/]  run {run_id}", highlight=False)
+        out.print(f"reason: {result.reason}", highlight=False)
+        return
+    out.print(
+        f"cancel requested: run {run_id} is being advanced by another process, which cancels "
+        "it at its next safe point (a running tool finishes and its outcome is recorded "
+        "first). Follow it with: agentcore show " + run_id,
+        highlight=False,
+    )
+
+
+@app.command()
+def check(run_id: RunIdArg, store: StoreOpt = None) -> None:
     """Check a run's transcript integrity (exit 0 when sound, 1 with the problems)."""
 
     async def go() -> list[Event]:
@@ -350,7 +474,7 @@ def check(run_id: str, store: StoreOpt = None) -> None:
 
 @app.command()
 def repair(
-    run_id: str,
+    run_id: RunIdArg,
     truncate_after: Annotated[
         int, typer.Option(min=0, help="Delete every event after this seq (explicit repair).")
     ],

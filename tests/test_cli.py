@@ -468,3 +468,39 @@ def test_check_reports_a_cancelled_run_that_dropped_a_started_call(tmp_path: Pat
     res = cli(tmp_path, "check", "d1")
     assert res.returncode == 1
     assert "has no tool_finished" in res.stderr
+
+
+def test_confirm_refuses_a_changed_tool_unless_accepted(tmp_path: Path) -> None:
+    module = textwrap.dedent(
+        '''
+        from agentcore import Agent, Policy, tool
+        from agentcore.adapters import ScriptedModel
+
+        @tool(effect="destructive")
+        def wipe(disk: str) -> str:
+            """Wipe a disk."""
+            return "wiped " + disk
+
+        def next_action(messages):
+            if any("wipe returned" in m.content for m in messages):
+                return {"type": "finish", "thought": "done", "answer": "done"}
+            return {"type": "tool", "thought": "wipe", "tool": "wipe", "args": {"disk": "d1"}}
+
+        def make(model=None, store=None):
+            return Agent(tools=[wipe], model=model or ScriptedModel(next_action), store=store,
+                         policy=Policy(plan_before_writes=False))
+        '''
+    )
+    (tmp_path / "wipers.py").write_text(module)
+    paused = cli(tmp_path, "run", "wipers:make", "wipe d1", "--run-id", "w1")
+    assert paused.returncode == 3, paused.stdout + paused.stderr
+    approve = with_name(printed_command(paused.stdout, "approve: "), "alice")
+    (tmp_path / "wipers.py").write_text(module.replace("Wipe a disk.", "Wipe a disk for good."))
+    refused = cli(tmp_path, *approve)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "wipe (description changed)" in refused.stderr
+    assert "--accept-tool-changes" in refused.stderr
+    done = cli(tmp_path, *approve, "--accept-tool-changes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (conf,) = [e for e in events_of(tmp_path, "w1") if e["type"] == "confirmation"]
+    assert conf["accepted_tool_changes"] == ["wipe (description changed)"]

@@ -7,8 +7,12 @@ transcript can always find the format it was written in. After changing an event
 either bump ``EVENT_SCHEMA_VERSION`` (an incompatible change: old events then need an
 upgrade path) or record the compatible change in ``docs/events.md``, then regenerate::
 
-    python -m agentcore.event_schemas           # rewrite the current version's file
-    python -m agentcore.event_schemas --check   # exit 1 if the file differs from the code
+    python -P -m agentcore.event_schemas           # rewrite the current version's file
+    python -P -m agentcore.event_schemas --check   # exit 1 if the file differs from the code
+
+(``-P`` keeps the working directory off ``sys.path``: in the repository root the source
+folder ``agentcore/`` would otherwise shadow the installed package, whose
+``agentcore.contracts`` lives in ``contracts/``.)
 
 The schemas describe what agentcore accepts when it reads an event (pydantic's validation
 schema), with ``run_id`` and ``seq`` included as in an export (``agentcore export``).
@@ -79,11 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         sys.stderr.write(
             f"{path} differs from the event models: bump EVENT_SCHEMA_VERSION or document the "
-            "upgrade in docs/events.md, then regenerate with python -m agentcore.event_schemas\n"
+            "upgrade in docs/events.md, then regenerate with python -P -m agentcore.event_schemas\n"
         )
         return 1
     if args:
-        sys.stderr.write("usage: python -m agentcore.event_schemas [--check]\n")
+        sys.stderr.write("usage: python -P -m agentcore.event_schemas [--check]\n")
         return 2
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -43,7 +43,7 @@ EXPECTED_STATUSES = {
 
 REGENERATE = (
     "the event models changed: bump EVENT_SCHEMA_VERSION or document the upgrade (docs/"
-    "events.md), then regenerate with `python -m agentcore.event_schemas`"
+    "events.md), then regenerate with `python -P -m agentcore.event_schemas`"
 )
 
 

@@ -441,6 +441,10 @@ async def test_a_timed_out_call_found_by_reconcile_at_once_continues() -> None:
     )
     result = await agent.run("pay 5", run_id="r1")
     assert result.status is RunStatus.COMPLETED
+    assert result.answer == "done"  # the model saw the payment, not a timeout
+    (finished,) = of(await agent.transcript("r1"), ToolFinished)
+    assert finished.ok
+    assert finished.result == {"charged": 5}
     assert payments.calls == 1
 
 

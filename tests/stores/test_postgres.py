@@ -372,7 +372,7 @@ async def test_a_killed_connection_fails_one_call_and_the_pool_recovers(
             WHERE application_name = %s""",
             (pg_schema,),
         ).fetchall()
-        assert killed == [(True,)]
+        assert (True,) in killed  # (the constructor's schema check may still be leaving)
         outcomes: list[str] = []
         for _ in range(3):
             try:
@@ -480,7 +480,7 @@ async def test_claims_hold_across_store_objects_and_die_with_the_connection(
             WHERE application_name = %s""",
             (pg_schema,),
         ).fetchall()
-        assert killed == [(True,)]
+        assert (True,) in killed  # (the constructor's schema check may still be leaving)
         await asyncio.sleep(0.05)
         taken = other.claim("r1")
         claim.release()  # on a dead connection: no error, and the new holder keeps it

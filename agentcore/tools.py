@@ -160,7 +160,8 @@ class Tool:
 
     Attributes:
         spec: name, description, argument model, effect and idempotency.
-        timeout: seconds before the call is abandoned with an error (``None``: no limit).
+        timeout: seconds before the wait for the call is abandoned (``None``: no limit); see
+            :func:`tool` for what a timeout means for an idempotent and a non-idempotent tool.
         reconcile: for non-idempotent tools, how to tell whether a call already happened.
         labels: names of groups this tool belongs to; a run's scope may name a label.
     """

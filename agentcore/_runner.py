@@ -29,6 +29,7 @@ from agentcore.contracts import (
     ToolAction,
     ToolSpec,
     check_text,
+    clean_text,
     compile_action_schema,
 )
 from agentcore.contracts._schema import parse_loose_tool_action
@@ -407,10 +408,10 @@ class Driver:
                 latency_ms=round(c.latency_ms, 3),
                 finish_reason=c.finish_reason,
                 response_id=c.response_id,
-                reply=c.text[:_REPLY_CAP] if invalid else None,
-                dropped_calls=list(c.dropped_calls),
+                reply=clean_text(c.text, _REPLY_CAP) if invalid else None,
+                dropped_calls=[clean_text(d, _REPLY_CAP) for d in c.dropped_calls],
                 mode=c.mode,
-                error=str(c.error) if invalid and c.error else None,
+                error=clean_text(str(c.error), _REPLY_CAP) if invalid and c.error else None,
             )
         )
 
@@ -433,7 +434,7 @@ class Driver:
             except Exception as exc:  # an adapter bug must not lose the run: record it
                 failure, tokens, retryable = exc, (0, 0), True
             name = getattr(adapter, "name", type(adapter).__name__)
-            message = f"{type(failure).__name__}: {failure}"
+            message = clean_text(f"{type(failure).__name__}: {failure}", _REPLY_CAP)
             errors.append(f"{name}: {message}")
             self.record(
                 ModelCalled(

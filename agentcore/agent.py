@@ -32,6 +32,7 @@ from agentcore.contracts import (
     to_recordable,
 )
 from agentcore.contracts.errors import (
+    ApprovalExpiredError,
     ConfigurationError,
     ConfirmationMismatchError,
     ContractLintError,
@@ -378,6 +379,18 @@ class Agent:
         if self._settled(state, by):
             return state.result()
         accepted = self._check_tools(state, accept_tool_changes)
+        call = state.call
+        if (
+            call is not None
+            and isinstance(call.action, ToolAction)
+            and not call.settled
+            and call.action.tool not in self.tools
+        ):
+            raise ToolManifestChangedError(
+                f"Run {run_id} is at step {call.step}, a call of {call.action.tool!r}, which is "
+                "no longer a tool of this agent: it cannot run, even with accept_tool_changes. "
+                f"Add the tool back, or cancel the run (agentcore cancel {run_id} --by NAME)."
+            )
         recovery = state.status is RunStatus.RUNNING
         if recovery and by is None and state.recoveries >= state.policy.dead_letter_after:
             ev: Event = RunFinished(
@@ -693,7 +706,7 @@ class Agent:
             return
         waited = time.time() - call.decision.at
         if waited > ttl:
-            raise ConfirmationMismatchError(
+            raise ApprovalExpiredError(
                 f"Run {state.run_id}: the call at step {call.step} has waited {waited:.0f}s for "
                 f"approval; approvals expire after {ttl:g}s (Policy.approval_ttl), so this one "
                 "is refused and nothing was recorded. The run keeps waiting: deny the call "

@@ -2,6 +2,7 @@
 
 from agentcore.contracts.errors import (
     AgentcoreError,
+    ApprovalExpiredError,
     AuthenticationError,
     BadRequestError,
     CircuitOpenError,
@@ -9,6 +10,7 @@ from agentcore.contracts.errors import (
     ConfirmationMismatchError,
     ContractLintError,
     InvalidActionError,
+    LeaseLostError,
     LimitExceededError,
     ModelError,
     ModelRefusedError,
@@ -32,6 +34,7 @@ from agentcore.contracts.errors import (
 
 __all__ = [
     "AgentcoreError",
+    "ApprovalExpiredError",
     "AuthenticationError",
     "BadRequestError",
     "CircuitOpenError",
@@ -39,6 +42,7 @@ __all__ = [
     "ConfirmationMismatchError",
     "ContractLintError",
     "InvalidActionError",
+    "LeaseLostError",
     "LimitExceededError",
     "ModelError",
     "ModelRefusedError",

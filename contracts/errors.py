@@ -28,9 +28,11 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
     │   ├── RunBusyError                   another worker is advancing the run right now
     │   ├── ConfirmationMismatchError      an approval bound to another step or arguments
+    │   │   └── ApprovalExpiredError       an approval after Policy.approval_ttl
     │   └── ToolManifestChangedError       a tool the run used changed since it started
     └── StoreError                  the transcript store failed or holds bad data
         ├── SeqConflictError        another writer appended first (conditional append lost)
+        ├── LeaseLostError          the run's lease is held by someone else now (fenced)
         └── StoreCorruptedError     an event or file that cannot be decoded
 
 Every error carries a message that says what happened and what to do about it; wrappers
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentcoreError",
+    "ApprovalExpiredError",
     "AuthenticationError",
     "BadRequestError",
     "CircuitOpenError",
@@ -48,6 +51,7 @@ __all__ = [
     "ConfirmationMismatchError",
     "ContractLintError",
     "InvalidActionError",
+    "LeaseLostError",
     "LimitExceededError",
     "ModelError",
     "ModelRefusedError",
@@ -233,6 +237,11 @@ class ConfirmationMismatchError(RunError):
     """An approval names a step, tool or arguments other than the ones waiting."""
 
 
+class ApprovalExpiredError(ConfirmationMismatchError):
+    """An approval that arrived after ``Policy.approval_ttl``; the run keeps waiting (a
+    denial is still accepted)."""
+
+
 class StoreError(AgentcoreError):
     """The transcript store failed, or holds data that cannot be used."""
 
@@ -241,6 +250,15 @@ class SeqConflictError(StoreError):
     """A conditional append lost: the run's transcript is not at the expected sequence number.
 
     Another writer advanced the run first. Nothing was written by this call.
+    """
+
+
+class LeaseLostError(StoreError):
+    """The caller's lease on a run is no longer the run's lease: it was taken over.
+
+    Someone else acquired the run (its epoch moved on), usually after this holder stalled
+    or was cut off past its lease's expiry. Nothing was written by the call that raised it.
+    Stop advancing the run: do not call another tool, do not retry the append.
     """
 
 

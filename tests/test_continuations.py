@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 import pytest
 
-from agentcore import Agent, Policy, RunStatus, Tool, ToolContext, check_transcript, tool
+from agentcore import Agent, Budget, Policy, RunStatus, Tool, ToolContext, check_transcript, tool
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import (
+    ApprovalExpiredError,
     ConfigurationError,
-    ConfirmationMismatchError,
     LimitExceededError,
     ToolManifestChangedError,
 )
@@ -185,6 +185,39 @@ async def test_confirm_refuses_a_tool_that_is_gone() -> None:
     assert calls == []
 
 
+async def test_resume_refuses_a_pending_call_of_a_tool_that_is_gone() -> None:
+    store = MemoryStore()
+
+    @tool(effect="read")
+    def lookup(order_id: str) -> str:
+        """Look an order up.
+
+        Args:
+            order_id: the order.
+        """
+        return "found"
+
+    @tool(effect="read")
+    def other() -> str:
+        """Something else."""
+        return "x"
+
+    async def stop_after_proposal(messages: Sequence[Message]) -> dict[str, Any]:
+        return {"type": "tool", "thought": "go", "tool": "lookup", "args": {"order_id": "A"}}
+
+    first = Agent(tools=[lookup], model=ScriptedModel(stop_after_proposal), store=store)
+    # A proposed, decided call whose worker died before the tool ran.
+    result = await first.run("look", run_id="r9", budget=Budget(max_steps=2))
+    assert result.status is RunStatus.BUDGET_EXHAUSTED
+    events = await store.load("r9")
+    decided = next(e for e in events if e.type == "decision")
+    await store.truncate("r9", after=decided.seq)  # as if the worker died right here
+    gone = Agent(tools=[other], model=script("other", {}), store=store)
+    with pytest.raises(ToolManifestChangedError, match="no longer a tool"):
+        await gone.resume("r9", accept_tool_changes=True)
+    assert (await store.load("r9"))[-1].type == "decision"  # nothing recorded
+
+
 class Payments:
     """A non-idempotent payment whose first call dies mid-call (a crashed process)."""
 
@@ -280,7 +313,7 @@ async def test_an_approval_after_the_ttl_is_refused_and_the_run_keeps_waiting(
     assert pending is not None
     later = time.time() + 61
     monkeypatch.setattr(time, "time", lambda: later)
-    with pytest.raises(ConfirmationMismatchError, match=r"expire after 60s"):
+    with pytest.raises(ApprovalExpiredError, match=r"expire after 60s"):
         await agent.confirm(
             "r1", approve=True, by="alice", step=pending.step, args_hash=pending.args_hash
         )

@@ -249,14 +249,25 @@ def encode_event_body(event: _Event) -> str:
 
 
 def decode_event(run_id: str, seq: int, body: str | bytes) -> Event:
-    """Decode a stored event body; raises pydantic's ``ValidationError`` on a bad body."""
+    """Decode a stored event body.
+
+    Raises:
+        ValueError: a bad body (pydantic's ``ValidationError``), or an event written in a
+            newer format version than this code reads (never misread as an older one).
+    """
     text = body.decode() if isinstance(body, bytes) else body
     if not text.startswith("{"):
         # Let pydantic produce the error for bodies that are not JSON objects.
         return _event_adapter().validate_json(text)
     head = f'{{"run_id":{_json_str(run_id)},"seq":{int(seq)}'
     rest = text[1:].lstrip()
-    return _event_adapter().validate_json(head + ("," + rest if rest != "}" else "}"))
+    event: Event = _event_adapter().validate_json(head + ("," + rest if rest != "}" else "}"))
+    if event.v > EVENT_SCHEMA_VERSION:
+        raise ValueError(
+            f"the event has format version {event.v}, newer than this agentcore reads "
+            f"({EVENT_SCHEMA_VERSION}): upgrade agentcore to read it"
+        )
+    return event
 
 
 def _json_str(value: str) -> str:

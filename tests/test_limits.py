@@ -492,3 +492,20 @@ def test_bad_run_ids_are_refused(bad: str) -> None:
 def test_good_run_ids_pass() -> None:
     for good in ["r1", "a" * 200, "order:42/attempt-1", "заказ-7", "🙂"]:
         check_run_id(good)
+
+
+async def test_an_event_from_a_newer_format_is_refused_by_name(tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentcore.errors import StoreCorruptedError
+
+    db = tmp_path / "runs.db"
+    agent = Agent(tools=[keep], model=ScriptedModel([finish()]), store=f"sqlite:///{db}")
+    result = await agent.run("go", run_id="r1")
+    await agent.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE events SET body = replace(body, '\"v\":1', '\"v\":9') WHERE seq = 0")
+    store = SQLiteStore(db)
+    with pytest.raises(StoreCorruptedError, match="format version 9, newer"):
+        await store.load(result.run_id)
+    await store.close()

@@ -91,10 +91,13 @@ async def test_a_new_file_gets_every_migration(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     store = SQLiteStore(path)
     await store.close()
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == 3
     assert pragma(path, "application_id") == APPLICATION_ID
     names = [c[0] for c in columns(path, "runs")]
-    assert names[-3:] == ["cancel_by", "cancel_reason", "cancel_at"]
+    assert names[-8:] == [
+        *("cancel_by", "cancel_reason", "cancel_at"),
+        *("owner", "epoch", "lease_until", "lease_flock", "tenant"),
+    ]
 
 
 async def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
@@ -106,7 +109,7 @@ async def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
         assert [e.type for e in await store.load("r1")] == ["run_started"]
     finally:
         await store.close()
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == 3
 
 
 async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) -> None:
@@ -126,7 +129,7 @@ async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) 
     finally:
         await store.close()
 
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == 3
     assert pragma(path, "application_id") == APPLICATION_ID
     # Only additions: every column of 0.1.0 is still there, unchanged, in its place.
     assert columns(path, "events") == events_before
@@ -135,6 +138,11 @@ async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) 
         ("cancel_by", "TEXT", 0),
         ("cancel_reason", "TEXT", 0),
         ("cancel_at", "REAL", 0),
+        ("owner", "TEXT", 0),
+        ("epoch", "INTEGER", 1),
+        ("lease_until", "REAL", 0),
+        ("lease_flock", "INTEGER", 1),
+        ("tenant", "TEXT", 0),
     ]
     conn = raw(path)
     rows_after = conn.execute(
@@ -171,15 +179,15 @@ async def test_a_store_opened_twice_migrates_once(tmp_path: Path) -> None:
     finally:
         await first.close()
         await second.close()
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == 3
 
 
 async def test_a_newer_file_is_refused_untouched(tmp_path: Path) -> None:
     path = tmp_path / "newer.db"
-    make_file(path, *V1_SCHEMA, "PRAGMA user_version = 3")
+    make_file(path, *V1_SCHEMA, "PRAGMA user_version = 4")
     before = fingerprint(path)
     with pytest.raises(
-        StoreError, match=r"schema version 3, newer than this agentcore reads \(2\)"
+        StoreError, match=r"schema version 4, newer than this agentcore reads \(3\)"
     ):
         SQLiteStore(path)
     assert fingerprint(path) == before

@@ -475,7 +475,7 @@ async def test_pragmas_applied(tmp_path: Path, synchronous: Literal["FULL", "NOR
     other = raw(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert other.execute("PRAGMA user_version").fetchone() == (2,)  # migrations 1 and 2
+        assert other.execute("PRAGMA user_version").fetchone() == (3,)  # migrations 1 to 3
     finally:
         other.close()
 

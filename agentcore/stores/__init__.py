@@ -11,7 +11,7 @@ import os
 
 from agentcore.contracts.errors import ConfigurationError
 
-from ._base import CancelRequest, RunSummary, TranscriptStore
+from ._base import CancelRequest, Lease, RunSummary, TranscriptStore
 from ._memory import MemoryStore
 from ._postgres import PostgresStore  # imports psycopg only when a store is constructed
 from ._sqlite import SQLiteStore
@@ -19,6 +19,7 @@ from ._sqlite import SQLiteStore
 __all__ = [
     "DEFAULT_STORE_URL",
     "CancelRequest",
+    "Lease",
     "MemoryStore",
     "PostgresStore",
     "RunSummary",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from agentcore.contracts.errors import RunBusyError, StoreError
+from agentcore.contracts.errors import ConfigurationError, LeaseLostError, RunBusyError, StoreError
 
 from .._state import status_after
 from ..events import Event, RunStarted
@@ -14,12 +16,38 @@ from ..events import Event, RunStarted
 __all__ = [
     "CancelRequest",
     "InProcessClaims",
+    "Lease",
     "RunClaim",
     "RunSummary",
     "TranscriptStore",
+    "busy_error",
     "check_batch",
+    "check_lease_request",
+    "lost_error",
     "status_after",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Time-limited ownership of a run, with a fencing token (``acquire``, ``renew``).
+
+    Attributes:
+        run_id: the run.
+        owner: who holds it, chosen by the caller (e.g. ``"host:pid:uuid"``).
+        epoch: the fencing token: the run's epoch goes up by one on every acquire, so a
+            holder whose run was taken over has a smaller epoch than the run's, and the
+            store refuses its appends (:class:`LeaseLostError`).
+        ttl_s: how long each acquire or renew lasts, in seconds.
+        expires_at: Unix seconds when the lease ends unless renewed, by the store's clock
+            (PostgreSQL: the database's ``now()``; SQLite and memory: the machine's).
+    """
+
+    run_id: str
+    owner: str
+    epoch: int
+    ttl_s: float
+    expires_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +89,8 @@ class CancelRequest:
 
 
 class RunClaim(Protocol):
-    """Exclusive ownership of a run while one worker advances it."""
+    """Exclusive ownership of a run while one worker advances it (superseded by
+    :class:`Lease`: ``acquire`` / ``renew`` / ``release``)."""
 
     def release(self) -> None:
         """Give the run back (idempotent). A dead process releases its claims by itself."""
@@ -94,12 +123,20 @@ class _Release:
 
 @runtime_checkable
 class TranscriptStore(Protocol):
-    """Where transcripts live. Implementations: MemoryStore, SQLiteStore.
+    """Where transcripts live. Implementations: MemoryStore, SQLiteStore, PostgresStore.
 
     Appends are conditional: ``append(run_id, expected_seq, events)`` writes only if the
     run's next sequence number is ``expected_seq`` (0 for a new run), all events or none.
     Two writers can therefore never both append step N: the loser gets
     :class:`SeqConflictError` and nothing it sent is written.
+
+    Ownership is a lease with fencing: ``acquire`` takes a run for ``ttl_s`` seconds (by
+    the store's clock) and bumps the run's epoch; ``renew`` extends it; ``release`` gives
+    it back. An append made with a lease is also conditional on the run's owner and epoch
+    still being the lease's, checked in the same transaction as the seq, so a holder that
+    stalled past its lease and was taken over gets :class:`LeaseLostError` and writes
+    nothing. Expiry alone does not fence: until someone else acquires the run, a late
+    holder can still renew and append.
 
     Errors: apart from :class:`RunNotFoundError` and :class:`RunBusyError` (answers about
     the run), every exception that leaves a store is a :class:`StoreError` whose message
@@ -109,10 +146,24 @@ class TranscriptStore(Protocol):
 
     url: str
 
-    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+    async def append(
+        self,
+        run_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
         """Append ``events`` (whose seqs are ``expected_seq, expected_seq+1, ...``) atomically.
 
+        Args:
+            lease: when given, the append also requires the run's owner and epoch to be the
+                lease's, checked together with ``expected_seq`` (expiry alone does not
+                fence; another acquire does).
+
         Raises:
+            LeaseLostError: ``lease`` is given and the run is held by someone else now (or
+                by nobody); nothing was written. Checked before the seq.
             SeqConflictError: the run is not at ``expected_seq``.
             StoreError: the write failed, or an event cannot be stored so that it reads back
                 equal (a lone surrogate, a number or nesting past the decoder's limits, NaN);
@@ -176,8 +227,47 @@ class TranscriptStore(Protocol):
         """
         ...
 
+    async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Lease:
+        """Take the run for ``ttl_s`` seconds as ``owner``; the run's epoch goes up by one.
+
+        Succeeds when nobody holds the run, when its holder released it, when the holder's
+        lease expired (by the store's clock), and, where the store can tell (SQLite, memory),
+        when the holder's process is gone.
+
+        Raises:
+            RunBusyError: someone holds the run (the message names them and when their
+                lease expires).
+            RunNotFoundError: no such run.
+            ConfigurationError: an empty owner or a ``ttl_s`` that is not a positive number.
+            StoreError: the store failed.
+        """
+        ...
+
+    async def renew(self, lease: Lease) -> Lease:
+        """Extend the lease by ``lease.ttl_s`` from now (store clock).
+
+        Works while the run's owner and epoch are still the lease's, even if the lease
+        expired meanwhile but nobody took the run.
+
+        Raises:
+            LeaseLostError: someone else acquired the run (the message names them).
+            StoreError: the store failed.
+        """
+        ...
+
+    async def release(self, lease: Lease) -> None:
+        """Give the run back if ``lease`` still holds it; otherwise do nothing. Idempotent.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        ...
+
     def claim(self, run_id: str) -> RunClaim:
         """Take exclusive ownership of a run while advancing it.
+
+        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release` (leases with
+        fencing); kept until the agent uses them.
 
         Conditional appends order writes; a claim keeps a second worker from even starting
         a step (and re-running a tool the first is still inside) while the first is alive.
@@ -208,3 +298,71 @@ def check_batch(run_id: str, expected_seq: int, events: Sequence[Event]) -> None
             f"run {run_id!r}: the event at seq 0 is {events[0].type}; a run's first event must "
             "be run_started"
         )
+
+
+def check_lease_request(owner: str, ttl_s: float) -> None:
+    """Refuse an owner or a ttl that no store can hold.
+
+    Raises:
+        ConfigurationError: an empty owner, one with a NUL or a lone surrogate, or a ttl
+            that is not a finite number of seconds above zero.
+    """
+    if not owner or "\x00" in owner:
+        raise ConfigurationError(
+            f"Invalid lease owner {owner!r}: use a non-empty string without NUL characters, "
+            "e.g. 'host:pid:uuid'."
+        )
+    try:
+        owner.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError(f"Invalid lease owner {owner!r}: {exc}") from exc
+    if not math.isfinite(ttl_s) or ttl_s <= 0:
+        raise ConfigurationError(
+            f"Invalid lease ttl_s={ttl_s!r}: give a number of seconds above zero, e.g. 30.0"
+        )
+
+
+def _when(at: float | None, now: float) -> str:
+    if at is None:
+        return "with no expiry recorded"
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+    left = at - now
+    return f"until {stamp} ({left:.1f} s from now)" if left >= 0 else f"expired at {stamp}"
+
+
+def busy_error(
+    run_label: str, owner: str | None, epoch: int, expires_at: float | None, now: float
+) -> RunBusyError:
+    """RunBusyError naming the run's holder and when its lease expires."""
+    if owner is None:
+        return RunBusyError(
+            f"Run {run_label} is being advanced by another worker right now (it holds the "
+            "run's lock without a lease). Try again once it lets go."
+        )
+    return RunBusyError(
+        f"Run {run_label} is held by {owner!r} (epoch {epoch}) {_when(expires_at, now)}. "
+        "Try again after that, or once it releases the run."
+    )
+
+
+def lost_error(
+    run_label: str,
+    lease: Lease,
+    owner: str | None,
+    epoch: int | None,
+    expires_at: float | None,
+    now: float,
+    *,
+    what: str,
+) -> LeaseLostError:
+    """LeaseLostError naming who holds the run now."""
+    if epoch is None:
+        holder = "the run does not exist"
+    elif owner is None:
+        holder = f"nobody holds it now (epoch {epoch})"
+    else:
+        holder = f"it is held by {owner!r} (epoch {epoch}) {_when(expires_at, now)}"
+    return LeaseLostError(
+        f"Run {run_label}: the lease of {lease.owner!r} (epoch {lease.epoch}) was lost; "
+        f"{holder}. {what}; stop advancing the run."
+    )

@@ -1,4 +1,8 @@
-"""MemoryStore: transcripts in a dict. For tests and short-lived processes."""
+"""MemoryStore: transcripts in a dict. For tests and short-lived processes.
+
+Leases live beside the transcripts, timed by the machine's clock (``time.time()``); every
+holder is in this process, so a lease ends only by release or expiry.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,13 @@ from agentcore.events import Event, RunStarted, encode_event_body
 from ._base import (
     CancelRequest,
     InProcessClaims,
+    Lease,
     RunClaim,
     RunSummary,
+    busy_error,
     check_batch,
+    check_lease_request,
+    lost_error,
     status_after,
 )
 from ._codec import encode_batch, run_label
@@ -31,11 +39,22 @@ class MemoryStore:
         self._status: dict[str, str] = {}
         self._cancel: dict[str, CancelRequest] = {}
         self._claims = InProcessClaims()
+        # run_id -> (owner or None when released, epoch, expires_at or None)
+        self._leases: dict[str, tuple[str | None, int, float | None]] = {}
 
-    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+    async def append(
+        self,
+        run_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
         """See :meth:`TranscriptStore.append`."""
         check_batch(run_id, expected_seq, events)
         encode_batch(run_id, events)  # what the durable stores would refuse, this one refuses
+        if lease is not None:
+            self._check_lease(lease, what="Nothing was written")
         log = self._runs.get(run_id)
         current = 0 if log is None else len(log)
         if current != expected_seq:
@@ -108,9 +127,46 @@ class MemoryStore:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return self._cancel.get(run_id)
 
+    async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Lease:
+        """See :meth:`TranscriptStore.acquire`."""
+        check_lease_request(owner, ttl_s)
+        if run_id not in self._runs:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        holder, epoch, until = self._leases.get(run_id, (None, 0, None))
+        now = time.time()
+        if holder is not None and until is not None and until >= now:
+            raise busy_error(run_label(run_id), holder, epoch, until, now)
+        lease = Lease(run_id, owner, epoch + 1, ttl_s, now + ttl_s)
+        self._leases[run_id] = (owner, lease.epoch, lease.expires_at)
+        return lease
+
+    async def renew(self, lease: Lease) -> Lease:
+        """See :meth:`TranscriptStore.renew`."""
+        self._check_lease(lease, what="It was not renewed")
+        expires_at = time.time() + lease.ttl_s
+        self._leases[lease.run_id] = (lease.owner, lease.epoch, expires_at)
+        return Lease(lease.run_id, lease.owner, lease.epoch, lease.ttl_s, expires_at)
+
+    async def release(self, lease: Lease) -> None:
+        """See :meth:`TranscriptStore.release`."""
+        holder, epoch, _ = self._leases.get(lease.run_id, (None, 0, None))
+        if holder == lease.owner and epoch == lease.epoch:
+            self._leases[lease.run_id] = (None, epoch, None)
+
     def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim` (within this process)."""
+        """See :meth:`TranscriptStore.claim` (within this process). Superseded by
+        :meth:`acquire` / :meth:`renew` / :meth:`release`."""
         return self._claims.claim(run_id)
+
+    def _check_lease(self, lease: Lease, *, what: str) -> None:
+        """LeaseLostError unless ``lease`` is the run's current lease (expired or not)."""
+        holder, epoch, until = self._leases.get(lease.run_id, (None, 0, None))
+        if holder == lease.owner and epoch == lease.epoch:
+            return
+        known = epoch if lease.run_id in self._runs else None
+        raise lost_error(
+            run_label(lease.run_id), lease, holder, known, until, time.time(), what=what
+        )
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -81,7 +81,12 @@ class Statements:
     version_table: str
     append_new: bytes
     append_next: bytes
-    next_seq: bytes
+    append_leased: bytes
+    run_state: bytes
+    acquire: bytes
+    renew: bytes
+    release: bytes
+    lease_state: bytes
     load: bytes
     list_all: bytes
     list_status: bytes
@@ -113,6 +118,14 @@ class Statements:
         )
         SELECT count(*) FROM ins"""
         columns = "run_id, status, task, created_at, updated_at, next_seq"
+        advance = """UPDATE {runs}
+                    SET next_seq = %(end)s, updated_at = %(updated)s,
+                        status = COALESCE(%(status)s::text, status)
+                    WHERE run_id = %(run_id)s AND next_seq = %(expected)s"""
+        # Lease times are the database's clock, never a worker's: every worker shares it.
+        until = "extract(epoch FROM lease_until)::float8"
+        now = "extract(epoch FROM clock_timestamp())::float8"
+        lease_for = "clock_timestamp() + make_interval(secs => %(ttl)s)"
         return cls(
             runs=name("agentcore_runs").as_string(None),
             events=name("agentcore_events").as_string(None),
@@ -126,17 +139,38 @@ class Statements:
                 ), """
                 + insert_events
             ),
-            append_next=q(
-                """WITH run AS (
-                    UPDATE {runs}
-                    SET next_seq = %(end)s, updated_at = %(updated)s,
-                        status = COALESCE(%(status)s::text, status)
-                    WHERE run_id = %(run_id)s AND next_seq = %(expected)s
-                    RETURNING run_id
-                ), """
+            append_next=q("WITH run AS (" + advance + " RETURNING run_id), " + insert_events),
+            # The fencing check rides in the same UPDATE as the seq check: no round trip.
+            append_leased=q(
+                "WITH run AS ("
+                + advance
+                + " AND owner = %(owner)s AND epoch = %(epoch)s RETURNING run_id), "
                 + insert_events
             ),
-            next_seq=q("SELECT next_seq FROM {runs} WHERE run_id = %s"),
+            # Why an append wrote nothing (read after it failed).
+            run_state=q(
+                f"SELECT next_seq, owner, epoch, {until}, {now} FROM {{runs}} WHERE run_id = %s"
+            ),
+            # One statement: free (never leased, released or expired) -> taken, epoch + 1.
+            # Concurrent acquirers queue on the row lock and re-check the condition on the
+            # winner's row, so exactly one wins.
+            acquire=q(
+                f"""UPDATE {{runs}}
+                SET owner = %(owner)s, epoch = epoch + 1, lease_until = {lease_for}
+                WHERE run_id = %(run_id)s
+                    AND (owner IS NULL OR lease_until IS NULL OR lease_until < clock_timestamp())
+                RETURNING epoch, {until}"""
+            ),
+            renew=q(
+                f"""UPDATE {{runs}} SET lease_until = {lease_for}
+                WHERE run_id = %(run_id)s AND owner = %(owner)s AND epoch = %(epoch)s
+                RETURNING {until}"""
+            ),
+            release=q(
+                """UPDATE {runs} SET owner = NULL, lease_until = NULL
+                WHERE run_id = %(run_id)s AND owner = %(owner)s AND epoch = %(epoch)s"""
+            ),
+            lease_state=q(f"SELECT owner, epoch, {until}, {now} FROM {{runs}} WHERE run_id = %s"),
             # One statement, one snapshot: no row means no run; a row with NULL event
             # columns means a run with no events after ``after``.
             load=q(

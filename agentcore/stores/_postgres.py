@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import (
     ConfigurationError,
+    LeaseLostError,
+    RunBusyError,
     RunNotFoundError,
     SeqConflictError,
     StoreCorruptedError,
@@ -57,7 +59,17 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted, decode_event
 
-from ._base import CancelRequest, RunClaim, RunSummary, check_batch, status_after
+from ._base import (
+    CancelRequest,
+    Lease,
+    RunClaim,
+    RunSummary,
+    busy_error,
+    check_batch,
+    check_lease_request,
+    lost_error,
+    status_after,
+)
 from ._codec import DECODE_ERRORS, encode_batch, run_label
 from ._pg_claims import AdvisoryClaims
 from ._pg_pools import LoopPools
@@ -173,8 +185,16 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ protocol
 
-    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
-        """See :meth:`TranscriptStore.append`."""
+    async def append(
+        self,
+        run_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
+        checked by the same one-statement append as the seq (no extra round trip)."""
         import psycopg
 
         check_batch(run_id, expected_seq, events)
@@ -200,14 +220,22 @@ class PostgresStore:
         where = (
             f"cannot append to run {run_label(run_id)} at seq {expected_seq}; nothing was written"
         )
-        statement = self._sql.append_new if expected_seq == 0 else self._sql.append_next
+        if lease is not None:
+            # A new run has no lease yet: at seq 0 this matches no row, and the follow-up
+            # read says why (no run: the lease is not the run's; a run: a seq conflict).
+            statement = self._sql.append_leased
+            params["owner"], params["epoch"] = lease.owner, lease.epoch
+        elif expected_seq == 0:
+            statement = self._sql.append_new
+        else:
+            statement = self._sql.append_next
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn:
                 row = await (await conn.execute(statement, params)).fetchone()
                 if row is not None and row[0] == len(events):
                     return
-                found = await (await conn.execute(self._sql.next_seq, (run_id,))).fetchone()
+                found = await (await conn.execute(self._sql.run_state, (run_id,))).fetchone()
         except psycopg.errors.UniqueViolation as exc:
             raise SeqConflictError(
                 f"run {run_id}: an event at seq {expected_seq}..{end - 1} is already stored "
@@ -215,6 +243,9 @@ class PostgresStore:
             ) from exc
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
+        holder = None if found is None else found[1:]  # owner, epoch, lease_until, now
+        if lease is not None and (holder is None or holder[:2] != (lease.owner, lease.epoch)):
+            raise self._lost(lease, holder, what="Nothing was written")
         current = 0 if found is None else int(found[0])
         raise SeqConflictError(
             f"run {run_id}: expected to append at seq {expected_seq}, but the transcript "
@@ -365,10 +396,81 @@ class PostgresStore:
                 f"({exc})"
             ) from exc
 
+    async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Lease:
+        """See :meth:`TranscriptStore.acquire`: one ``UPDATE ... RETURNING`` that takes the
+        run if nobody holds it or the holder's lease has expired by the database's clock.
+        A dead worker's run is taken once its lease expires."""
+        import psycopg
+
+        check_lease_request(owner, ttl_s)
+        where = f"cannot acquire run {run_label(run_id)}"
+        params: dict[str, Any] = {"run_id": run_id, "owner": owner, "ttl": float(ttl_s)}
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                for _ in range(3):  # again if it came free between the two statements
+                    row = await (await conn.execute(self._sql.acquire, params)).fetchone()
+                    if row is not None:
+                        return Lease(run_id, owner, int(row[0]), ttl_s, float(row[1]))
+                    found = await (await conn.execute(self._sql.lease_state, (run_id,))).fetchone()
+                    if found is None:
+                        raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+                    holder, epoch, until, now = found
+                    if holder is not None and until is not None and until >= now:
+                        raise busy_error(
+                            run_label(run_id), holder, int(epoch), float(until), float(now)
+                        )
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, where) from exc
+        raise RunBusyError(
+            f"Run {run_label(run_id)} changed hands repeatedly while this worker tried to "
+            "acquire it; try again."
+        )
+
+    async def renew(self, lease: Lease) -> Lease:
+        """See :meth:`TranscriptStore.renew` (from the database's ``clock_timestamp()``)."""
+        import psycopg
+
+        where = f"cannot renew the lease of run {run_label(lease.run_id)}"
+        params: dict[str, Any] = {
+            "run_id": lease.run_id,
+            "owner": lease.owner,
+            "epoch": lease.epoch,
+            "ttl": float(lease.ttl_s),
+        }
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                row = await (await conn.execute(self._sql.renew, params)).fetchone()
+                if row is not None:
+                    return Lease(lease.run_id, lease.owner, lease.epoch, lease.ttl_s, float(row[0]))
+                found = await (
+                    await conn.execute(self._sql.lease_state, (lease.run_id,))
+                ).fetchone()
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, where) from exc
+        raise self._lost(lease, found, what="It was not renewed")
+
+    async def release(self, lease: Lease) -> None:
+        """See :meth:`TranscriptStore.release`."""
+        import psycopg
+
+        where = f"cannot release the lease of run {run_label(lease.run_id)}"
+        params = {"run_id": lease.run_id, "owner": lease.owner, "epoch": lease.epoch}
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                await conn.execute(self._sql.release, params)
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, where) from exc
+
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: a session-level advisory lock per run, on the
         store's claim connection; it dies with the connection or the process. Exclusive
-        across every process and store object using the same database and schema."""
+        across every process and store object using the same database and schema.
+
+        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release` (leases with
+        fencing), which replace it; the two do not see each other."""
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
         return self._claims.claim(run_id)
@@ -409,6 +511,22 @@ class PostgresStore:
         code = f" (SQLSTATE {sqlstate})" if sqlstate else ""
         text = str(exc).strip() or type(exc).__name__
         return StoreError(f"PostgreSQL store {self._display}: {what}: {text}{code}")
+
+    def _lost(self, lease: Lease, found: Sequence[Any] | None, *, what: str) -> LeaseLostError:
+        """LeaseLostError from the run's ``(owner, epoch, lease_until, now)``, or ``None``
+        when there is no such run (Any: a database row)."""
+        if not found:
+            return lost_error(run_label(lease.run_id), lease, None, None, None, 0.0, what=what)
+        owner, epoch, until, now = found
+        return lost_error(
+            run_label(lease.run_id),
+            lease,
+            owner,
+            int(epoch),
+            None if until is None else float(until),
+            float(now),
+            what=what,
+        )
 
     def _corrupted(self, run_id: str, seq: int, why: str) -> StoreCorruptedError:
         return StoreCorruptedError(

@@ -37,8 +37,6 @@ Errors:
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import os
 import sqlite3
 import time
@@ -49,6 +47,7 @@ from typing import Literal
 from agentcore._faults import crash_point
 from agentcore.contracts.errors import (
     ConfigurationError,
+    LeaseLostError,
     RunBusyError,
     RunNotFoundError,
     SeqConflictError,
@@ -57,8 +56,27 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted, decode_event
 
-from ._base import CancelRequest, RunClaim, RunSummary, check_batch, status_after
+from ._base import (
+    CancelRequest,
+    Lease,
+    RunClaim,
+    RunSummary,
+    check_batch,
+    check_lease_request,
+    status_after,
+)
 from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
+from ._sqlite_leases import (
+    Flock,
+    HeldFlocks,
+    check_lease,
+    lock_path,
+    lost,
+    release_lease,
+    renew_lease,
+    take_lease,
+    try_flock,
+)
 from ._sqlite_schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -129,6 +147,7 @@ class SQLiteStore:
         if busy_timeout_s < 0:
             raise ConfigurationError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
         self._conn: sqlite3.Connection | None = None
+        self._flocks = HeldFlocks(self.path)
         if Path(self.path).is_dir():
             raise StoreError(
                 f"Cannot open SQLite store {self.path}: it is a directory. "
@@ -160,13 +179,25 @@ class SQLiteStore:
             raise
         self._conn = conn
 
-    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
-        """See :meth:`TranscriptStore.append`."""
+    async def append(
+        self,
+        run_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
+        in the append's ``BEGIN IMMEDIATE`` transaction, before the seq."""
         check_batch(run_id, expected_seq, events)
         bodies = encode_batch(run_id, events)
         conn = self._open_conn()
         try:
-            current = _append_if_at(conn, run_id, expected_seq, events, bodies)
+            current = _append_if_at(conn, run_id, expected_seq, events, bodies, lease)
+        except LeaseLostError:
+            if lease is not None:
+                self._flocks.drop(run_id, lease.epoch)  # let a live new holder have it
+            raise
         except sqlite3.IntegrityError as exc:
             raise SeqConflictError(
                 f"run {run_label(run_id)}: an event at seq {expected_seq}.."
@@ -297,33 +328,92 @@ class SQLiteStore:
             return None
         return CancelRequest(by=by, reason=reason, at=at)
 
+    async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Lease:
+        """See :meth:`TranscriptStore.acquire`. Also takes the run's flock when it is free,
+        which voids at once the lease of a holder that had it (its process is gone); when
+        another process holds the flock (alive, perhaps stalled), its lease must have
+        expired or been released, and the run is taken without the flock."""
+        check_lease_request(owner, ttl_s)
+        conn = self._open_conn()
+        fd: int | None = None
+        if self._flocks.epoch(run_id) is not None:
+            flock = Flock.OURS
+        else:
+            fd = try_flock(self.path, run_id)
+            flock = Flock.BUSY if fd is None else Flock.NEW
+        try:
+            lease = take_lease(conn, run_id, owner=owner, ttl_s=ttl_s, flock=flock, where=self.url)
+        except BaseException as exc:
+            if fd is not None:
+                os.close(fd)
+            if isinstance(exc, sqlite3.Error | UnicodeError | OverflowError):
+                raise self._error(exc, f"cannot acquire run {run_label(run_id)}") from exc
+            raise
+        if fd is not None:
+            self._flocks.keep(run_id, lease.epoch, fd)
+        elif flock is Flock.OURS:
+            self._flocks.move(run_id, lease.epoch)
+        return lease
+
+    async def renew(self, lease: Lease) -> Lease:
+        """See :meth:`TranscriptStore.renew`. A lease taken without the run's flock takes
+        the flock too once it has come free."""
+        conn = self._open_conn()
+        held = self._flocks.epoch(lease.run_id)
+        fd: int | None = None
+        if held is None:
+            with contextlib.suppress(StoreError):  # the flock is an optimisation here
+                fd = try_flock(self.path, lease.run_id)
+        try:
+            renewed = renew_lease(conn, lease, flocked=held == lease.epoch or fd is not None)
+            error = None if renewed is not None else lost(conn, lease, what="It was not renewed")
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            if fd is not None:
+                os.close(fd)
+            what = f"cannot renew the lease of run {run_label(lease.run_id)}"
+            raise self._error(exc, what) from exc
+        if renewed is None:
+            if fd is not None:
+                os.close(fd)
+            self._flocks.drop(lease.run_id, lease.epoch)
+            assert error is not None
+            raise error
+        if fd is not None:
+            self._flocks.keep(lease.run_id, lease.epoch, fd)
+        return renewed
+
+    async def release(self, lease: Lease) -> None:
+        """See :meth:`TranscriptStore.release`. Also lets go of the run's flock (and removes
+        its lock file once the run has finished)."""
+        conn = self._open_conn()
+        finished = False
+        try:
+            finished = release_lease(conn, lease)
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc, f"cannot release the lease of run {run_label(lease.run_id)}"
+            ) from exc
+        finally:
+            self._flocks.drop(lease.run_id, lease.epoch, unlink=finished)
+
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in
         ``<database>.locks/``, held by this store object; the OS drops it if the process
-        dies. Works for every process on this machine that opens the same file."""
-        folder = Path(f"{self.path}.locks")
-        try:
-            folder.mkdir(exist_ok=True)
-            digest = _lock_name(run_id)
-            fd = os.open(folder / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(f"SQLite store {self.path}: cannot create a run lock: {exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        dies. Works for every process on this machine that opens the same file.
+
+        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release`, which use the same
+        flock; an acquire refuses a never-leased run while a claim holds it."""
+        fd = try_flock(self.path, run_id)
+        if fd is None:
             raise RunBusyError(
                 f"Run {run_label(run_id)} is being advanced by another worker right now."
-            ) from None
-        except OSError as exc:
-            os.close(fd)
-            raise StoreError(
-                f"SQLite store {self.path}: cannot lock run {run_label(run_id)}: {exc}"
-            ) from exc
+            )
         return _FileClaim(fd, self, run_id)
 
     async def close(self) -> None:
-        """Close the connection. Idempotent; the store is unusable afterwards."""
+        """Close the connection and let go of the leases' flocks (the leases stay recorded;
+        another process voids them at once). Idempotent; the store is unusable afterwards."""
+        self._flocks.close()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
@@ -360,20 +450,28 @@ def _append_if_at(
     expected_seq: int,
     events: Sequence[Event],
     bodies: Sequence[str],
+    lease: Lease | None,
 ) -> int:
-    """Append ``events`` in one transaction if the run is at ``expected_seq``.
+    """Append ``events`` in one transaction if the run is at ``expected_seq`` (and, with a
+    lease, held by it).
 
     Returns:
         The run's next seq before the call: ``expected_seq`` when the events were written,
         anything else when they were not (the transaction is rolled back).
+
+    Raises:
+        LeaseLostError: ``lease`` is not the run's lease (rolled back).
     """
     rows = [(run_id, ev.seq, ev.type, ev.at, body) for ev, body in zip(events, bodies, strict=True)]
     conn.execute("BEGIN IMMEDIATE")
     try:
-        row: tuple[int, str] | None = conn.execute(
-            "SELECT next_seq, status FROM runs WHERE run_id = ?", (run_id,)
+        row: tuple[int, str, str | None, int, float | None] | None = conn.execute(
+            "SELECT next_seq, status, owner, epoch, lease_until FROM runs WHERE run_id = ?",
+            (run_id,),
         ).fetchone()
-        current, before = (0, "running") if row is None else row
+        if lease is not None:
+            check_lease(None if row is None else row[2:], lease, what="Nothing was written")
+        current, before = (0, "running") if row is None else row[:2]
         if current != expected_seq:
             _rollback(conn)
             return current
@@ -419,8 +517,7 @@ class _FileClaim:
                     .fetchone()
                 )
                 if row is not None and row[0] in ("completed", "cancelled"):
-                    digest = _lock_name(self._run_id)
-                    os.unlink(f"{self._store.path}.locks/{digest}.lock")
+                    os.unlink(lock_path(self._store.path, self._run_id))
         finally:
             os.close(fd)  # closing the descriptor drops the lock
 
@@ -457,11 +554,6 @@ def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[i
         for seq, body in rows
         if seq > after
     ]
-
-
-def _lock_name(run_id: str) -> str:
-    """The run's lock file name; any str has one (surrogates pass through, never raise)."""
-    return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -58,6 +58,24 @@ MIGRATIONS = numbered(
             f"PRAGMA application_id = {APPLICATION_ID}",
         ),
     ),
+    Migration(
+        3,
+        "leases with fencing (owner, epoch, lease_until, lease_flock); tenants",
+        (
+            # Who holds the run's lease (NULL: nobody), its fencing token (+1 on every
+            # acquire), and its end in Unix seconds of the machine's clock.
+            "ALTER TABLE runs ADD COLUMN owner TEXT",
+            "ALTER TABLE runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE runs ADD COLUMN lease_until REAL",
+            # 1 while the lease's holder also holds the run's flock: when another process
+            # then gets the flock, the holder is gone and its lease is void at once. 0 for
+            # a lease taken while a stalled holder kept the flock: it only expires.
+            "ALTER TABLE runs ADD COLUMN lease_flock INTEGER NOT NULL DEFAULT 0",
+            # A run's namespace; filled in by a later version.
+            "ALTER TABLE runs ADD COLUMN tenant TEXT",
+            "CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, status)",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -283,8 +283,16 @@ class TranscriptStore(Protocol):
         ...
 
 
-def check_batch(run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
-    """Validate a batch before writing: non-empty, same run, consecutive seqs from expected."""
+def check_batch(
+    run_id: str, expected_seq: int, events: Sequence[Event], lease: Lease | None = None
+) -> None:
+    """Validate a batch before writing: non-empty, same run, consecutive seqs from expected,
+    and a lease (if any) of this run."""
+    if lease is not None and lease.run_id != run_id:
+        raise StoreError(
+            f"run {run_id!r}: append() at seq {expected_seq} was given the lease of run "
+            f"{lease.run_id!r}; nothing was written"
+        )
     if not events:
         raise StoreError(f"run {run_id!r}: append() at seq {expected_seq} needs at least one event")
     for i, ev in enumerate(events):

@@ -51,7 +51,7 @@ class MemoryStore:
         lease: Lease | None = None,
     ) -> None:
         """See :meth:`TranscriptStore.append`."""
-        check_batch(run_id, expected_seq, events)
+        check_batch(run_id, expected_seq, events, lease)
         encode_batch(run_id, events)  # what the durable stores would refuse, this one refuses
         if lease is not None:
             self._check_lease(lease, what="Nothing was written")

@@ -197,7 +197,7 @@ class PostgresStore:
         checked by the same one-statement append as the seq (no extra round trip)."""
         import psycopg
 
-        check_batch(run_id, expected_seq, events)
+        check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)  # refuses what would not read back as itself
         end = expected_seq + len(events)
         status = _EMPTY_STATUS if expected_seq else "running"

@@ -189,7 +189,7 @@ class SQLiteStore:
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
         in the append's ``BEGIN IMMEDIATE`` transaction, before the seq."""
-        check_batch(run_id, expected_seq, events)
+        check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)
         conn = self._open_conn()
         try:

@@ -1,5 +1,8 @@
 """Run claims for the PostgreSQL store: session-level advisory locks.
 
+Superseded by leases with fencing (``PostgresStore.acquire`` / ``renew`` / ``release``);
+kept only until the agent calls those instead of ``claim``, then removed.
+
 ``claim`` is synchronous in the store protocol, and an async pool cannot be used from
 synchronous code running inside the loop it belongs to. Claims therefore use one small
 synchronous connection per store, dedicated to claims: a claim is a session-level

@@ -6,14 +6,14 @@ psycopg is imported only when a store is constructed (extra ``agentcore[postgres
 Layout (schema version 1):
     ``agentcore_runs`` holds one row per run with everything an append reads or checks:
     status, task, created_at / updated_at (the events' own times, Unix seconds), next_seq,
-    and columns reserved for what comes next (tenant, owner, epoch, lease_until, the cancel
-    request, chain_head), so that leases, tenants and chaining need no rewrite of the table.
+    the lease (owner, epoch, lease_until), the cancel request, and columns reserved for
+    what comes next (tenant, chain_head), so that tenants and chaining need no rewrite.
     ``agentcore_events`` holds one row per event, ``PRIMARY KEY (run_id, seq)``; the body is
     the event's compact JSON without ``run_id`` and ``seq``, stored as TEXT, not jsonb:
     jsonb refuses the ``\\u0000`` escape, and an event must round-trip whatever it holds.
     ``list_runs`` reads only ``agentcore_runs`` (indexed by updated_at and by status).
     Times are DOUBLE PRECISION Unix seconds so a run's times read back exactly as the events
-    carry them; lease times (later) come from the database clock, hence TIMESTAMPTZ.
+    carry them; lease times come from the database clock, hence TIMESTAMPTZ.
     PostgreSQL text cannot hold a NUL character, which a task may contain: the row's free
     text (``task``, ``cancel_by``, ``cancel_reason``) is therefore kept as a JSON string
     literal (``"the task"``), escaped the same way as the bodies.
@@ -29,15 +29,29 @@ Appends:
     lock taken by the update orders concurrent writers: the loser re-checks ``next_seq``
     after the winner commits, matches nothing and writes nothing. A unique violation (an
     event row already there) fails the whole statement the same way: SeqConflictError.
+    An append made with a lease adds ``AND owner = ... AND epoch = ...`` to the same
+    UPDATE, so fencing costs no round trip; only a refused append reads the row again, to
+    say whether the lease was lost (LeaseLostError) or the seq moved (SeqConflictError).
+
+Leases (``acquire`` / ``renew`` / ``release``):
+    Each is one statement on the run's row. ``acquire`` is ``UPDATE ... SET owner, epoch =
+    epoch + 1, lease_until = clock_timestamp() + ttl WHERE run_id = ... AND (owner IS NULL
+    OR lease_until < clock_timestamp()) RETURNING ...``: concurrent acquirers queue on the
+    row lock and re-check the condition against the winner's row, so exactly one wins; a
+    refusal reads the row to tell "no such run" from "busy, held by X until T". Every time
+    is the database's clock, which all workers share, never a worker's. Nothing is held on
+    a connection: a worker that dies, or whose connection drops, keeps its run until its
+    lease expires, and is fenced by the epoch if it comes back after someone took over.
 
 Event loops (``_pg_pools``):
     A pool belongs to the event loop that opened it, so the store keeps one per running
     loop, opened on first use and closed when that loop ends: code that calls
     ``asyncio.run`` repeatedly with one store (the CLI, the ``*_sync`` methods) works.
 
-Claims (``_pg_claims``):
+Claims (``_pg_claims``), superseded by leases:
     Session-level advisory locks on one synchronous connection per store, dedicated to
-    claims (``claim`` is synchronous in the protocol). Leases with fencing replace them.
+    claims (``claim`` is synchronous in the protocol). Kept until the agent moves to
+    ``acquire``; claims and leases do not see each other.
 """
 
 from __future__ import annotations
@@ -119,7 +133,8 @@ class PostgresStore:
     """A durable store in PostgreSQL; the same semantics as :class:`SQLiteStore`.
 
     Any number of processes and store objects may share a database: conditional appends
-    keep them consistent, and claims are exclusive across all of them. The constructor
+    keep them consistent, and a run's lease (like a claim, which it supersedes) is
+    exclusive across all of them. The constructor
     connects once, synchronously, to check (or create, or upgrade) the schema, so a bad DSN
     or a newer database fails at open; the pools open on first use in each event loop.
 

@@ -24,6 +24,16 @@ Concurrency:
     writers can never both append the same step. Calls are made inline, on the caller's
     thread: they are short, and a thread hop per step would cost more than the write.
 
+Leases (``acquire`` / ``renew`` / ``release``, ``_sqlite_leases``):
+    The run's row holds the lease (owner, epoch, lease_until in Unix seconds of the
+    machine's clock, which every process on the file shares). An acquire also takes the
+    run's flock in ``<database>.locks/``; whoever gets that flock later knows its holder
+    is gone, and voids its lease at once. A holder that is alive but stalled keeps its
+    flock: once its lease has expired the run is taken without the flock, and the stalled
+    holder, resumed, is fenced by the epoch. An append made with a lease checks owner and
+    epoch in its ``BEGIN IMMEDIATE`` transaction, before the seq. ``claim`` (superseded)
+    takes the same flock.
+
 Errors:
     Nothing is ever deleted or recreated. A file that is not a SQLite database, or whose
     pages are damaged, raises :class:`StoreCorruptedError` and is left untouched; an event

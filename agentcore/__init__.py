@@ -5,6 +5,8 @@ scope, plan-before-writes, confirmation of destructive tools and budgets; an app
 transcript is the only state, so runs resume after a crash and move between providers.
 """
 
+# first, for its side effect: a source checkout maps agentcore.contracts and .adapters
+from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from ._integrity import check_transcript
 from ._runner import ContextProvider, ContextRequest
 from ._state import PendingCall, RunResult, RunStatus, RunUsage

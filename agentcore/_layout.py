@@ -1,0 +1,73 @@
+"""Make a source checkout importable as the package it builds.
+
+The repository keeps three top-level directories, ``agentcore/``, ``contracts/`` and
+``adapters/``, and ``pyproject.toml`` maps the last two to ``agentcore.contracts`` and
+``agentcore.adapters`` (setuptools ``package-dir``). An installed wheel and the strict
+editable install's link tree have them in place, under ``agentcore/``; the checkout itself
+does not. So whenever the checkout's ``agentcore/`` is the one imported (Python run from
+the repository root puts it first on ``sys.path``), this module, imported first by the
+package, appends a finder to ``sys.meta_path`` that answers for exactly those two names and
+nothing else. Their submodules are then found through their ``__path__`` as usual, so every
+file is loaded once, from the checkout.
+
+It does nothing where ``agentcore/contracts`` exists (a wheel, a link tree), and nothing when
+the directories beside ``agentcore/`` are not this project's. Type checkers never see it:
+pyright resolves ``agentcore.contracts`` through the installed link tree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Sequence
+from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+
+__all__: list[str] = []
+
+_MAPPED = ("contracts", "adapters")
+
+
+class _SourceTreeFinder(MetaPathFinder):
+    """Finds ``agentcore.contracts`` and ``agentcore.adapters`` in a source checkout."""
+
+    def __init__(self, directories: dict[str, Path]) -> None:
+        self.directories = directories
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> ModuleSpec | None:
+        del path, target
+        directory = self.directories.get(fullname)
+        if directory is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname,
+            directory / "__init__.py",
+            submodule_search_locations=[str(directory)],
+        )
+
+
+def _install() -> None:
+    # not resolved: in the strict editable link tree this file is a symlink, and the link
+    # tree (which has contracts/ in place) is what decides
+    package = Path(__file__).parent
+    if all((package / name / "__init__.py").is_file() for name in _MAPPED):
+        return  # a wheel or a link tree: the subpackages are in place
+    root = package.parent
+    if not (root / "pyproject.toml").is_file():
+        return
+    parent = __name__.rpartition(".")[0]
+    directories = {f"{parent}.{name}": root / name for name in _MAPPED}
+    if not all((d / "__init__.py").is_file() for d in directories.values()):
+        return
+    if not any(isinstance(f, _SourceTreeFinder) for f in sys.meta_path):
+        sys.meta_path.append(_SourceTreeFinder(directories))
+
+
+_install()

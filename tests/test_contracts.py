@@ -498,7 +498,8 @@ def test_model_from_json_schema_basics() -> None:
     ok = model.model_validate({"query": "q", "kind": "a", "tags": ["x"], "where": {"city": "Lyon"}})
     dumped = ok.model_dump()
     assert dumped["query"] == "q"
-    assert dumped["limit"] == 5
+    assert "limit" not in dumped  # left out: the schema's default is the tool's, not filled in
+    assert model.model_json_schema()["properties"]["limit"]["default"] == 5  # shown, though
     assert dumped["where"] == {"city": "Lyon"}
     assert model.model_json_schema()["properties"]["query"]["description"] == "what to look for"
     assert model.model_json_schema()["required"] == ["query"]
@@ -518,7 +519,34 @@ def test_model_from_json_schema_refuses_non_objects() -> None:
     with pytest.raises(ToolDefinitionError, match="object schema"):
         model_from_json_schema("x", {"type": "string"})
     with pytest.raises(ToolDefinitionError, match="not supported"):
-        model_from_json_schema("x", {"type": "object", "properties": {"bad-name": {}}})
+        model_from_json_schema("x", {"type": "object", "properties": {"": {}}})
+
+
+def test_model_from_json_schema_takes_any_property_name_exact_types_and_sent_args() -> None:
+    names = ["_class", "from", "json", "Content-Type", "año", "model_config"]
+    model = model_from_json_schema(
+        "odd",
+        {
+            "type": "object",
+            "properties": {
+                **{n: {"type": "string"} for n in names},
+                "count": {"type": "integer", "default": "3"},
+                "ratio": {"type": "number"},
+                "flag": {"type": "boolean", "default": "false"},
+            },
+            "required": ["_class"],
+        },
+    )
+    assert list(model.model_json_schema()["properties"])[: len(names)] == names
+    sent = {n: n.upper() for n in names} | {"ratio": 2}
+    assert model.model_validate(sent).model_dump(mode="json") == sent | {"ratio": 2.0}
+    assert model.model_validate({"_class": "x", "flag": None}).model_dump() == {
+        "_class": "x",
+        "flag": None,  # sent as null: kept; count was left out: absent, no default
+    }
+    for wrong in ({"count": "5"}, {"count": 5.0}, {"flag": 1}, {"from": 5}, {"class_": "x"}):
+        with pytest.raises(ValidationError):
+            model.model_validate_json(json.dumps({"_class": "x", **wrong}))
 
 
 def test_json_schema_tool_compiles_like_a_decorated_one() -> None:

@@ -43,6 +43,7 @@ from agentcore.contracts.errors import (
 from ._dispatch import decide
 from ._faults import crash_point
 from ._log import get_logger
+from ._ownership import Ownership
 from ._render import MessageView, Renderer
 from ._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
 from .events import (
@@ -97,8 +98,15 @@ class RunSetup:
 class Driver:
     """Advances one run. Create one per ``run``/``resume``/``confirm`` call."""
 
-    def __init__(self, setup: RunSetup, state: RunState, events: list[Event]) -> None:
+    def __init__(
+        self,
+        setup: RunSetup,
+        state: RunState,
+        events: list[Event],
+        own: Ownership | None = None,
+    ) -> None:
         self.setup = setup
+        self.own = own
         self.state = state
         self.events = events
         self.pending: list[Event] = []
@@ -124,7 +132,8 @@ class Driver:
         if not self.pending:
             return
         batch, self.pending = self.pending, []
-        await self.setup.store.append(self.state.run_id, batch[0].seq, batch)
+        lease = None if self.own is None else self.own.lease
+        await self.setup.store.append(self.state.run_id, batch[0].seq, batch, lease=lease)
 
     def finish(
         self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
@@ -503,6 +512,10 @@ class Driver:
             )
         )
         await self.flush()  # write-ahead: the intent is durable before the side effect
+        if self.own is not None:
+            # The append was fenced, but a renewal may have failed since: a worker that may
+            # no longer own the run starts no side effect (the new owner settles the call).
+            self.own.check()
         crash_point("after_intent_commit")
         ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
         outcome = await tool.run(

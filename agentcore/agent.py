@@ -8,11 +8,11 @@ import copy
 import time
 import uuid
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
     Coroutine,
-    Generator,
     Mapping,
     Sequence,
 )
@@ -36,6 +36,7 @@ from agentcore.contracts.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
     ContractLintError,
+    LeaseLostError,
     NotAwaitingConfirmationError,
     RunBusyError,
     RunError,
@@ -45,6 +46,7 @@ from agentcore.contracts.errors import (
 )
 
 from ._manifest import manifest_change, manifest_entry
+from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
 from ._runner import ContextProvider, Driver, RunSetup
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
@@ -87,6 +89,10 @@ class Agent:
         instructions: operator instructions added to the system text.
         examples: worked examples using this agent's tools (linted against them).
         context: context providers called before each step; what they return is recorded.
+        owner: this worker's name in the runs it holds (default ``host:pid:random``).
+        lease_s: how long a run stays this worker's without a renewal (default 30 s; renewed
+            every third of it while the run advances). A worker that stalls longer is taken
+            over, and fenced: it can no longer write to the run or start a tool for it.
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -104,6 +110,8 @@ class Agent:
         instructions: str | None = None,
         examples: Sequence[WorkedExample] = (),
         context: ContextProvider | Sequence[ContextProvider] | None = None,
+        owner: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
@@ -136,6 +144,10 @@ class Agent:
             self._context = (context,)
         else:
             self._context = tuple(context)
+        if lease_s <= 0:
+            raise ConfigurationError(f"lease_s must be > 0, got {lease_s!r}")
+        self.owner = owner or default_owner()
+        self.lease_s = lease_s
         self._store_arg = store
         self._store: TranscriptStore | None = store if not isinstance(store, str | None) else None
         self._schema_cache: dict[tuple[object, ...], ActionSchema] = {}
@@ -202,8 +214,9 @@ class Agent:
         return tuple(chosen)
 
     async def _append(self, run_id: str, events: Sequence[Event]) -> None:
-        """Append events recorded outside a driver (start, confirm, resume, ...); a stream
-        in progress sees them too."""
+        """Append a new run's first event (no one owns a run before it exists); a stream in
+        progress sees it too. Every later event goes through a :class:`Driver`, under the
+        run's lease."""
         await self.store.append(run_id, events[0].seq, events)
         sink = SINK.get()
         if sink is not None:
@@ -217,15 +230,26 @@ class Agent:
             state.apply(ev)
         return state, events
 
-    async def _drive(self, state: RunState, events: list[Event]) -> RunResult:
-        """Advance a run this agent holds the claim of."""
-        driver = Driver(self._setup(), state, events)
+    async def _drive(
+        self,
+        own: Ownership,
+        state: RunState,
+        events: list[Event],
+        first: Sequence[Event] = (),
+    ) -> RunResult:
+        """Record ``first`` (a command's events: a resume, a confirmation, ...), then advance
+        the run this agent owns. The driver is the one writer of the transcript: every
+        batch it flushes carries the lease, so a worker that lost the run writes nothing."""
+        driver = Driver(self._setup(), state, events, own)
         try:
+            for ev in first:
+                driver.record(ev)
+            await driver.flush()  # a person's decision is durable on its own
             await driver.advance()
-        except SeqConflictError:
-            # Another worker advanced this run first; nothing of ours was written. Report
-            # the run as the store has it.
-            driver.log.info("lost_append_race")
+        except (SeqConflictError, LeaseLostError) as exc:
+            # Another worker advanced or took over this run; nothing of ours after the last
+            # durable batch was written. Report the run as the store has it.
+            driver.log.info("lost_the_run", error=str(exc))
             state, _ = await self._load(state.run_id)
         return state.result()
 
@@ -287,19 +311,18 @@ class Agent:
         except SeqConflictError:
             return await self.result(run_id)  # started concurrently by someone else
         try:
-            with self._claimed(run_id):
-                return await self._drive(state, [started])
+            async with self._owned(run_id) as own:
+                return await self._drive(own, state, [started])
         except RunBusyError:
             return await self.result(run_id)  # someone resumed it already
 
-    @contextlib.contextmanager
-    def _claimed(self, run_id: str) -> Generator[None]:
-        """Hold the run's claim (RunBusyError if another worker does)."""
-        claim = self.store.claim(run_id)
-        try:
-            yield
-        finally:
-            claim.release()
+    @contextlib.asynccontextmanager
+    async def _owned(self, run_id: str) -> AsyncGenerator[Ownership]:
+        """Hold the run's lease, renewed in the background, released on the way out
+        (RunBusyError if another worker holds it)."""
+        own = await Ownership.acquire(self.store, run_id, owner=self.owner, ttl_s=self.lease_s)
+        async with own:
+            yield own
 
     async def _exists(self, run_id: str) -> bool:
         try:
@@ -357,8 +380,8 @@ class Agent:
         if self._settled(state, by):
             return state.result()
         try:
-            with self._claimed(run_id):
-                return await self._resume_claimed(run_id, budget, by, accept_tool_changes)
+            async with self._owned(run_id) as own:
+                return await self._resume_claimed(own, run_id, budget, by, accept_tool_changes)
         except RunBusyError:
             return state.result()  # another worker is advancing it
 
@@ -373,7 +396,12 @@ class Agent:
         )
 
     async def _resume_claimed(
-        self, run_id: str, budget: Budget | None, by: str | None, accept_tool_changes: bool
+        self,
+        own: Ownership,
+        run_id: str,
+        budget: Budget | None,
+        by: str | None,
+        accept_tool_changes: bool,
     ) -> RunResult:
         state, events = await self._load(run_id)  # again, now that no one else can write
         if self._settled(state, by):
@@ -415,15 +443,7 @@ class Agent:
                 by=by,
                 accepted_tool_changes=accepted,
             )
-        try:
-            await self._append(run_id, [ev])
-        except SeqConflictError:
-            return await self.result(run_id)  # another worker is resuming it
-        state.apply(ev)
-        events.append(ev)
-        if isinstance(ev, RunFinished):
-            return state.result()
-        return await self._drive(state, events)
+        return await self._drive(own, state, events, [ev])
 
     def _check_tools(self, state: RunState, accept: bool) -> list[str]:
         """Tools the run used or is about to run whose definition changed since it started
@@ -487,13 +507,14 @@ class Agent:
         if not by.strip():
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "resolution's by/reason")
-        with self._claimed(run_id):
+        async with self._owned(run_id) as own:
             return await self._resolve_claimed(
-                run_id, by, result, rerun, fail, reason, accept_tool_changes
+                own, run_id, by, result, rerun, fail, reason, accept_tool_changes
             )
 
     async def _resolve_claimed(
         self,
+        own: Ownership,
         run_id: str,
         by: str,
         result: Any,  # Any: the JSON result, or _UNSET
@@ -562,11 +583,7 @@ class Agent:
                     error=None if decision == "result" else why,
                 )
             )
-        await self._append(run_id, batch)
-        for ev in batch:
-            state.apply(ev)
-            events.append(ev)
-        return await self._drive(state, events)
+        return await self._drive(own, state, events, batch)
 
     async def confirm(
         self,
@@ -619,13 +636,14 @@ class Agent:
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
-        with self._claimed(run_id):
+        async with self._owned(run_id) as own:
             return await self._confirm_claimed(
-                run_id, approve, by, reason, args, step, args_hash, accept_tool_changes
+                own, run_id, approve, by, reason, args, step, args_hash, accept_tool_changes
             )
 
     async def _confirm_claimed(
         self,
+        own: Ownership,
         run_id: str,
         approve: bool,
         by: str,
@@ -692,10 +710,7 @@ class Agent:
             args_hash=new_hash,
             accepted_tool_changes=accepted,
         )
-        await self._append(run_id, [ev])
-        state.apply(ev)
-        events.append(ev)
-        return await self._drive(state, events)
+        return await self._drive(own, state, events, [ev])
 
     @staticmethod
     def _check_approval_window(state: RunState) -> None:
@@ -752,11 +767,11 @@ class Agent:
 
     async def _cancel_now(self, run_id: str, by: str, reason: str | None) -> RunResult:
         """Cancel under the run's claim (RunBusyError if another worker holds it)."""
-        with self._claimed(run_id):
+        async with self._owned(run_id) as own:
             state, events = await self._load(run_id)
             if state.status in FINAL_STATUSES:
                 return state.result()
-            driver = Driver(self._setup(), state, events)
+            driver = Driver(self._setup(), state, events, own)
             driver.cancel(by, reason)
             await driver.flush()
             return state.result()

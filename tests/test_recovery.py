@@ -301,38 +301,23 @@ async def test_removed_tool_refuses_resume(store: MemoryStore) -> None:
 
 
 class FailIntent:
-    """A store wrapper whose append fails for batches holding tool_started (disk full)."""
+    """A store wrapper whose append fails for batches holding tool_started (disk full);
+    everything else goes to the wrapped store."""
 
     def __init__(self, inner: TranscriptStore) -> None:
         self.inner = inner
         self.url = inner.url
         self.broken = True
 
-    async def append(self, run_id: str, expected_seq: int, events: Sequence[Event]) -> None:
+    async def append(
+        self, run_id: str, expected_seq: int, events: Sequence[Event], *, lease: Any = None
+    ) -> None:
         if self.broken and any(isinstance(e, ToolStarted) for e in events):
             raise StoreError("database or disk is full")
-        await self.inner.append(run_id, expected_seq, events)
+        await self.inner.append(run_id, expected_seq, events, lease=lease)
 
-    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
-        return await self.inner.load(run_id, after=after)
-
-    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> Any:
-        return await self.inner.list_runs(status=status, limit=limit)
-
-    async def truncate(self, run_id: str, *, after: int, dry_run: bool = False) -> Any:
-        return await self.inner.truncate(run_id, after=after, dry_run=dry_run)
-
-    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
-        await self.inner.request_cancel(run_id, by=by, reason=reason)
-
-    async def cancel_request(self, run_id: str) -> Any:
-        return await self.inner.cancel_request(run_id)
-
-    def claim(self, run_id: str) -> Any:
-        return self.inner.claim(run_id)
-
-    async def close(self) -> None:
-        await self.inner.close()
+    def __getattr__(self, name: str) -> Any:  # Any: the wrapped store's methods
+        return getattr(self.inner, name)
 
 
 async def test_failed_intent_append_runs_nothing_and_confirmed_call_resumes_without_the_model(

@@ -78,6 +78,7 @@ from pydantic_core import from_json
 from agentcore.contracts import ActionSchema, Usage
 from agentcore.contracts._dialects import Dialect, WireSchema, choose_form, compile_wire_schema
 from agentcore.contracts.errors import (
+    AuthenticationError,
     ConfigurationError,
     InvalidActionError,
     ModelError,
@@ -227,6 +228,10 @@ class LiteLLMAdapter:
     """The schema dialect sent."""
     key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     """The environment variable litellm reads the key from (named in error messages)."""
+    key_env_fallbacks: ClassVar[tuple[str, ...]] = ()
+    """Other environment variables litellm also takes the key from (Gemini: ``GOOGLE_API_KEY``)."""
+    key_required: ClassVar[bool] = True
+    """Whether a request without a key is pointless (:meth:`check_key`); local servers: no."""
     max_tokens_param: ClassVar[str] = "max_tokens"
     """The request field that caps the reply's tokens."""
     truncation_reasons: ClassVar[frozenset[str]] = frozenset({"length", "max_tokens"})
@@ -311,6 +316,32 @@ class LiteLLMAdapter:
 
     # -- the call -----------------------------------------------------------------------------
 
+    def check_key(self) -> None:
+        """Raise :class:`AuthenticationError` when no usable key is configured: ``api_key``
+        given but blank, or none given and :attr:`key_env` (and its fallbacks) unset or
+        blank. Called before any request, so a missing key is never sent, retried or
+        counted by the circuit breaker.
+        """
+        if not self.key_required or self.key_env is None:
+            return
+        if self.api_key is not None:
+            if self.api_key.strip():
+                return
+            problem = "api_key was given but is empty"
+        else:
+            names = (self.key_env, *self.key_env_fallbacks)
+            if any(os.environ.get(name, "").strip() for name in names):
+                return
+            state = "empty" if self.key_env in os.environ else "not set"
+            problem = f"${self.key_env} is {state} and no api_key was given"
+        raise AuthenticationError(
+            f"{self.name}: no API key ({problem}). Set {self.key_env} in the environment or "
+            "pass api_key=...; nothing was sent.",
+            model=self.name,
+            provider=self.family,
+            attempts=0,
+        )
+
     async def complete_structured(self, request: CompletionRequest) -> Completion:
         """Ask the provider for one next action (see the module docstring for the flow).
 
@@ -320,6 +351,7 @@ class LiteLLMAdapter:
             ProviderError: the provider failed after the retries (see ``retryable``).
             CircuitOpenError: the provider's breaker is open.
         """
+        self.check_key()
         litellm()  # the one-time import is not part of any call's latency
         started = time.perf_counter()
         native = self.mode == "native"
@@ -409,7 +441,13 @@ class LiteLLMAdapter:
                 else:
                     feed.restart()
                     raw = None
-                    reply = await self.stream(params, feed)
+                    try:
+                        reply = await self.stream(params, feed)
+                    except Exception:
+                        # the provider bills a broken attempt too: count what it got and
+                        # what it sent before the break
+                        tally.usage = tally.usage + self.broken_stream_usage(params, feed)
+                        raise
             tally.usage = tally.usage + reply.usage
             self.check_reply(raw, reply)
             if feed is not None:
@@ -580,6 +618,7 @@ class LiteLLMAdapter:
         text = ""
         calls: dict[int, tuple[str, str]] = {}  # index -> (name, arguments so far)
         response: Any = await self.send(params)  # Any: litellm's CustomStreamWrapper
+        refusal = _RefusalTap.install(response)
         async for chunk in response:
             chunks.append(chunk)
             piece = ""
@@ -605,7 +644,36 @@ class LiteLLMAdapter:
         )
         if built is None:
             raise self._broken_stream("without any chunk")
-        return self.read_reply(built)
+        reply = self.read_reply(built)
+        if refusal is not None and refusal.text and reply.refusal is None:
+            reply = replace(reply, refusal=refusal.text)
+        return reply
+
+    def broken_stream_usage(
+        self,
+        params: dict[str, Any],  # Any: litellm keyword arguments
+        feed: PartialFeed,
+    ) -> Usage:
+        """The tokens of a streamed attempt that broke after it started: the prompt and the
+        text received, counted with litellm's tokenizer (the provider's usage report comes
+        at the end, so it never arrived). Nothing when no text had arrived."""
+        if not feed.received:
+            return Usage()
+        messages: list[object] = list(as_items(params.get("messages")))
+        if not messages:  # the Responses API: instructions and input items
+            messages = [{"role": "system", "content": str(params.get("instructions") or "")}]
+            messages += [
+                {"role": "user", "content": str(get_field(item, "content") or "")}
+                for item in as_items(params.get("input"))
+            ]
+        try:
+            counter: Any = litellm().token_counter  # Any: litellm's untyped function
+            prompt = int(counter(model=self.model, messages=messages))
+            output = int(counter(model=self.model, text=feed.received))
+        except Exception:  # a tokenizer gap: about four characters a token
+            prompt = len(str(messages)) // 4
+            output = len(feed.received) // 4
+        return Usage(input_tokens=prompt, output_tokens=max(output, 1))
 
     def check_stream_end(self, reply: RawReply) -> None:
         """Raise a retryable error when a streamed reply did not really end.
@@ -716,15 +784,19 @@ class PartialFeed:
         self._last: PartialAction | None = None
         self._text = ""
         self._call: NativeCall | None = None
+        self.received = ""
+        """What this attempt has received so far (text, else the first call's arguments)."""
 
     def restart(self) -> None:
         """A new attempt starts: its text starts from nothing."""
         self._last = None
         self._text = ""
         self._call = None
+        self.received = ""
 
     def __call__(self, text: str) -> None:
         """The reply's text so far."""
+        self.received = text
         if self._schema is None:
             self._show(partial_action(_FENCE_OPEN.sub("", text, count=1)))
         else:
@@ -733,6 +805,7 @@ class PartialFeed:
 
     def call(self, call: NativeCall) -> None:
         """The reply's first tool call so far (native mode; ignored in structured mode)."""
+        self.received = self._text or f"{call.name} {call.arguments}"
         if self._schema is not None:
             self._call = call
             self._show(native_partial(self._schema, self._text, call))
@@ -781,6 +854,48 @@ def stops_inside_json(text: str) -> bool:
             return False  # not JSON at all: the parser reports it
         return True
     return False
+
+
+class _RefusalTap:
+    """Reads ``delta.refusal`` from the raw chunks under litellm's stream wrapper.
+
+    litellm's ``CustomStreamWrapper`` drops a Chat Completions chunk whose delta carries only
+    ``refusal`` (FACTS.md), so a streamed refusal would arrive as an empty reply. The tap
+    takes the wrapper's ``completion_stream`` (the openai SDK's chunk stream, which the
+    wrapper iterates with ``async for``), passes every chunk on unchanged and keeps the
+    refusal text. Where a wrapper has no such stream yet, nothing is tapped.
+    """
+
+    def __init__(self, inner: Any) -> None:  # Any: the SDK's async chunk stream
+        self._inner = inner
+        self._iterator: Any = None  # Any: its async iterator
+        self.text = ""
+
+    @classmethod
+    def install(cls, wrapper: object) -> _RefusalTap | None:
+        inner: object = getattr(wrapper, "completion_stream", None)
+        if inner is None or not hasattr(inner, "__aiter__"):
+            return None
+        tap = cls(inner)
+        try:
+            setattr(wrapper, "completion_stream", tap)  # noqa: B010  # untyped litellm field
+        except AttributeError:  # pragma: no cover  # a wrapper that forbids it
+            return None
+        return tap
+
+    def __aiter__(self) -> _RefusalTap:
+        return self
+
+    async def __anext__(self) -> object:
+        if self._iterator is None:
+            self._iterator = self._inner.__aiter__()
+        chunk: object = await self._iterator.__anext__()
+        for choice in as_items(get_field(chunk, "choices")):
+            self.text += as_str(get_field(get_field(choice, "delta"), "refusal")) or ""
+        return chunk
+
+    def __getattr__(self, name: str) -> Any:  # Any: whatever the wrapped stream offers
+        return getattr(self._inner, name)  # close(), aclose(), response, ...
 
 
 # --------------------------------------------------------------------------- helpers

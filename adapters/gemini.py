@@ -133,6 +133,7 @@ class GeminiAdapter(LiteLLMAdapter):
     litellm_prefix = "gemini"
     dialect: ClassVar[Dialect] = "gemini"
     key_env: ClassVar[str | None] = "GEMINI_API_KEY"
+    key_env_fallbacks: ClassVar[tuple[str, ...]] = ("GOOGLE_API_KEY",)
     max_tokens_param: ClassVar[str] = "max_tokens"
     truncation_reasons: ClassVar[frozenset[str]] = frozenset({"length", "MAX_TOKENS"})
     refusal_reasons: ClassVar[frozenset[str]] = _REFUSALS | {"content_filter"}

@@ -121,6 +121,7 @@ class LocalAdapter(LiteLLMAdapter):
 
     family: ClassVar[str] = "local"
     key_env: ClassVar[str | None] = LOCAL_API_KEY_ENV
+    key_required: ClassVar[bool] = False
 
     def __init__(
         self,

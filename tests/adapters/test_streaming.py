@@ -308,6 +308,28 @@ async def test_a_stream_cut_mid_object_is_sent_again_whole(
     assert completion.usage.input_tokens >= family.usage[0]
 
 
+@pytest.mark.parametrize(("family", "how"), CUTS, ids=[f"{f.id}-{how}" for f, how in CUTS])
+async def test_a_broken_attempts_tokens_are_counted(
+    family: Family,
+    how: str,
+    fake: FakeProvider,
+    retry: RetryPolicy,
+    breaker: BreakerPolicy,
+    make_request: RequestFactory,
+) -> None:
+    adapter = family.build(fake, retry, breaker)
+    text = family.encode(CALL)
+    fake.queue(
+        family.stream(text[: len(text) // 2], False, how == "reset"),
+        family.stream(text, True, False),
+    )
+    completion = await adapter.complete_structured(make_request(on_partial=Partials()))
+    # the whole attempt's usage, plus the broken one's prompt and the half it sent
+    usage = completion.usage
+    assert usage.input_tokens > family.usage[0]
+    assert usage.output_tokens > family.usage[1]
+
+
 async def test_a_stream_that_keeps_breaking_fails_retryably_and_returns_nothing(
     fake: FakeProvider,
     retry: RetryPolicy,
@@ -321,6 +343,7 @@ async def test_a_stream_that_keeps_breaking_fails_retryably_and_returns_nothing(
         await adapter.complete_structured(make_request(on_partial=Partials()))
     assert caught.value.retryable
     assert caught.value.attempts == 4
+    assert caught.value.input_tokens > 0 and caught.value.output_tokens > 0  # all four billed
 
 
 async def test_truncated_streams_are_asked_again_and_their_usage_summed(

@@ -41,6 +41,9 @@ class Lease:
         ttl_s: how long each acquire or renew lasts, in seconds.
         expires_at: Unix seconds when the lease ends unless renewed, by the store's clock
             (PostgreSQL: the database's ``now()``; SQLite and memory: the machine's).
+        taken_over: on the lease ``acquire`` returned, the owner whose lease it voided (it
+            had expired, or its process died without releasing): the run was taken over
+            from a worker that did not finish its turn. ``None`` when the run was free.
     """
 
     run_id: str
@@ -48,6 +51,7 @@ class Lease:
     epoch: int
     ttl_s: float
     expires_at: float
+    taken_over: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

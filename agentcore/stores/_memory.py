@@ -136,7 +136,7 @@ class MemoryStore:
         now = time.time()
         if holder is not None and until is not None and until >= now:
             raise busy_error(run_label(run_id), holder, epoch, until, now)
-        lease = Lease(run_id, owner, epoch + 1, ttl_s, now + ttl_s)
+        lease = Lease(run_id, owner, epoch + 1, ttl_s, now + ttl_s, holder)
         self._leases[run_id] = (owner, lease.epoch, lease.expires_at)
         return lease
 

@@ -154,12 +154,15 @@ class Statements:
             # One statement: free (never leased, released or expired) -> taken, epoch + 1.
             # Concurrent acquirers queue on the row lock and re-check the condition on the
             # winner's row, so exactly one wins.
+            # ``prev`` reads the owner before the update: a non-NULL one was taken over.
             acquire=q(
                 f"""UPDATE {{runs}}
                 SET owner = %(owner)s, epoch = epoch + 1, lease_until = {lease_for}
+                FROM (SELECT owner AS prev_owner FROM {{runs}}
+                      WHERE run_id = %(run_id)s FOR UPDATE) AS prev
                 WHERE run_id = %(run_id)s
                     AND (owner IS NULL OR lease_until IS NULL OR lease_until < clock_timestamp())
-                RETURNING epoch, {until}"""
+                RETURNING epoch, {until}, prev.prev_owner"""
             ),
             renew=q(
                 f"""UPDATE {{runs}} SET lease_until = {lease_for}

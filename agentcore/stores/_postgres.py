@@ -426,7 +426,7 @@ class PostgresStore:
                 for _ in range(3):  # again if it came free between the two statements
                     row = await (await conn.execute(self._sql.acquire, params)).fetchone()
                     if row is not None:
-                        return Lease(run_id, owner, int(row[0]), ttl_s, float(row[1]))
+                        return Lease(run_id, owner, int(row[0]), ttl_s, float(row[1]), row[2])
                     found = await (await conn.execute(self._sql.lease_state, (run_id,))).fetchone()
                     if found is None:
                         raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")

@@ -213,7 +213,7 @@ def _grant(
         free = False
     if not free:
         raise busy_error(run_label(run_id), holder, epoch, until, now)
-    return Lease(run_id, owner, epoch + 1, ttl_s, now + ttl_s)
+    return Lease(run_id, owner, epoch + 1, ttl_s, now + ttl_s, holder)
 
 
 def renew_lease(conn: sqlite3.Connection, lease: Lease, *, flocked: bool) -> Lease | None:

@@ -612,6 +612,17 @@ class StoreConformance:
         first = await self._expired(store, run, "a")
         second = await (peer or store).acquire(run, owner="b", ttl_s=30)
         assert (second.owner, second.epoch) == ("b", first.epoch + 1)
+        assert second.taken_over == "a"  # a worker that did not finish its turn
+
+    async def test_a_free_or_released_run_is_not_taken_over(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        run = await self._new_run(store)
+        first = await store.acquire(run, owner="a", ttl_s=30)
+        assert first.taken_over is None
+        await store.release(first)
+        second = await (peer or store).acquire(run, owner="b", ttl_s=30)
+        assert second.taken_over is None
 
     async def test_every_acquire_bumps_the_epoch_by_one(self, store: TranscriptStore) -> None:
         run = await self._new_run(store)

@@ -60,7 +60,7 @@ from .stores import TranscriptStore
 from .streaming import SINK, PartialTracker
 from .tools import Tool, ToolContext, recordable_result
 
-__all__ = ["ContextProvider", "ContextRequest", "Driver", "RunSetup"]
+__all__ = ["ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
 
 _REPLY_CAP = 4_000  # characters of an invalid reply kept for the re-ask
 
@@ -93,6 +93,23 @@ class RunSetup:
     store: TranscriptStore
     schema_cache: dict[tuple[object, ...], ActionSchema]
     system_cache: dict[tuple[str, ...], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """How long one worker advances a run before handing it back (a queue's bounded
+    slice): at most ``max_steps`` new steps and ``max_seconds`` seconds, checked between
+    steps, so a turn ends with the current step's tool finished and recorded."""
+
+    max_steps: int | None = None
+    max_seconds: float | None = None
+
+    def over(self, steps: int, started: float) -> bool:
+        """Whether a turn that has taken ``steps`` steps since ``started`` (monotonic) is
+        over."""
+        if self.max_steps is not None and steps >= self.max_steps:
+            return True
+        return self.max_seconds is not None and time.monotonic() - started >= self.max_seconds
 
 
 class Driver:
@@ -144,8 +161,9 @@ class Driver:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def advance(self) -> None:
-        """Advance until the run completes, stops or waits for a person; then flush.
+    async def advance(self, turn: Turn | None = None) -> None:
+        """Advance until the run completes, stops or waits for a person, or until ``turn``
+        is over (then the run stays ``running`` for the next turn); then flush.
 
         A cancel request another process recorded (``Agent.cancel`` while this one held
         the run) is honoured at safe points: before asking the model, before starting a
@@ -153,6 +171,7 @@ class Driver:
         its outcome is recorded first, then the cancellation.
         """
         st = self.state
+        first_step, started = st.steps, time.monotonic()
         try:
             while st.status is RunStatus.RUNNING:
                 call = st.call
@@ -163,6 +182,8 @@ class Driver:
                 elif stop := self._stop_reason():
                     status, reason = stop
                     self.finish(status, reason=reason)
+                elif turn is not None and turn.over(st.steps - first_step, started):
+                    break  # between steps: the next turn starts with a new model call
                 else:
                     await self._ask()
             if st.status not in FINAL_STATUSES:

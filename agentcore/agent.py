@@ -47,7 +47,7 @@ from agentcore.contracts.errors import (
 
 from ._manifest import manifest_change, manifest_entry
 from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
-from ._runner import ContextProvider, Driver, RunSetup
+from ._runner import ContextProvider, Driver, RunSetup, Turn
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
 from .events import (
@@ -60,6 +60,7 @@ from .events import (
     ToolFinished,
 )
 from .policy import Budget, Policy
+from .queue import RunQueue
 from .routing import Route
 from .stores import TranscriptStore, open_store
 from .streaming import SINK, RunEnded, StreamEvent
@@ -93,6 +94,10 @@ class Agent:
         lease_s: how long a run stays this worker's without a renewal (default 30 s; renewed
             every third of it while the run advances). A worker that stalls longer is taken
             over, and fenced: it can no longer write to the run or start a tool for it.
+        name: the agent's name in a worker's registry (needed with ``queue``).
+        queue: hand runs to workers instead of advancing them in the caller's process:
+            ``submit``, ``confirm``, ``resume`` and ``resolve`` record what was asked and
+            enqueue the run (see :mod:`agentcore.queue`); ``run`` still runs in-process.
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -112,6 +117,8 @@ class Agent:
         context: ContextProvider | Sequence[ContextProvider] | None = None,
         owner: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        name: str | None = None,
+        queue: RunQueue | None = None,
     ) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
@@ -148,6 +155,10 @@ class Agent:
             raise ConfigurationError(f"lease_s must be > 0, got {lease_s!r}")
         self.owner = owner or default_owner()
         self.lease_s = lease_s
+        if queue is not None and not name:
+            raise ConfigurationError("An agent with a queue needs a name= that workers know it by.")
+        self.name = name
+        self.queue = queue
         self._store_arg = store
         self._store: TranscriptStore | None = store if not isinstance(store, str | None) else None
         self._schema_cache: dict[tuple[object, ...], ActionSchema] = {}
@@ -236,16 +247,22 @@ class Agent:
         state: RunState,
         events: list[Event],
         first: Sequence[Event] = (),
+        *,
+        turn: Turn | None = None,
+        hand_off: bool = True,
     ) -> RunResult:
         """Record ``first`` (a command's events: a resume, a confirmation, ...), then advance
-        the run this agent owns. The driver is the one writer of the transcript: every
+        the run this agent owns (for one ``turn`` when given), or, with a queue and
+        ``hand_off``, leave the advancing to a worker (:meth:`_handed_off` enqueues it once
+        the lease is released). The driver is the one writer of the transcript: every
         batch it flushes carries the lease, so a worker that lost the run writes nothing."""
         driver = Driver(self._setup(), state, events, own)
         try:
             for ev in first:
                 driver.record(ev)
             await driver.flush()  # a person's decision is durable on its own
-            await driver.advance()
+            if not (hand_off and self.queue is not None):
+                await driver.advance(turn)
         except (SeqConflictError, LeaseLostError) as exc:
             # Another worker advanced or took over this run; nothing of ours after the last
             # durable batch was written. Report the run as the store has it.
@@ -263,6 +280,7 @@ class Agent:
         budget: Budget | None = None,
         run_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
+        tenant: str | None = None,
     ) -> RunResult:
         """Start a run and advance it until it completes, stops or waits for a person.
 
@@ -273,12 +291,111 @@ class Agent:
             budget: limits (default :class:`Budget()`).
             run_id: a caller-chosen id. Starting an id that exists returns that run's current
                 result instead of starting a second run.
-            metadata: JSON values recorded in ``run_started`` (tenant, request id, ...).
+            metadata: JSON values recorded in ``run_started`` (request id, user, ...).
+            tenant: the run's namespace, recorded in ``run_started`` and kept in the store's
+                run row: ``list_runs(tenant=...)``, ``agentcore runs/stats/prune --tenant``.
+                The same rules as a run id (non-empty, at most 200 characters, printable).
 
         Raises:
             ConfigurationError: bad scope, empty task.
+            LimitExceededError: an invalid ``run_id`` or ``tenant``.
             StoreError: the store failed; nothing after the last durable event happened.
         """
+        begun = await self._start(task, scope, budget, run_id, metadata)
+        if isinstance(begun, RunResult):
+            return begun
+        state, started = begun
+        try:
+            async with self._owned(state.run_id) as own:
+                return await self._drive(own, state, [started], hand_off=False)
+        except RunBusyError:
+            return await self.result(state.run_id)  # someone resumed it already
+
+    async def submit(
+        self,
+        task: str,
+        *,
+        scope: Sequence[str] | None = None,
+        budget: Budget | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
+    ) -> str:
+        """Record a run and hand it to the agent's queue; return its id at once.
+
+        The same arguments and checks as :meth:`run`. Without a queue the run is only
+        recorded: call :meth:`advance` (or :meth:`resume`) to advance it. Submitting an id
+        that exists enqueues nothing new and returns the id.
+        """
+        begun = await self._start(task, scope, budget, run_id, metadata)
+        if isinstance(begun, RunResult):
+            return begun.run_id
+        state, _ = begun
+        self._handed_off(state.result())
+        return state.run_id
+
+    async def advance(
+        self, run_id: str, *, max_steps: int | None = None, max_seconds: float | None = None
+    ) -> RunResult:
+        """One worker's turn of a run that is ``running``: for queue workers.
+
+        Advances at most ``max_steps`` steps and ``max_seconds`` seconds (checked between
+        steps: a turn never stops inside a step), then hands the run back with status
+        ``running`` if it has not stopped; the worker enqueues it again. A run taken over
+        from a worker that died or stalled mid-turn counts as a recovery (dead-lettered
+        after ``Policy.dead_letter_after`` in a row without progress). A run whose tools
+        differ from this worker's (a rolling deploy) stops as ``needs_attention`` naming the
+        difference, instead of bouncing between workers. A run that is not ``running``
+        (finished, paused, waiting for a person) is returned as it is.
+
+        Raises:
+            RunBusyError: another worker holds the run (its message is then a duplicate).
+            RunNotFoundError: no such run.
+        """
+        check_run_id(run_id)
+        async with self._owned(run_id) as own:
+            state, events = await self._load(run_id)
+            if state.status is not RunStatus.RUNNING:
+                return state.result()
+            first: list[Event] = []
+            changed = self._tool_changes(state)
+            if changed:
+                first.append(
+                    RunFinished(
+                        run_id=run_id,
+                        seq=state.next_seq,
+                        at=time.time(),
+                        status=RunStatus.NEEDS_ATTENTION.value,
+                        reason=(
+                            f"worker {self.owner} has tools that differ from the ones this run "
+                            f"started with: {'; '.join(changed)}. Deploy matching tools, or "
+                            f"resume by hand with `agentcore resume {run_id} --by NAME "
+                            "--accept-tool-changes`."
+                        ),
+                    )
+                )
+            elif own.lease.taken_over is not None:
+                first.append(self._resumed(state, recovery=True))
+            return await self._drive(
+                own, state, events, first, turn=Turn(max_steps, max_seconds), hand_off=False
+            )
+
+    def _handed_off(self, result: RunResult) -> RunResult:
+        """With a queue: enqueue a run that is ready to advance (after the lease is
+        released, so the worker does not find it busy)."""
+        if self.queue is not None and self.name and result.status is RunStatus.RUNNING:
+            self.queue.enqueue(self.name, result.run_id)
+        return result
+
+    async def _start(
+        self,
+        task: str,
+        scope: Sequence[str] | None,
+        budget: Budget | None,
+        run_id: str | None,
+        metadata: Mapping[str, Any] | None,  # Any: JSON values
+    ) -> tuple[RunState, RunStarted] | RunResult:
+        """Check a new run's arguments and record its ``run_started``; the existing run's
+        result when ``run_id`` is taken."""
         if not task.strip():
             raise ConfigurationError("The task is empty: say what the agent should do.")
         check_text(task, "task")
@@ -310,11 +427,7 @@ class Agent:
             await self._append(run_id, [started])
         except SeqConflictError:
             return await self.result(run_id)  # started concurrently by someone else
-        try:
-            async with self._owned(run_id) as own:
-                return await self._drive(own, state, [started])
-        except RunBusyError:
-            return await self.result(run_id)  # someone resumed it already
+        return state, started
 
     @contextlib.asynccontextmanager
     async def _owned(self, run_id: str) -> AsyncGenerator[Ownership]:
@@ -381,9 +494,10 @@ class Agent:
             return state.result()
         try:
             async with self._owned(run_id) as own:
-                return await self._resume_claimed(own, run_id, budget, by, accept_tool_changes)
+                result = await self._resume_claimed(own, run_id, budget, by, accept_tool_changes)
         except RunBusyError:
             return state.result()  # another worker is advancing it
+        return self._handed_off(result)
 
     @staticmethod
     def _settled(state: RunState, by: str | None) -> bool:
@@ -420,8 +534,24 @@ class Agent:
                 f"Add the tool back, or cancel the run (agentcore cancel {run_id} --by NAME)."
             )
         recovery = state.status is RunStatus.RUNNING
+        ev = self._resumed(state, recovery=recovery, by=by, budget=budget, accepted=accepted)
+        return await self._drive(own, state, events, [ev])
+
+    @staticmethod
+    def _resumed(
+        state: RunState,
+        *,
+        recovery: bool,
+        by: str | None = None,
+        budget: Budget | None = None,
+        accepted: Sequence[str] = (),
+    ) -> Event:
+        """The event that continues a run: ``run_resumed``, or, for a recovery of a run
+        whose workers died ``Policy.dead_letter_after`` times in a row without progress,
+        the ``run_finished`` that dead-letters it (a person can still resume it)."""
+        run_id = state.run_id
         if recovery and by is None and state.recoveries >= state.policy.dead_letter_after:
-            ev: Event = RunFinished(
+            return RunFinished(
                 run_id=run_id,
                 seq=state.next_seq,
                 at=time.time(),
@@ -433,26 +563,18 @@ class Agent:
                     f"`agentcore resume {run_id} --by NAME`"
                 ),
             )
-        else:
-            ev = RunResumed(
-                run_id=run_id,
-                seq=state.next_seq,
-                at=time.time(),
-                budget=budget.to_json() if budget else None,
-                recovery=recovery,
-                by=by,
-                accepted_tool_changes=accepted,
-            )
-        return await self._drive(own, state, events, [ev])
+        return RunResumed(
+            run_id=run_id,
+            seq=state.next_seq,
+            at=time.time(),
+            budget=budget.to_json() if budget else None,
+            recovery=recovery,
+            by=by,
+            accepted_tool_changes=list(accepted),
+        )
 
-    def _check_tools(self, state: RunState, accept: bool) -> list[str]:
-        """Tools the run used or is about to run whose definition changed since it started
-        (or are gone), each with what changed. Every continuation (resume, confirm, resolve)
-        runs this check before it records anything.
-
-        Raises:
-            ToolManifestChangedError: something changed and ``accept`` is false.
-        """
+    def _tool_changes(self, state: RunState) -> list[str]:
+        """What changed, in words, in each tool the run used or is about to run."""
         used = {name for name, n in state.per_tool.items() if n > 0}
         if state.call is not None and isinstance(state.call.action, ToolAction):
             used.add(state.call.action.tool)
@@ -464,6 +586,17 @@ class Agent:
             )
             if change is not None:
                 changed.append(change)
+        return changed
+
+    def _check_tools(self, state: RunState, accept: bool) -> list[str]:
+        """Tools the run used or is about to run whose definition changed since it started
+        (or are gone), each with what changed. Every continuation (resume, confirm, resolve)
+        runs this check before it records anything.
+
+        Raises:
+            ToolManifestChangedError: something changed and ``accept`` is false.
+        """
+        changed = self._tool_changes(state)
         if changed and not accept:
             raise ToolManifestChangedError(
                 f"Run {state.run_id} used tools that changed since it started: "
@@ -508,9 +641,10 @@ class Agent:
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "resolution's by/reason")
         async with self._owned(run_id) as own:
-            return await self._resolve_claimed(
+            settled = await self._resolve_claimed(
                 own, run_id, by, result, rerun, fail, reason, accept_tool_changes
             )
+        return self._handed_off(settled)
 
     async def _resolve_claimed(
         self,
@@ -637,9 +771,10 @@ class Agent:
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
         async with self._owned(run_id) as own:
-            return await self._confirm_claimed(
+            result = await self._confirm_claimed(
                 own, run_id, approve, by, reason, args, step, args_hash, accept_tool_changes
             )
+        return self._handed_off(result)
 
     async def _confirm_claimed(
         self,

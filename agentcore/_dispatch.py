@@ -47,19 +47,9 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             "deny",
             f"tool {name!r} is not in this run's scope. Tools in scope: {in_scope}.",
         )
-    budget = state.budget
-    if budget.max_tool_calls is not None and state.tool_calls >= budget.max_tool_calls:
-        return Ruling(
-            "deny",
-            f"the tool-call budget ({budget.max_tool_calls}) is used up; "
-            "finish with what you have.",
-        )
-    cap = budget.max_calls_per_tool.get(name)
-    if cap is not None and state.per_tool[name] >= cap:
-        return Ruling(
-            "deny",
-            f"tool {name!r} may be called {cap} time(s) in this run and was; use another way.",
-        )
+    refused = state.budget.refuses(name, state)
+    if refused is not None:
+        return Ruling("deny", refused)
     effect = tool.spec.effect
     if effect != "read" and state.policy.plan_before_writes and not state.plan_approved:
         return Ruling(

@@ -41,6 +41,7 @@ from agentcore.contracts.errors import (
 )
 
 from ._dispatch import decide
+from ._extract import ExtractionLog, extraction_log
 from ._faults import crash_point
 from ._log import get_logger
 from ._ownership import Ownership
@@ -248,43 +249,17 @@ class Driver:
                     f"the same call {call.action.tool}({_short(call.run_args())}) failed or was "
                     f"refused {st.failures[key]} times; stopping instead of repeating it",
                 )
-        if budget.max_steps is not None and st.steps >= budget.max_steps:
-            return RunStatus.BUDGET_EXHAUSTED, f"step budget of {budget.max_steps} used up"
-        if budget.max_tokens is not None and st.usage.total_tokens >= budget.max_tokens:
-            return (
-                RunStatus.BUDGET_EXHAUSTED,
-                f"token budget of {budget.max_tokens} used up ({st.usage.total_tokens} used)",
-            )
-        if budget.max_cost is not None and (st.usage.cost or 0.0) >= budget.max_cost:
-            return RunStatus.BUDGET_EXHAUSTED, f"cost budget of ${budget.max_cost:g} used up"
-        if budget.deadline is not None and time.time() >= budget.deadline:
-            return RunStatus.BUDGET_EXHAUSTED, "the run's deadline has passed"
-        return None
+        why = budget.exhausted(st, time.time())
+        return None if why is None else (RunStatus.BUDGET_EXHAUSTED, why)
 
     # -- asking the model -------------------------------------------------------------------
 
     def _schema(self) -> ActionSchema:
         st, budget = self.state, self.state.budget
-        steps_left = None if budget.max_steps is None else budget.max_steps - st.steps
-        tokens_left = (
-            None if budget.max_tokens is None else budget.max_tokens - st.usage.total_tokens
+        finish_only = budget.finish_only(st)
+        names = tuple(
+            n for n in st.scope if n in self.setup.tools and budget.refuses(n, st) is None
         )
-        finish_only = (steps_left is not None and steps_left <= 1) or (
-            tokens_left is not None
-            and st.last_call_tokens > 0
-            and tokens_left < 2 * st.last_call_tokens
-        )
-        names: tuple[str, ...] = ()
-        if budget.max_tool_calls is None or st.tool_calls < budget.max_tool_calls:
-            names = tuple(
-                n
-                for n in st.scope
-                if n in self.setup.tools
-                and (
-                    n not in budget.max_calls_per_tool
-                    or st.per_tool[n] < budget.max_calls_per_tool[n]
-                )
-            )
         key = (names, finish_only, st.policy.schema_form, st.policy.max_reply_bytes)
         schema = self.setup.schema_cache.get(key)
         if schema is None:
@@ -311,16 +286,7 @@ class Driver:
         return text
 
     def _status_note(self, schema: ActionSchema) -> Message:
-        st, budget = self.state, self.state.budget
-        step = st.steps + 1
-        parts = [f"Step {step}" + (f" of {budget.max_steps}." if budget.max_steps else ".")]
-        if budget.max_tokens is not None:
-            parts.append(f"Tokens left: {max(0, budget.max_tokens - st.usage.total_tokens)}.")
-        if budget.max_tool_calls is not None:
-            parts.append(f"Tool calls left: {max(0, budget.max_tool_calls - st.tool_calls)}.")
-        if schema.finish_only:
-            parts.append("This is your last step: reply with a finish action.")
-        return Message("user", " ".join(parts))
+        return Message("user", self.state.budget.note(self.state, finish_only=schema.finish_only))
 
     async def _gather_context(self, step: int) -> None:
         st = self.state
@@ -539,10 +505,12 @@ class Driver:
             self.own.check()
         crash_point("after_intent_commit")
         ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
-        outcome = await tool.run(
-            args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes
-        )
+        with extraction_log() as extractions:
+            outcome = await tool.run(
+                args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes
+            )
         crash_point("after_tool_return")
+        self._record_extractions(call.step, extractions)
         if outcome.timed_out and not tool.spec.idempotent:
             # Not a failure: the call may have happened, or still be happening (a sync
             # tool's thread keeps running). Reported to the model as a failure it would
@@ -567,6 +535,27 @@ class Driver:
         self.log.debug("tool_finished", step=call.step, tool=tool.name, ok=outcome.ok)
         if not tool.spec.idempotent:
             await self.flush()
+
+    def _record_extractions(self, step: int, log: ExtractionLog) -> None:
+        """The extractions the tool made (``Agent.extract`` inside the call): model calls of
+        the run, so their tokens count in its usage and budget."""
+        for entry in log.entries:
+            self.record(
+                ModelCalled(
+                    **self._seq(),
+                    step=step,
+                    model=entry.model,
+                    outcome="error" if entry.error else "ok",
+                    role="extract",
+                    attempts=entry.attempts,
+                    input_tokens=entry.usage.input_tokens,
+                    output_tokens=entry.usage.output_tokens,
+                    cached_input_tokens=entry.usage.cached_input_tokens,
+                    cost=entry.usage.cost,
+                    latency_ms=round(entry.latency_ms, 3),
+                    error=clean_text(entry.error, _REPLY_CAP) if entry.error else None,
+                )
+            )
 
     async def _recover(self, call: OpenCall) -> None:
         """A tool was started but its outcome was never recorded (the process died, or it

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from agentcore.contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm
+from agentcore.contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm, Usage
 from agentcore.contracts.errors import ConfigurationError
 
-__all__ = ["Budget", "Policy"]
+__all__ = ["Budget", "Consumption", "Policy"]
+
+
+class Consumption(Protocol):
+    """What a run has used so far, as a budget reads it (the run state provides it)."""
+
+    @property
+    def steps(self) -> int: ...
+    @property
+    def tool_calls(self) -> int: ...
+    @property
+    def per_tool(self) -> Mapping[str, int]: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def last_call_tokens(self) -> int:
+        """Input plus output tokens of the last model call (to foresee the next one)."""
+        ...
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -47,6 +64,55 @@ class Budget:
         _positive("max_cost", self.max_cost)
         for name, cap in self.max_calls_per_tool.items():
             _positive(f"max_calls_per_tool[{name!r}]", cap)
+
+    def exhausted(self, used: Consumption, now: float) -> str | None:
+        """Why the run must stop now (steps, tokens, cost or deadline), or ``None``."""
+        tokens = used.usage.total_tokens
+        if self.max_steps is not None and used.steps >= self.max_steps:
+            return f"step budget of {self.max_steps} used up"
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return f"token budget of {self.max_tokens} used up ({tokens} used)"
+        if self.max_cost is not None and (used.usage.cost or 0.0) >= self.max_cost:
+            return f"cost budget of ${self.max_cost:g} used up"
+        if self.deadline is not None and now >= self.deadline:
+            return "the run's deadline has passed"
+        return None
+
+    def refuses(self, tool: str, used: Consumption) -> str | None:
+        """Why the budget refuses one more call of ``tool`` (words the model reads), or
+        ``None`` when it allows it."""
+        if self.max_tool_calls is not None and used.tool_calls >= self.max_tool_calls:
+            return (
+                f"the tool-call budget ({self.max_tool_calls}) is used up; "
+                "finish with what you have."
+            )
+        cap = self.max_calls_per_tool.get(tool)
+        if cap is not None and used.per_tool.get(tool, 0) >= cap:
+            return (
+                f"tool {tool!r} may be called {cap} time(s) in this run and was; use another way."
+            )
+        return None
+
+    def finish_only(self, used: Consumption) -> bool:
+        """Whether the next step must be the last: one step left, or too few tokens left
+        for two more calls the size of the last one (the graceful end)."""
+        if self.max_steps is not None and self.max_steps - used.steps <= 1:
+            return True
+        if self.max_tokens is None or used.last_call_tokens <= 0:
+            return False
+        return self.max_tokens - used.usage.total_tokens < 2 * used.last_call_tokens
+
+    def note(self, used: Consumption, *, finish_only: bool) -> str:
+        """What the model is told about the budget before its next step."""
+        step = used.steps + 1
+        parts = [f"Step {step}" + (f" of {self.max_steps}." if self.max_steps else ".")]
+        if self.max_tokens is not None:
+            parts.append(f"Tokens left: {max(0, self.max_tokens - used.usage.total_tokens)}.")
+        if self.max_tool_calls is not None:
+            parts.append(f"Tool calls left: {max(0, self.max_tool_calls - used.tool_calls)}.")
+        if finish_only:
+            parts.append("This is your last step: reply with a finish action.")
+        return " ".join(parts)
 
     def to_json(self) -> dict[str, Any]:  # Any: JSON values
         """A JSON-ready dict (recorded in ``run_started`` and ``run_resumed``)."""

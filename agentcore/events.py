@@ -78,6 +78,8 @@ class RunStarted(_Event):
     plan_route: list[str] = []
     tools: dict[str, dict[str, JsonValue]]
     metadata: dict[str, JsonValue] = {}
+    tenant: str | None = None
+    """The run's namespace (``Agent.run(tenant=...)``), for listing, stats, export and prune."""
 
 
 class ContextAdded(_Event):

@@ -43,9 +43,11 @@ __all__ = [
     "MAX_INT",
     "MAX_RUN_ID_CHARS",
     "MAX_STRING_CHARS",
+    "MAX_TENANT_CHARS",
     "MIN_INT",
     "check_json",
     "check_run_id",
+    "check_tenant",
     "check_text",
     "clean_text",
     "json_problem",
@@ -63,6 +65,8 @@ MAX_EVENT_BYTES: Final = 4 * 1024 * 1024
 """Largest event body a store accepts (UTF-8 JSON)."""
 MAX_RUN_ID_CHARS: Final = 200
 """Longest run id."""
+MAX_TENANT_CHARS: Final = 200
+"""Longest tenant name."""
 
 
 def _text_problem(value: str, max_chars: int | None = MAX_STRING_CHARS) -> str | None:
@@ -193,24 +197,40 @@ def check_run_id(run_id: str) -> None:
     A run id is non-empty, at most :data:`MAX_RUN_ID_CHARS` characters, and has no control
     characters (it is printed in commands and logs) and no lone surrogates.
     """
-    if not isinstance(run_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
-        raise LimitExceededError(f"A run id is a string, not {type(run_id).__name__}.")
-    if not run_id:
-        raise LimitExceededError(
-            "The run id is empty: pass run_id=None for a new random id, or a non-empty string."
-        )
-    if len(run_id) > MAX_RUN_ID_CHARS:
-        raise LimitExceededError(
-            f"The run id has {len(run_id)} characters; the limit is {MAX_RUN_ID_CHARS}."
-        )
-    for i, ch in enumerate(run_id):
+    _check_name(
+        run_id,
+        "run id",
+        MAX_RUN_ID_CHARS,
+        "pass run_id=None for a new random id, or a non-empty string",
+    )
+
+
+def check_tenant(tenant: str) -> None:
+    """Raise :class:`LimitExceededError` unless ``tenant`` is a usable tenant name.
+
+    The same rules as a run id: non-empty, at most :data:`MAX_TENANT_CHARS` characters, no
+    control characters (it is printed and filtered on) and no lone surrogates.
+    """
+    _check_name(
+        tenant, "tenant", MAX_TENANT_CHARS, "pass tenant=None for no tenant, or a non-empty string"
+    )
+
+
+def _check_name(value: str, what: str, limit: int, empty_hint: str) -> None:
+    if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+        raise LimitExceededError(f"A {what} is a string, not {type(value).__name__}.")
+    if not value:
+        raise LimitExceededError(f"The {what} is empty: {empty_hint}.")
+    if len(value) > limit:
+        raise LimitExceededError(f"The {what} has {len(value)} characters; the limit is {limit}.")
+    for i, ch in enumerate(value):
         code = ord(ch)
         if code < 0x20 or 0x7F <= code < 0xA0:
             raise LimitExceededError(
-                f"The run id has a control character {ch!r} at position {i}; use printable "
+                f"The {what} has a control character {ch!r} at position {i}; use printable "
                 "characters."
             )
         if 0xD800 <= code <= 0xDFFF:
             raise LimitExceededError(
-                f"The run id has a lone surrogate {ch!r} at position {i} (not valid Unicode)."
+                f"The {what} has a lone surrogate {ch!r} at position {i} (not valid Unicode)."
             )

@@ -27,6 +27,7 @@ from agentcore.contracts import (
     ToolAction,
     WorkedExample,
     check_run_id,
+    check_tenant,
     check_text,
     load_contract,
     to_recordable,
@@ -301,7 +302,7 @@ class Agent:
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
             StoreError: the store failed; nothing after the last durable event happened.
         """
-        begun = await self._start(task, scope, budget, run_id, metadata)
+        begun = await self._start(task, scope, budget, run_id, metadata, tenant)
         if isinstance(begun, RunResult):
             return begun
         state, started = begun
@@ -319,6 +320,7 @@ class Agent:
         budget: Budget | None = None,
         run_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
+        tenant: str | None = None,
     ) -> str:
         """Record a run and hand it to the agent's queue; return its id at once.
 
@@ -326,7 +328,7 @@ class Agent:
         recorded: call :meth:`advance` (or :meth:`resume`) to advance it. Submitting an id
         that exists enqueues nothing new and returns the id.
         """
-        begun = await self._start(task, scope, budget, run_id, metadata)
+        begun = await self._start(task, scope, budget, run_id, metadata, tenant)
         if isinstance(begun, RunResult):
             return begun.run_id
         state, _ = begun
@@ -393,6 +395,7 @@ class Agent:
         budget: Budget | None,
         run_id: str | None,
         metadata: Mapping[str, Any] | None,  # Any: JSON values
+        tenant: str | None,
     ) -> tuple[RunState, RunStarted] | RunResult:
         """Check a new run's arguments and record its ``run_started``; the existing run's
         result when ``run_id`` is taken."""
@@ -404,6 +407,8 @@ class Agent:
         budget = budget or Budget()
         if run_id is not None:
             check_run_id(run_id)
+        if tenant is not None:
+            check_tenant(tenant)
         if run_id is not None and await self._exists(run_id):
             return await self.result(run_id)
         run_id = run_id or uuid.uuid4().hex
@@ -421,6 +426,7 @@ class Agent:
             plan_route=[m.name for m in self.plan_route],
             tools={n: manifest_entry(self.tools[n].spec) for n in names},
             metadata=recorded_metadata,
+            tenant=tenant,
         )
         state.apply(started)
         try:

@@ -8,6 +8,7 @@ takes a :class:`RetryPolicy` and a :class:`BreakerPolicy`.
 """
 
 from ._breaker import BreakerPolicy
+from ._extract import Extraction, extract
 from ._protocol import (
     Completion,
     CompletionRequest,
@@ -25,12 +26,14 @@ __all__ = [
     "BreakerPolicy",
     "Completion",
     "CompletionRequest",
+    "Extraction",
     "Message",
     "ModelAdapter",
     "PartialAction",
     "RetryPolicy",
     "ScriptItem",
     "ScriptedModel",
+    "extract",
     "parse_reply",
     "partial_action",
     "register_provider",

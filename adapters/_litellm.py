@@ -76,7 +76,14 @@ from pydantic.warnings import PydanticDeprecatedSince211
 from pydantic_core import from_json
 
 from agentcore.contracts import ActionSchema, Usage
-from agentcore.contracts._dialects import Dialect, WireSchema, choose_form, compile_wire_schema
+from agentcore.contracts._dialects import (
+    Dialect,
+    JsonSchema,
+    WireSchema,
+    choose_form,
+    compile_parameters,
+    compile_wire_schema,
+)
 from agentcore.contracts.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -500,6 +507,22 @@ class LiteLLMAdapter:
             **self.format_params(wire),
             **self.extra_params(request),
         }
+
+    # -- hooks: extraction (see :mod:`._extract`) -------------------------------------------
+
+    def for_extraction(self) -> LiteLLMAdapter:
+        """The adapter that extracts: this one (extraction speaks Chat Completions)."""
+        return self
+
+    def extraction_params(
+        self, schema: JsonSchema, name: str
+    ) -> dict[str, Any]:  # Any: litellm arguments
+        """The structured-output parameters of an extraction: the output model's schema
+        compiled in this adapter's dialect and sent like an action schema
+        (:meth:`format_params`)."""
+        body = compile_parameters(schema, self.dialect)
+        wire = WireSchema(dialect=self.dialect, name=name, schema=body, wrapped=False, prompt=None)
+        return self.format_params(wire)
 
     def transport_params(self) -> dict[str, Any]:  # Any: litellm keyword arguments
         """How litellm sends: the timeout, its retries off, no logging callbacks, and

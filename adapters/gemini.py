@@ -91,7 +91,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Final
 
 from agentcore.contracts import ActionSchema
-from agentcore.contracts._dialects import Dialect, WireSchema
+from agentcore.contracts._dialects import Dialect, JsonSchema, WireSchema, compile_parameters
 from agentcore.contracts.errors import ModelError, RateLimitedError
 
 from ._errors import ErrorContext
@@ -162,6 +162,20 @@ class GeminiAdapter(LiteLLMAdapter):
         """The conversation only: the system text travels as ``systemInstruction``."""
         del system
         return [{"role": m.role, "content": m.content} for m in merge_messages(messages)]
+
+    def extraction_params(
+        self, schema: JsonSchema, name: str
+    ) -> dict[str, Any]:  # Any: litellm arguments
+        """``responseJsonSchema`` through ``extra_body``, as for an action."""
+        del name
+        return {
+            "extra_body": {
+                "generationConfig": {
+                    "responseMimeType": "application/json",
+                    "responseJsonSchema": compile_parameters(schema, self.dialect),
+                }
+            }
+        }
 
     def format_params(self, wire: WireSchema) -> dict[str, Any]:  # Any: litellm arguments
         """Nothing here: the schema goes in ``extra_body`` (see :meth:`request_params`)."""

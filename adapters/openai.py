@@ -69,6 +69,7 @@ and ``response.function_call_arguments.delta`` events carry its arguments.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -153,6 +154,15 @@ class OpenAIAdapter(LiteLLMAdapter):
             breaker=breaker,
             mode=mode,
         )
+
+    def for_extraction(self) -> OpenAIAdapter:
+        """Itself, or for the Responses API a Chat Completions twin (same model, key,
+        endpoint, policies and breaker): extraction speaks Chat Completions."""
+        if self.api == "chat":
+            return self
+        twin = copy.copy(self)
+        twin.api = "chat"
+        return twin
 
     # -- native tool calling ---------------------------------------------------------------
 

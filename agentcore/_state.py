@@ -238,7 +238,8 @@ class RunState:
                 self.usage = self.usage + Usage(
                     event.input_tokens, event.output_tokens, event.cached_input_tokens, event.cost
                 )
-                self.last_call_tokens = event.input_tokens + event.output_tokens
+                if event.role != "extract":  # a step's size, for the graceful end
+                    self.last_call_tokens = event.input_tokens + event.output_tokens
                 if event.outcome == "invalid":
                     self.reasks += 1
             case ActionProposed():

@@ -70,6 +70,8 @@ def collect_stats(transcripts: Sequence[Sequence[Event]]) -> list[ContractStats]
         exhausted = False
         for ev in events:
             match ev:
+                case ModelCalled(role="extract"):
+                    pass  # an extraction inside a tool: not an ask of the contract
                 case ModelCalled(outcome=outcome):
                     stats.model_calls += 1
                     if outcome == "invalid":

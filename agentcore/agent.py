@@ -18,7 +18,7 @@ from collections.abc import (
 )
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
@@ -70,6 +70,7 @@ from .tools import Tool
 __all__ = ["Agent", "ModelSpec"]
 
 T = TypeVar("T")
+B = TypeVar("B", bound=BaseModel)
 ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
 _UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 """A model (``"provider/model"`` or an adapter object) or a route: a list tried in order."""
@@ -986,6 +987,57 @@ class Agent:
     def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:  # Any: as resume()
         """:meth:`resume` for code without an event loop."""
         return _sync(self.resume(run_id, **kwargs))
+
+    # -- typed extraction (agentcore._extract) ------------------------------------------------
+
+    async def extract(
+        self,
+        output: type[B],
+        text: str,
+        *,
+        model: ModelSpec | None = None,
+        instructions: str | None = None,
+        max_reasks: int = 2,
+        max_output_tokens: int | None = None,
+    ) -> B:
+        """One validated ``output`` object read from ``text``, through instructor over litellm
+        (replies that fail validation are asked again with the errors, ``max_reasks`` times).
+
+        Called inside a tool of a run, its tokens are recorded in that run (a
+        ``model_called`` event with ``role="extract"``) and count against its budget.
+        Extraction picks no action, so a model refused for plan and act steps by a route's
+        ``min_score`` may extract.
+
+        Args:
+            output: the pydantic model to fill.
+            text: the text to read.
+            model: a route entry (``"openai/gpt-4.1-mini"`` or an adapter); default the first
+                model of the agent's route.
+            instructions: the system text (default: extract only what the text says).
+            max_reasks: re-asks after a reply that fails validation.
+            max_output_tokens: the reply's token cap (default: the adapter's).
+
+        Raises:
+            ExtractionError: no reply validated after the re-asks.
+            ModelError: the provider failed, refused or cut the reply off.
+            ConfigurationError: the model cannot extract (a scripted model).
+        """
+        from ._extract import extract_with
+
+        adapter = resolve_route(model)[0] if model is not None else self.route[0]
+        return await extract_with(
+            adapter,
+            output,
+            text,
+            instructions=instructions,
+            max_reasks=max_reasks,
+            max_output_tokens=max_output_tokens,
+        )
+
+    def extract_sync(self, output: type[B], text: str, **kwargs: Any) -> B:  # Any: as extract()
+        """:meth:`extract` for code without an event loop (a sync tool runs in a thread
+        without one)."""
+        return _sync(self.extract(output, text, **kwargs))
 
 
 def _sync(coro: Awaitable[T]) -> T:

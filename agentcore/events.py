@@ -98,9 +98,10 @@ class ModelCalled(_Event):
     step: int
     model: str
     outcome: Literal["ok", "invalid", "error"]
-    role: Literal["plan", "act"] = "act"
+    role: Literal["plan", "act", "extract"] = "act"
     mode: Literal["structured", "native"] = "structured"
-    """Which part of the route was asked: ``plan`` models until a plan is approved."""
+    """Which part of the route was asked: ``plan`` models until a plan is approved, ``act``
+    models after; ``extract``: an extraction (``Agent.extract``) made inside a tool call."""
     attempts: int = 1
     input_tokens: int = 0
     output_tokens: int = 0

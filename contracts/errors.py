@@ -16,6 +16,7 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   ├── ModelRefusedError       the provider refused to answer
     │   ├── ModelTruncatedError     the reply was cut off (length / max tokens), twice
     │   ├── ScriptExhaustedError    a ScriptedModel ran out of scripted replies
+    │   ├── ExtractionError         no extraction reply validated, re-asks included
     │   ├── CircuitOpenError        the provider failed repeatedly; calls are paused
     │   └── ProviderError           the provider answered with an error or not at all
     │       ├── RateLimitedError        429 (``retry_after`` when the provider said)
@@ -50,6 +51,7 @@ __all__ = [
     "ConfigurationError",
     "ConfirmationMismatchError",
     "ContractLintError",
+    "ExtractionError",
     "InvalidActionError",
     "LeaseLostError",
     "LimitExceededError",
@@ -151,6 +153,11 @@ class ModelRefusedError(ModelError):
 
 class ModelTruncatedError(ModelError):
     """The reply was cut off before the action was complete; nothing partial is executed."""
+
+
+class ExtractionError(ModelError):
+    """An extraction's replies never validated against the output model, re-asks included
+    (another model may do better)."""
 
 
 class ScriptExhaustedError(ModelError):

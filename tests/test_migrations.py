@@ -17,6 +17,7 @@ import pytest
 from agentcore.contracts.errors import StoreCorruptedError, StoreError
 from agentcore.events import ContextAdded, RunStarted
 from agentcore.stores import SQLiteStore, open_store
+from agentcore.stores._sqlite_schema import SCHEMA_VERSION
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store-0.1.0.db"
 APPLICATION_ID = int.from_bytes(b"agtc", "big")
@@ -91,7 +92,7 @@ async def test_a_new_file_gets_every_migration(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     store = SQLiteStore(path)
     await store.close()
-    assert pragma(path, "user_version") == 3
+    assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "application_id") == APPLICATION_ID
     names = [c[0] for c in columns(path, "runs")]
     assert names[-8:] == [
@@ -109,7 +110,7 @@ async def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
         assert [e.type for e in await store.load("r1")] == ["run_started"]
     finally:
         await store.close()
-    assert pragma(path, "user_version") == 3
+    assert pragma(path, "user_version") == SCHEMA_VERSION
 
 
 async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) 
     finally:
         await store.close()
 
-    assert pragma(path, "user_version") == 3
+    assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "application_id") == APPLICATION_ID
     # Only additions: every column of 0.1.0 is still there, unchanged, in its place.
     assert columns(path, "events") == events_before
@@ -179,15 +180,17 @@ async def test_a_store_opened_twice_migrates_once(tmp_path: Path) -> None:
     finally:
         await first.close()
         await second.close()
-    assert pragma(path, "user_version") == 3
+    assert pragma(path, "user_version") == SCHEMA_VERSION
 
 
 async def test_a_newer_file_is_refused_untouched(tmp_path: Path) -> None:
     path = tmp_path / "newer.db"
-    make_file(path, *V1_SCHEMA, "PRAGMA user_version = 4")
+    newer = SCHEMA_VERSION + 1
+    make_file(path, *V1_SCHEMA, f"PRAGMA user_version = {newer}")
     before = fingerprint(path)
     with pytest.raises(
-        StoreError, match=r"schema version 4, newer than this agentcore reads \(3\)"
+        StoreError,
+        match=rf"schema version {newer}, newer than this agentcore reads \({SCHEMA_VERSION}\)",
     ):
         SQLiteStore(path)
     assert fingerprint(path) == before

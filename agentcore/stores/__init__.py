@@ -11,22 +11,27 @@ import os
 
 from agentcore.contracts.errors import ConfigurationError
 
-from ._base import CancelRequest, Lease, RunSummary, TranscriptStore
+from ._admin import SchemaStatus, schema_status, upgrade_schema
+from ._base import FINISHED_STATUSES, CancelRequest, Lease, RunSummary, TranscriptStore
 from ._memory import MemoryStore
 from ._postgres import PostgresStore  # imports psycopg only when a store is constructed
 from ._sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_STORE_URL",
+    "FINISHED_STATUSES",
     "CancelRequest",
     "Lease",
     "MemoryStore",
     "PostgresStore",
     "RunSummary",
     "SQLiteStore",
+    "SchemaStatus",
     "TranscriptStore",
     "default_store_url",
     "open_store",
+    "schema_status",
+    "upgrade_schema",
 ]
 
 DEFAULT_STORE_URL = "sqlite:///agentcore.db"
@@ -37,13 +42,19 @@ def default_store_url() -> str:
     return os.environ.get("AGENTCORE_STORE") or DEFAULT_STORE_URL
 
 
-def open_store(url: str | None = None) -> TranscriptStore:
+def open_store(url: str | None = None, *, migrate: bool = True) -> TranscriptStore:
     """Open a store by URL (``None``: :func:`default_store_url`).
+
+    Args:
+        migrate: bring an older layout up to date on open (default). When false (for
+            code that only reads, such as listings), an older durable store is refused
+            with a StoreError naming ``agentcore db upgrade``; a new one is still created.
 
     Raises:
         ConfigurationError: an unknown scheme or a malformed URL.
         StoreCorruptedError: the SQLite file exists but is not a usable database.
-        StoreError: the PostgreSQL database cannot be reached or has a newer schema.
+        StoreError: the PostgreSQL database cannot be reached, or the store has a newer
+            layout (or an older one and ``migrate`` is false).
     """
     url = url or default_store_url()
     if url == "memory://":
@@ -52,9 +63,9 @@ def open_store(url: str | None = None) -> TranscriptStore:
         path = url[len("sqlite:///") :]
         if not path:
             raise ConfigurationError(f"Store URL {url!r} has no file path: use sqlite:///runs.db")
-        return SQLiteStore(path)
+        return SQLiteStore(path, migrate=migrate)
     if url.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(url)
+        return PostgresStore(url, migrate=migrate)
     raise ConfigurationError(
         f"Unknown store URL {url!r}. Valid forms: 'memory://', 'sqlite:///path/to/file.db', "
         "'postgresql://user@host/dbname'."

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
-from agentcore.contracts.errors import ConfigurationError, LeaseLostError, RunBusyError, StoreError
+from agentcore.contracts import check_tenant
+from agentcore.contracts.errors import (
+    ConfigurationError,
+    LeaseLostError,
+    LimitExceededError,
+    RunBusyError,
+    StoreError,
+)
 
-from .._state import status_after
+from .._state import RunStatus, status_after
 from ..events import Event, RunStarted
 
 __all__ = [
+    "FINISHED_STATUSES",
+    "PRUNE_CHUNK",
     "CancelRequest",
     "InProcessClaims",
     "Lease",
@@ -23,6 +32,8 @@ __all__ = [
     "busy_error",
     "check_batch",
     "check_lease_request",
+    "check_listing",
+    "check_prune_request",
     "lost_error",
     "status_after",
 ]
@@ -64,6 +75,7 @@ class RunSummary:
         task: the task text.
         created_at, updated_at: Unix seconds of the first and last event.
         events: how many events the run has.
+        tenant: the run's namespace (``run_started.tenant``), or ``None``.
     """
 
     run_id: str
@@ -72,6 +84,14 @@ class RunSummary:
     created_at: float
     updated_at: float
     events: int
+    tenant: str | None = None
+
+
+FINISHED_STATUSES: Final = ("completed", "cancelled", "failed")
+"""What ``prune`` removes unless told otherwise: runs that nobody will advance again."""
+
+PRUNE_CHUNK: Final = 500
+"""Runs deleted per transaction by ``prune``: short transactions, bounded lock times."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,11 +205,51 @@ class TranscriptStore(Protocol):
         """
         ...
 
-    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
-        """Runs, most recently updated first, optionally only those with ``status``.
+    async def list_runs(
+        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[RunSummary]:
+        """Runs, most recently updated first, optionally only those with ``status`` and only
+        those of ``tenant`` (``None``: every run, with a tenant or without).
 
         Raises:
-            StoreError: the store failed, or ``limit`` is negative.
+            StoreError: the store failed, ``limit`` is negative or ``tenant`` is invalid.
+        """
+        ...
+
+    async def prune(
+        self,
+        *,
+        before: float,
+        statuses: Collection[str] = FINISHED_STATUSES,
+        tenant: str | None = None,
+        run_ids: Collection[str] | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Retention: delete whole runs (events, row, cancel request) last updated before
+        ``before``, in transactions of at most :data:`PRUNE_CHUNK` runs each.
+
+        Only runs whose status is in ``statuses`` go: by default the finished ones; a run
+        that is running, awaiting confirmation, needs attention or exhausted its budget is
+        pruned only when its status is named. A run whose lease has not expired is never
+        pruned (someone is advancing it). Each run's conditions are checked again in the
+        transaction that deletes it, so a run that moved on meanwhile is kept.
+
+        Args:
+            before: Unix seconds; runs whose last event is at or after it are kept.
+            statuses: the statuses to prune (each a :class:`RunStatus` value).
+            tenant: only runs of this tenant (``None``: any tenant, or none).
+            run_ids: only these runs (still subject to every other condition), e.g. the
+                ones a caller has exported.
+            dry_run: delete nothing; return what would be deleted.
+
+        Returns:
+            The run ids pruned (or, with ``dry_run``, that would be).
+
+        Raises:
+            ConfigurationError: an empty or unknown status, a ``before`` that is not a
+                finite number, an invalid tenant.
+            StoreError: the store failed; the chunks committed before stay deleted, the
+                failing one is rolled back.
         """
         ...
 
@@ -310,6 +370,56 @@ def check_batch(
             f"run {run_id!r}: the event at seq 0 is {events[0].type}; a run's first event must "
             "be run_started"
         )
+    first = events[0]
+    if isinstance(first, RunStarted) and first.tenant is not None:
+        try:
+            check_tenant(first.tenant)
+        except LimitExceededError as exc:
+            raise StoreError(f"run {run_id!r}: {exc} Nothing was written.") from exc
+
+
+def check_listing(tenant: str | None, limit: int) -> None:
+    """Refuse a listing no store can answer.
+
+    Raises:
+        StoreError: a negative ``limit`` or an invalid tenant.
+    """
+    if limit < 0:
+        raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except LimitExceededError as exc:
+            raise StoreError(f"list_runs(tenant={tenant!r}): {exc}") from exc
+
+
+def check_prune_request(
+    before: float, statuses: Collection[str], tenant: str | None
+) -> tuple[str, ...]:
+    """The statuses to prune, checked and deduplicated (in a stable order).
+
+    Raises:
+        ConfigurationError: ``before`` is not a finite number, ``statuses`` is empty or
+            names an unknown status, or ``tenant`` is invalid.
+    """
+    if not math.isfinite(before):
+        raise ConfigurationError(f"prune(before={before!r}): give Unix seconds, e.g. a date.")
+    if isinstance(statuses, str):
+        statuses = (statuses,)
+    valid = [s.value for s in RunStatus]
+    unknown = sorted(set(statuses) - set(valid))
+    if unknown or not statuses:
+        raise ConfigurationError(
+            f"prune(statuses={tuple(statuses)!r}): "
+            + (f"unknown {', '.join(unknown)}" if unknown else "name at least one")
+            + f"; valid: {', '.join(valid)}."
+        )
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except LimitExceededError as exc:
+            raise ConfigurationError(f"prune(tenant={tenant!r}): {exc}") from exc
+    return tuple(s for s in valid if s in statuses)
 
 
 def check_lease_request(owner: str, ttl_s: float) -> None:

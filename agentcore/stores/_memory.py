@@ -7,12 +7,13 @@ holder is in this process, so a lease ends only by release or expiry.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError, StoreError
 from agentcore.events import Event, RunStarted, encode_event_body
 
 from ._base import (
+    FINISHED_STATUSES,
     CancelRequest,
     InProcessClaims,
     Lease,
@@ -21,6 +22,8 @@ from ._base import (
     busy_error,
     check_batch,
     check_lease_request,
+    check_listing,
+    check_prune_request,
     lost_error,
     status_after,
 )
@@ -37,6 +40,7 @@ class MemoryStore:
         self.url = "memory://"
         self._runs: dict[str, list[Event]] = {}
         self._status: dict[str, str] = {}
+        self._tenant: dict[str, str | None] = {}
         self._cancel: dict[str, CancelRequest] = {}
         self._claims = InProcessClaims()
         # run_id -> (owner or None when released, epoch, expires_at or None)
@@ -65,6 +69,8 @@ class MemoryStore:
         if log is None:
             log = self._runs[run_id] = []
             self._status[run_id] = "running"
+            first = events[0]
+            self._tenant[run_id] = first.tenant if isinstance(first, RunStarted) else None
         log.extend(events)
         status = self._status[run_id]
         for ev in events:
@@ -100,20 +106,55 @@ class MemoryStore:
         self._status[run_id] = status
         return removed
 
-    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+    async def list_runs(
+        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`."""
-        if limit < 0:
-            raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
+        check_listing(tenant, limit)
         out: list[RunSummary] = []
         for run_id, log in self._runs.items():
             st = self._status[run_id]
             if status is not None and st != status:
                 continue
+            owner = self._tenant[run_id]
+            if tenant is not None and owner != tenant:
+                continue
             first = log[0]
             task = first.task if isinstance(first, RunStarted) else ""
-            out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log)))
-        out.sort(key=lambda s: s.updated_at, reverse=True)
+            out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log), owner))
+        out.sort(key=lambda s: (-s.updated_at, s.run_id))
         return out[:limit]
+
+    async def prune(
+        self,
+        *,
+        before: float,
+        statuses: Collection[str] = FINISHED_STATUSES,
+        tenant: str | None = None,
+        run_ids: Collection[str] | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """See :meth:`TranscriptStore.prune` (one step: nothing else runs meanwhile)."""
+        wanted = check_prune_request(before, statuses, tenant)
+        only = None if run_ids is None else set(run_ids)
+        now = time.time()
+        doomed: list[tuple[float, str]] = []
+        for run_id, log in self._runs.items():
+            holder, _, until = self._leases.get(run_id, (None, 0, None))
+            if (
+                self._status[run_id] in wanted
+                and log[-1].at < before
+                and (tenant is None or self._tenant[run_id] == tenant)
+                and (only is None or run_id in only)
+                and not (holder is not None and until is not None and until >= now)
+            ):
+                doomed.append((log[-1].at, run_id))
+        pruned = [run_id for _, run_id in sorted(doomed)]
+        if not dry_run:
+            for run_id in pruned:
+                for table in (self._runs, self._status, self._tenant, self._cancel, self._leases):
+                    table.pop(run_id, None)
+        return pruned
 
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`."""

@@ -58,6 +58,19 @@ MIGRATIONS = numbered(
             "CREATE INDEX agentcore_runs_by_status ON {runs} (status, updated_at DESC, run_id)",
         ),
     ),
+    Migration(
+        2,
+        "indexes that list a tenant's runs, all or by status, newest first",
+        (
+            # list_runs(tenant=...) and (tenant=..., status=...): an index per shape, equality
+            # columns first, then the listing's order, so a listing reads only its limit.
+            # Partial (tenant IS NOT NULL): runs without a tenant pay no index write for them.
+            """CREATE INDEX IF NOT EXISTS agentcore_runs_by_tenant
+                ON {runs} (tenant, updated_at DESC, run_id) WHERE tenant IS NOT NULL""",
+            """CREATE INDEX IF NOT EXISTS agentcore_runs_by_tenant_status
+                ON {runs} (tenant, status, updated_at DESC, run_id) WHERE tenant IS NOT NULL""",
+        ),
+    ),
 )
 """The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
 
@@ -90,6 +103,8 @@ class Statements:
     load: bytes
     list_all: bytes
     list_status: bytes
+    list_tenant: bytes
+    list_tenant_status: bytes
     lock_run: bytes
     bodies: bytes
     delete_after: bytes
@@ -117,7 +132,8 @@ class Statements:
             RETURNING 1
         )
         SELECT count(*) FROM ins"""
-        columns = "run_id, status, task, created_at, updated_at, next_seq"
+        columns = "run_id, status, task, created_at, updated_at, next_seq, tenant"
+        newest = "ORDER BY updated_at DESC, run_id LIMIT %s"
         advance = """UPDATE {runs}
                     SET next_seq = %(end)s, updated_at = %(updated)s,
                         status = COALESCE(%(status)s::text, status)
@@ -132,8 +148,10 @@ class Statements:
             version_table=name("agentcore_schema").as_string(None),
             append_new=q(
                 """WITH run AS (
-                    INSERT INTO {runs} (run_id, status, task, created_at, updated_at, next_seq)
-                    VALUES (%(run_id)s, %(status)s, %(task)s, %(created)s, %(updated)s, %(end)s)
+                    INSERT INTO {runs}
+                        (run_id, status, task, created_at, updated_at, next_seq, tenant)
+                    VALUES (%(run_id)s, %(status)s, %(task)s, %(created)s, %(updated)s, %(end)s,
+                            %(tenant)s)
                     ON CONFLICT (run_id) DO NOTHING
                     RETURNING run_id
                 ), """
@@ -182,10 +200,12 @@ class Statements:
                 WHERE r.run_id = %s
                 ORDER BY e.seq"""
             ),
-            list_all=q(f"SELECT {columns} FROM {{runs}} ORDER BY updated_at DESC, run_id LIMIT %s"),
-            list_status=q(
-                f"SELECT {columns} FROM {{runs}} WHERE status = %s "
-                "ORDER BY updated_at DESC, run_id LIMIT %s"
+            # Each shape walks one index in the listing's order (migrations 1 and 2).
+            list_all=q(f"SELECT {columns} FROM {{runs}} {newest}"),
+            list_status=q(f"SELECT {columns} FROM {{runs}} WHERE status = %s {newest}"),
+            list_tenant=q(f"SELECT {columns} FROM {{runs}} WHERE tenant = %s {newest}"),
+            list_tenant_status=q(
+                f"SELECT {columns} FROM {{runs}} WHERE tenant = %s AND status = %s {newest}"
             ),
             lock_run=q("SELECT 1 FROM {runs} WHERE run_id = %s FOR UPDATE"),
             bodies=q("SELECT seq, body FROM {events} WHERE run_id = %s ORDER BY seq"),
@@ -200,6 +220,27 @@ class Statements:
                 "SELECT cancel_by, cancel_reason, cancel_at FROM {runs} WHERE run_id = %s"
             ),
         )
+
+    def prune(self, *, tenant: bool, run_ids: bool, dry_run: bool) -> bytes:
+        """The statement that picks (``dry_run``) or deletes (``RETURNING run_id``) runs to
+        prune: ``%(statuses)s``, ``%(before)s``, then ``%(tenant)s``, ``%(run_ids)s`` when
+        asked, and ``%(limit)s`` when deleting. A deleted run's events go with it (``ON
+        DELETE CASCADE``); rows another transaction holds are skipped, not waited for."""
+        pick = (
+            f"SELECT run_id FROM {self.runs} WHERE status = ANY(%(statuses)s::text[]) "
+            "AND updated_at < %(before)s "
+            "AND (owner IS NULL OR lease_until IS NULL OR lease_until < clock_timestamp())"
+        )
+        if tenant:
+            pick += " AND tenant = %(tenant)s"
+        if run_ids:
+            pick += " AND run_id = ANY(%(run_ids)s::text[])"
+        if dry_run:
+            return pick.encode()
+        return (
+            f"DELETE FROM {self.runs} WHERE run_id IN "
+            f"({pick} LIMIT %(limit)s FOR UPDATE SKIP LOCKED) RETURNING run_id"
+        ).encode()
 
     def migration(self, statement: str) -> bytes:
         """A statement of :data:`MIGRATIONS` with the table names filled in."""
@@ -222,7 +263,7 @@ def upgrade(
     schema: str | None,
     display: str,
     migrate: bool,
-) -> None:
+) -> int:
     """Create the schema of an empty database or apply the missing migrations.
 
     Args:
@@ -231,6 +272,9 @@ def upgrade(
         display: the store's DSN without secrets, for messages.
         migrate: upgrade an older schema; when false, refuse it.
 
+    Returns:
+        The version the database had before (0: empty).
+
     Raises:
         StoreError: the schema is newer than :data:`MIGRATIONS`, or older and ``migrate``
             is false.
@@ -238,11 +282,12 @@ def upgrade(
     """
     version = schema_version(conn, sql)
     if not pending(MIGRATIONS, version, store=display):
-        return
+        return version
     if version and not migrate:
         raise StoreError(
             f"PostgreSQL store {display} has schema version {version}, older than this "
-            f"agentcore's ({len(MIGRATIONS)}); open it with migrate=True to upgrade it."
+            f"agentcore's ({len(MIGRATIONS)}); upgrade it with: agentcore db upgrade --store "
+            "URL (or open it with migrate=True)."
         )
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("migrate", schema or ""),))
@@ -262,3 +307,4 @@ def upgrade(
                 f"INSERT INTO {sql.version_table} (version) VALUES (%s)".encode(),
                 (migration.version,),
             )
+    return version

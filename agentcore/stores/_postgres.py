@@ -59,7 +59,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import (
@@ -74,6 +74,8 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted, decode_event
 
 from ._base import (
+    FINISHED_STATUSES,
+    PRUNE_CHUNK,
     CancelRequest,
     Lease,
     RunClaim,
@@ -81,6 +83,8 @@ from ._base import (
     busy_error,
     check_batch,
     check_lease_request,
+    check_listing,
+    check_prune_request,
     lost_error,
     status_after,
 )
@@ -92,7 +96,7 @@ from ._pg_schema import Statements, upgrade
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "redact_dsn"]
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 _PASSWORD_IN_URL = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
@@ -113,7 +117,7 @@ def _text_out(stored: str) -> str:
     return value
 
 
-def _redact(dsn: str) -> str:
+def redact_dsn(dsn: str) -> str:
     """The DSN with any password replaced, for messages."""
     return _PASSWORD_IN_DSN.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
 
@@ -183,7 +187,7 @@ class PostgresStore:
         _require_psycopg()
         self.url = dsn
         self.schema = schema
-        self._display = _redact(dsn)
+        self._display = redact_dsn(dsn)
         self._connect_timeout = max(1, round(connect_timeout_s))  # libpq takes whole seconds
         self._sql = Statements.build(schema)
         self._closed = False
@@ -226,6 +230,7 @@ class PostgresStore:
             "updated": events[-1].at,
             "status": status or None,
             "task": _text_in(first.task if isinstance(first, RunStarted) else ""),
+            "tenant": first.tenant if isinstance(first, RunStarted) else None,
             "created": first.at,
             "seqs": [ev.seq for ev in events],
             "types": [ev.type for ev in events],
@@ -338,25 +343,29 @@ class PostgresStore:
             raise self._error(exc, where) from exc
         return [(int(seq), str(body)) for seq, body in rows if seq > after]
 
-    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
-        """See :meth:`TranscriptStore.list_runs`."""
+    async def list_runs(
+        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[RunSummary]:
+        """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
+        the listing's order (``_pg_schema``): no sort, no scan."""
         import psycopg
 
         where = "cannot list runs"
-        if limit < 0:
-            raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
+        check_listing(tenant, limit)
+        statement, params = {
+            (False, False): (self._sql.list_all, (limit,)),
+            (True, False): (self._sql.list_status, (status, limit)),
+            (False, True): (self._sql.list_tenant, (tenant, limit)),
+            (True, True): (self._sql.list_tenant_status, (tenant, status, limit)),
+        }[status is not None, tenant is not None]
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn:
-                if status is None:
-                    cur = await conn.execute(self._sql.list_all, (limit,))
-                else:
-                    cur = await conn.execute(self._sql.list_status, (status, limit))
-                rows = await cur.fetchall()
+                rows = await (await conn.execute(statement, params)).fetchall()
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         out: list[RunSummary] = []
-        for run_id, st, task, created, updated, events in rows:
+        for run_id, st, task, created, updated, events, owner in rows:
             try:
                 text = _text_out(task)
             except (ValueError, TypeError) as exc:
@@ -364,9 +373,60 @@ class PostgresStore:
                     f"Run {run_label(run_id)} in {self._display} is corrupted: its row's task is "
                     f"not a JSON string ({exc}); its events are not affected"
                 ) from exc
-            out.append(RunSummary(run_id, st, text, float(created), float(updated), int(events)))
+            out.append(
+                RunSummary(run_id, st, text, float(created), float(updated), int(events), owner)
+            )
         return out
 
+    async def prune(
+        self,
+        *,
+        before: float,
+        statuses: Collection[str] = FINISHED_STATUSES,
+        tenant: str | None = None,
+        run_ids: Collection[str] | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """See :meth:`TranscriptStore.prune`: one ``DELETE ... RETURNING`` per chunk (its own
+        transaction), which picks the runs through the ``(status, updated_at)`` index, skips
+        rows a writer holds, and takes the events along by ``ON DELETE CASCADE``."""
+        import psycopg
+
+        wanted = check_prune_request(before, statuses, tenant)
+        where = "cannot prune runs"
+        params: dict[str, Any] = {  # Any: query parameters of several types
+            "statuses": list(wanted),
+            "before": float(before),
+            "tenant": tenant,
+            "limit": PRUNE_CHUNK,
+        }
+        ids = None if run_ids is None else sorted(set(run_ids))
+        statement = self._sql.prune(
+            tenant=tenant is not None, run_ids=ids is not None, dry_run=dry_run
+        )
+        pruned: list[str] = []
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                if ids is not None:
+                    for i in range(0, len(ids), PRUNE_CHUNK):
+                        params["run_ids"] = ids[i : i + PRUNE_CHUNK]
+                        rows = await (await conn.execute(statement, params)).fetchall()
+                        pruned += [str(row[0]) for row in rows]
+                elif dry_run:
+                    rows = await (await conn.execute(statement, params)).fetchall()
+                    pruned = [str(row[0]) for row in rows]
+                else:
+                    while True:
+                        rows = await (await conn.execute(statement, params)).fetchall()
+                        pruned += [str(row[0]) for row in rows]
+                        if len(rows) < PRUNE_CHUNK:
+                            break
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, f"{where} ({len(pruned)} pruned before the failure)") from exc
+        return pruned
+
+    @retried
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`. The request's time is the database's
         clock, the one every worker shares."""

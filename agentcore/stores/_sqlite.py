@@ -50,7 +50,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -67,12 +67,16 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted, decode_event
 
 from ._base import (
+    FINISHED_STATUSES,
+    PRUNE_CHUNK,
     CancelRequest,
     Lease,
     RunClaim,
     RunSummary,
     check_batch,
     check_lease_request,
+    check_listing,
+    check_prune_request,
     status_after,
 )
 from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
@@ -92,8 +96,8 @@ from ._sqlite_schema import SCHEMA_VERSION, open_schema
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)"
-_INSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq)
-    VALUES (?, ?, ?, ?, ?, ?)"""
+_INSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq, tenant)
+    VALUES (?, ?, ?, ?, ?, ?, ?)"""
 _ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ? WHERE run_id = ?"
 _REQUEST_CANCEL = """UPDATE runs SET cancel_by = ?, cancel_reason = ?, cancel_at = ?
     WHERE run_id = ?"""
@@ -125,6 +129,9 @@ class SQLiteStore:
         synchronous: ``"FULL"`` fsyncs every commit (survives power loss); ``"NORMAL"``
             survives process crashes but may lose the last commits on power loss.
         busy_timeout_s: how long a write waits for another writer's lock before failing.
+        migrate: bring an older layout up to date on open (default). When false, an older
+            file is refused with a StoreError naming ``agentcore db upgrade``; a new or
+            empty file still becomes a store.
 
     Attributes:
         url: ``sqlite:///<path>``, as :func:`open_store` accepts it.
@@ -144,6 +151,7 @@ class SQLiteStore:
         *,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         busy_timeout_s: float = 5.0,
+        migrate: bool = True,
     ) -> None:
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
@@ -180,7 +188,7 @@ class SQLiteStore:
             raise self._error(exc, "cannot open the file") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            open_schema(conn, self.path, synchronous)
+            open_schema(conn, self.path, synchronous, migrate=migrate)
         except sqlite3.Error as exc:
             conn.close()
             raise self._error(exc, "cannot open the database") from exc
@@ -289,24 +297,58 @@ class SQLiteStore:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
 
-    async def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
-        """See :meth:`TranscriptStore.list_runs`."""
+    async def list_runs(
+        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[RunSummary]:
+        """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
+        ``updated_at`` order (``_sqlite_schema``, migration 4): no sort, no scan."""
         conn = self._open_conn()
-        if limit < 0:
-            raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
-        columns = "run_id, status, task, created_at, updated_at, next_seq"
-        order = "ORDER BY updated_at DESC, run_id LIMIT ?"
+        check_listing(tenant, limit)
+        sql, params = list_query(status=status, tenant=tenant)
         try:
-            if status is None:
-                cur = conn.execute(f"SELECT {columns} FROM runs {order}", (limit,))
-            else:
-                cur = conn.execute(
-                    f"SELECT {columns} FROM runs WHERE status = ? {order}", (status, limit)
-                )
-            rows: list[tuple[str, str, str, float, float, int]] = cur.fetchall()
+            rows: list[tuple[str, str, str, float, float, int, str | None]] = conn.execute(
+                sql, (*params, limit)
+            ).fetchall()
         except (sqlite3.Error, *_BIND_ERRORS) as exc:
             raise self._error(exc, "cannot list runs") from exc
         return [RunSummary(*row) for row in rows]
+
+    async def prune(
+        self,
+        *,
+        before: float,
+        statuses: Collection[str] = FINISHED_STATUSES,
+        tenant: str | None = None,
+        run_ids: Collection[str] | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """See :meth:`TranscriptStore.prune`: one ``BEGIN IMMEDIATE`` transaction per chunk,
+        which selects the runs (through the ``(status, updated_at)`` index) and deletes
+        their events and rows."""
+        wanted = check_prune_request(before, statuses, tenant)
+        conn = self._open_conn()
+        pruned: list[str] = []
+        try:
+            if run_ids is not None:
+                ids = sorted(set(run_ids))
+                for i in range(0, len(ids), PRUNE_CHUNK):
+                    only = ids[i : i + PRUNE_CHUNK]
+                    pruned += _prune_chunk(conn, wanted, before, tenant, only, dry_run=dry_run)
+            elif dry_run:
+                pruned = _prune_chunk(conn, wanted, before, tenant, None, dry_run=True)
+            else:
+                while True:
+                    chunk = _prune_chunk(
+                        conn, wanted, before, tenant, None, dry_run=False, limit=PRUNE_CHUNK
+                    )
+                    pruned += chunk
+                    if len(chunk) < PRUNE_CHUNK:
+                        break
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc, f"cannot prune runs ({len(pruned)} pruned before the failure)"
+            ) from exc
+        return pruned
 
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`."""
@@ -491,8 +533,10 @@ def _append_if_at(
         first, end = events[0], expected_seq + len(events)
         conn.executemany(_INSERT_EVENT, rows)
         if row is None:
-            task = first.task if isinstance(first, RunStarted) else ""
-            conn.execute(_INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end))
+            task, tenant = (
+                (first.task, first.tenant) if isinstance(first, RunStarted) else ("", None)
+            )
+            conn.execute(_INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end, tenant))
         elif status != before:
             conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, run_id))
         else:
@@ -571,3 +615,79 @@ def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
+
+
+_LIST_COLUMNS = "run_id, status, task, created_at, updated_at, next_seq, tenant"
+
+
+def list_query(*, status: str | None, tenant: str | None) -> tuple[str, tuple[str, ...]]:
+    """The listing statement for a filter (without its ``LIMIT ?`` value) and its values.
+
+    Each shape matches one index of migration 4 exactly (equality columns, then
+    ``updated_at DESC, run_id``), so SQLite walks it in order and stops at the limit.
+    """
+    where: list[str] = []
+    params: list[str] = []
+    if tenant is not None:
+        where.append("tenant = ?")
+        params.append(tenant)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    sql = f"SELECT {_LIST_COLUMNS} FROM runs {clause}ORDER BY updated_at DESC, run_id LIMIT ?"
+    return sql, tuple(params)
+
+
+def prune_query(statuses: Sequence[str], *, tenant: bool, run_ids: int, limit: bool) -> str:
+    """The statement that picks the runs to prune (one ``?`` per value: the statuses,
+    ``before``, the lease clock, then the tenant, the run ids, the limit)."""
+    marks = ", ".join("?" * len(statuses))
+    sql = (
+        f"SELECT run_id FROM runs WHERE status IN ({marks}) AND updated_at < ? "
+        "AND (owner IS NULL OR lease_until IS NULL OR lease_until < ?)"
+    )
+    if tenant:
+        sql += " AND tenant = ?"
+    if run_ids:
+        sql += f" AND run_id IN ({', '.join('?' * run_ids)})"
+    # No ORDER BY: each status is a range of its (status, updated_at) index, read until
+    # the limit; sorting across statuses would read every prunable run for every chunk.
+    return sql + (" LIMIT ?" if limit else "")
+
+
+def _prune_chunk(
+    conn: sqlite3.Connection,
+    statuses: Sequence[str],
+    before: float,
+    tenant: str | None,
+    run_ids: Sequence[str] | None,
+    *,
+    dry_run: bool,
+    limit: int | None = None,
+) -> list[str]:
+    """Pick and delete one chunk of runs in one transaction (rolled back for a dry run)."""
+    sql = prune_query(
+        statuses,
+        tenant=tenant is not None,
+        run_ids=0 if run_ids is None else len(run_ids),
+        limit=limit is not None,
+    )
+    params: list[object] = [*statuses, before, time.time()]
+    params += [tenant] if tenant is not None else []
+    params += list(run_ids or ())
+    params += [limit] if limit is not None else []
+    if run_ids is not None and not run_ids:
+        return []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        doomed: list[str] = [row[0] for row in conn.execute(sql, params).fetchall()]
+        if not dry_run:
+            gone = [(run_id,) for run_id in doomed]
+            conn.executemany("DELETE FROM events WHERE run_id = ?", gone)
+            conn.executemany("DELETE FROM runs WHERE run_id = ?", gone)
+        conn.execute("ROLLBACK" if dry_run else "COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+    return doomed

@@ -17,7 +17,14 @@ from agentcore.contracts.errors import StoreError
 
 from ._migrations import Migration, numbered, pending
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "open_schema"]
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "check_ours",
+    "open_schema",
+    "read_version",
+]
 
 APPLICATION_ID = int.from_bytes(b"agtc", "big")
 """``PRAGMA application_id`` of an agentcore store (from schema version 2)."""
@@ -76,6 +83,25 @@ MIGRATIONS = numbered(
             "CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, status)",
         ),
     ),
+    Migration(
+        4,
+        "indexes that list runs newest first, by status and by tenant, without a sort",
+        (
+            # list_runs orders by updated_at DESC, run_id: each filter shape (none, status,
+            # tenant, tenant and status) gets an index with its equality columns first and
+            # that order after, so a listing walks the index and stops at its limit instead
+            # of sorting every matching run. The price: every append rewrites updated_at, so
+            # runs_by_updated and runs_by_status_updated take an index write per append, and
+            # the two tenant indexes only for runs that have a tenant (partial indexes).
+            "CREATE INDEX IF NOT EXISTS runs_by_updated ON runs (updated_at DESC, run_id)",
+            """CREATE INDEX IF NOT EXISTS runs_by_status_updated
+                ON runs (status, updated_at DESC, run_id)""",
+            """CREATE INDEX IF NOT EXISTS runs_by_tenant_updated
+                ON runs (tenant, updated_at DESC, run_id) WHERE tenant IS NOT NULL""",
+            """CREATE INDEX IF NOT EXISTS runs_by_tenant_status_updated
+                ON runs (tenant, status, updated_at DESC, run_id) WHERE tenant IS NOT NULL""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -84,19 +110,33 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _OUR_TABLES = frozenset({"events", "runs"})
 
 
-def open_schema(conn: sqlite3.Connection, path: str, synchronous: str) -> None:
+def open_schema(
+    conn: sqlite3.Connection, path: str, synchronous: str, *, migrate: bool = True
+) -> int:
     """Check that the file is an agentcore store (or empty), then bring it up to date.
 
+    Args:
+        migrate: apply pending migrations; when false, a store at an older version is
+            refused (an empty file still becomes a store).
+
+    Returns:
+        The version the file had before (0: it was empty).
+
     Raises:
-        StoreError: the file belongs to another application or to a newer agentcore; it
-            was not modified.
+        StoreError: the file belongs to another application or to a newer agentcore, or
+            is older and ``migrate`` is false; it was not modified.
         sqlite3.Error: the file cannot be read or written (the caller names the cause).
     """
     # Reads only, so a refused file stays byte for byte as it was. The first statement that
     # reads the file fails on a non-database (SQLITE_NOTADB).
-    version = _version(conn)
-    _check_ours(conn, path, version)
-    pending(MIGRATIONS, version, store=path)
+    version = read_version(conn)
+    check_ours(conn, path, version)
+    if pending(MIGRATIONS, version, store=path) and version and not migrate:
+        raise StoreError(
+            f"SQLite store {path} has schema version {version}, older than this agentcore's "
+            f"({SCHEMA_VERSION}); upgrade it with: agentcore db upgrade --store "
+            f"sqlite:///{path}"
+        )
     (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
     if str(mode).lower() != "wal":
         raise StoreError(
@@ -105,10 +145,10 @@ def open_schema(conn: sqlite3.Connection, path: str, synchronous: str) -> None:
         )
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     if version == SCHEMA_VERSION:
-        return
+        return version
     conn.execute("BEGIN IMMEDIATE")
     try:
-        current = _version(conn)  # another process may have upgraded it meanwhile
+        current = read_version(conn)  # another process may have upgraded it meanwhile
         for migration in pending(MIGRATIONS, current, store=path):
             for statement in migration.statements:
                 conn.execute(statement)
@@ -119,14 +159,21 @@ def open_schema(conn: sqlite3.Connection, path: str, synchronous: str) -> None:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
+    return current
 
 
-def _version(conn: sqlite3.Connection) -> int:
+def read_version(conn: sqlite3.Connection) -> int:
+    """The file's ``PRAGMA user_version`` (0: a new, empty file)."""
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     return int(version)
 
 
-def _check_ours(conn: sqlite3.Connection, path: str, version: int) -> None:
+def check_ours(conn: sqlite3.Connection, path: str, version: int) -> None:
+    """Refuse a file of another application (reads only).
+
+    Raises:
+        StoreError: it is not an agentcore store.
+    """
     (app_id,) = conn.execute("PRAGMA application_id").fetchone()
     names: list[tuple[str, str]] = conn.execute(
         "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"

@@ -73,7 +73,9 @@ def fresh_run_id(prefix: str = "run") -> str:
     return f"{prefix}-{next(_run_numbers)}"
 
 
-def started(run_id: str, *, at: float = 1.0, task: str = "do the thing") -> RunStarted:
+def started(
+    run_id: str, *, at: float = 1.0, task: str = "do the thing", tenant: str | None = None
+) -> RunStarted:
     return RunStarted(
         run_id=run_id,
         seq=0,
@@ -86,6 +88,7 @@ def started(run_id: str, *, at: float = 1.0, task: str = "do the thing") -> RunS
         route=["scripted/a", "scripted/b"],
         tools={"lookup": {"effect": "read", "schema": {"type": "object"}}},
         metadata={"user": "ünïcødé ✓", "n": 3, "nested": {"a": [1, None, True, 2.5]}},
+        tenant=tenant,
     )
 
 
@@ -100,6 +103,10 @@ def context(
         source="files",
         content=content,
     )
+
+
+def finished(run_id: str, seq: int, status: str, *, at: float) -> RunFinished:
+    return RunFinished(run_id=run_id, seq=seq, at=at, status=status, reason="for the test")
 
 
 def tool_result(run_id: str, seq: int, result: object, *, at: float | None = None) -> ToolFinished:
@@ -485,6 +492,158 @@ class StoreConformance:
         await store.append(run, 0, [started(run, at=at), context(run, 1, at=at + 0.000_000_3)])
         [summary] = await store.list_runs()
         assert summary.created_at == at and summary.updated_at == at + 0.000_000_3
+
+    # ------------------------------------------------------------------ tenants
+
+    async def test_list_runs_by_tenant(self, store: TranscriptStore) -> None:
+        acme_old, acme_new, globex, nobody = (fresh_run_id(n) for n in ("ao", "an", "g", "n"))
+        await store.append(acme_old, 0, [started(acme_old, at=10.0, tenant="acme")])
+        await store.append(acme_new, 0, [started(acme_new, at=20.0, tenant="acme")])
+        await store.append(globex, 0, [started(globex, at=30.0, tenant="globex ✓")])
+        await store.append(nobody, 0, [started(nobody, at=40.0)])
+        await store.append(acme_old, 1, [finished(acme_old, 1, "completed", at=25.0)])
+        listed = await store.list_runs()
+        assert [(s.run_id, s.tenant) for s in listed] == [
+            (nobody, None),
+            (globex, "globex ✓"),
+            (acme_old, "acme"),
+            (acme_new, "acme"),
+        ]
+        assert [s.run_id for s in await store.list_runs(tenant="acme")] == [acme_old, acme_new]
+        assert [s.run_id for s in await store.list_runs(tenant="acme", limit=1)] == [acme_old]
+        assert [s.run_id for s in await store.list_runs(tenant="acme", status="running")] == [
+            acme_new
+        ]
+        assert [s.run_id for s in await store.list_runs(tenant="acme", status="completed")] == [
+            acme_old
+        ]
+        assert [s.run_id for s in await store.list_runs(tenant="globex ✓")] == [globex]
+        assert await store.list_runs(tenant="initech") == []
+        assert await store.list_runs(tenant="globex ✓", status="failed") == []
+        # the tenant stays with the run through later appends and a truncation
+        await store.truncate(acme_old, after=0)
+        running = await store.list_runs(tenant="acme", status="running")
+        assert {(s.run_id, s.tenant) for s in running} == {(acme_old, "acme"), (acme_new, "acme")}
+
+    @pytest.mark.parametrize("bad", ["", "a\nb", "nul\u0000", "x" * 201])
+    async def test_an_invalid_tenant_is_refused_and_nothing_is_written(
+        self, store: TranscriptStore, bad: str
+    ) -> None:
+        run = fresh_run_id()
+        with pytest.raises(StoreError, match="tenant"):
+            await store.append(run, 0, [started(run, tenant=bad)])
+        with pytest.raises(RunNotFoundError):
+            await store.load(run)
+        with pytest.raises(StoreError, match="tenant"):
+            await store.list_runs(tenant=bad)
+
+    # ------------------------------------------------------------------ prune
+
+    async def _runs_for_pruning(self, store: TranscriptStore) -> dict[str, str]:
+        """Runs named by what they are; every one last updated at 100 unless it says new."""
+        runs = {
+            name: fresh_run_id(name)
+            for name in (
+                "completed",
+                "failed",
+                "cancelled",
+                "running",
+                "awaiting",
+                "attention",
+                "budget",
+                "completed_new",
+                "acme_completed",
+                "acme_attention",
+            )
+        }
+        statuses = {
+            "completed": "completed",
+            "failed": "failed",
+            "cancelled": "cancelled",
+            "awaiting": "awaiting_confirmation",
+            "attention": "needs_attention",
+            "budget": "budget_exhausted",
+            "completed_new": "completed",
+            "acme_completed": "completed",
+            "acme_attention": "needs_attention",
+        }
+        for name, run in runs.items():
+            tenant = "acme" if name.startswith("acme") else None
+            at = 200.0 if name.endswith("new") else 100.0
+            await store.append(run, 0, [started(run, at=at - 1, tenant=tenant)])
+            if name in statuses:
+                await store.append(run, 1, [finished(run, 1, statuses[name], at=at)])
+            else:
+                await store.append(run, 1, [context(run, 1, at=at)])
+        return runs
+
+    async def test_prune_removes_old_finished_runs_and_nothing_else(
+        self, store: TranscriptStore
+    ) -> None:
+        runs = await self._runs_for_pruning(store)
+        await store.request_cancel(runs["completed"], by="ops")
+        doomed = {runs[n] for n in ("completed", "failed", "cancelled", "acme_completed")}
+        assert set(await store.prune(before=150.0, dry_run=True)) == doomed
+        assert len(await store.list_runs()) == len(runs)  # a dry run deletes nothing
+        pruned = await store.prune(before=150.0)
+        assert sorted(pruned) == sorted(doomed)
+        left = {s.run_id for s in await store.list_runs()}
+        assert left == set(runs.values()) - doomed
+        for run in doomed:
+            with pytest.raises(RunNotFoundError):
+                await store.load(run)
+            with pytest.raises(RunNotFoundError):
+                await store.cancel_request(run)
+        # every event went with the row: the id starts afresh
+        again = runs["completed"]
+        await store.append(again, 0, [started(again, at=300.0)])
+        assert [ev.seq for ev in await store.load(again)] == [0]
+        assert await store.cancel_request(again) is None
+        assert await store.prune(before=150.0) == []
+        assert await store.prune(before=100.0, statuses=["needs_attention"]) == []  # not before
+
+    async def test_prune_by_status_and_tenant(self, store: TranscriptStore) -> None:
+        runs = await self._runs_for_pruning(store)
+        assert await store.prune(before=150.0, tenant="acme") == [runs["acme_completed"]]
+        assert await store.prune(
+            before=150.0, statuses=("needs_attention",), tenant="acme", dry_run=True
+        ) == [runs["acme_attention"]]
+        named = await store.prune(
+            before=150.0, statuses=("awaiting_confirmation", "needs_attention", "running")
+        )
+        assert sorted(named) == sorted(
+            runs[n] for n in ("awaiting", "attention", "acme_attention", "running")
+        )
+        assert await store.prune(before=250.0, run_ids=[runs["completed_new"], "no-such"]) == [
+            runs["completed_new"]
+        ]
+        left = {s.run_id for s in await store.list_runs()}
+        assert left == {runs[n] for n in ("completed", "failed", "cancelled", "budget")}
+
+    async def test_prune_keeps_a_run_whose_lease_has_not_expired(
+        self, store: TranscriptStore
+    ) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run), finished(run, 1, "completed", at=2.0)])
+        lease = await store.acquire(run, owner="w", ttl_s=30)
+        assert await store.prune(before=10.0) == []
+        await store.release(lease)
+        assert await store.prune(before=10.0) == [run]
+
+    async def test_invalid_prune_requests(self, store: TranscriptStore) -> None:
+        run = fresh_run_id()
+        await store.append(run, 0, [started(run), finished(run, 1, "completed", at=2.0)])
+        for kwargs in (
+            {"statuses": ()},
+            {"statuses": ("done",)},
+            {"statuses": "completed,failed"},
+            {"tenant": ""},
+        ):
+            with pytest.raises(ConfigurationError):
+                await store.prune(before=10.0, **kwargs)  # pyright: ignore[reportArgumentType]  # wrong on purpose
+        with pytest.raises(ConfigurationError):
+            await store.prune(before=float("nan"))
+        assert await store.prune(before=10.0, statuses="completed") == [run]  # one status
 
     async def test_status_rule_matches_the_fold(self, store: TranscriptStore) -> None:
         """After every event, the listed status is the status of the folded state: one rule."""

@@ -1,0 +1,185 @@
+"""A durable store's layout version, read and upgraded by URL (``agentcore db status`` and
+``agentcore db upgrade``).
+
+Opening a store applies pending migrations by default; these functions let an operator see
+and apply them as an explicit step (before a deploy, with the workers stopped or not:
+migrations only add, in one transaction). Reading the status writes nothing, not even a
+new empty file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
+
+from . import _pg_schema, _sqlite_schema
+from ._migrations import Migration, pending
+from ._postgres import redact_dsn
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import psycopg
+
+__all__ = ["SchemaStatus", "schema_status", "upgrade_schema"]
+
+_CONNECT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaStatus:
+    """Where a store's layout stands against this agentcore's migrations.
+
+    Attributes:
+        store: the store's URL, without a password.
+        version: the version the store records (0: a new or empty store).
+        latest: the version this agentcore writes.
+        pending: ``(version, summary)`` of each migration an upgrade would apply, in order
+            (empty when the store is current or newer).
+    """
+
+    store: str
+    version: int
+    latest: int
+    pending: tuple[tuple[int, str], ...]
+
+    @property
+    def newer(self) -> bool:
+        """The store was written by a newer agentcore: this one refuses to open it."""
+        return self.version > self.latest
+
+
+def schema_status(url: str) -> SchemaStatus:
+    """Read a durable store's layout version without changing anything.
+
+    Raises:
+        ConfigurationError: a URL with no layout (``memory://``) or an unknown scheme.
+        StoreError: the store cannot be read, or is not an agentcore store.
+    """
+    if url.startswith("sqlite:///"):
+        path = _sqlite_path(url)
+        return _status(url, _sqlite_schema.MIGRATIONS, _sqlite_version(path))
+    if url.startswith(("postgresql://", "postgres://")):
+        return _status(redact_dsn(url), _pg_schema.MIGRATIONS, _pg_version(url))
+    raise _no_layout(url)
+
+
+def upgrade_schema(url: str) -> tuple[int, int]:
+    """Apply a durable store's pending migrations, all in one transaction.
+
+    Returns:
+        ``(from, to)``: the version before and after (equal when nothing was pending).
+
+    Raises:
+        ConfigurationError: a URL with no layout (``memory://``) or an unknown scheme.
+        StoreError: the store is newer than this agentcore (it is left untouched), is not
+            an agentcore store, or the upgrade failed (rolled back).
+    """
+    if url.startswith("sqlite:///"):
+        path = _sqlite_path(url)
+        before = _sqlite_upgrade(path)
+        return before, max(before, _sqlite_schema.SCHEMA_VERSION)
+    if url.startswith(("postgresql://", "postgres://")):
+        before = _pg_upgrade(url)
+        return before, max(before, _pg_schema.SCHEMA_VERSION)
+    raise _no_layout(url)
+
+
+def _status(store: str, migrations: Sequence[Migration], version: int) -> SchemaStatus:
+    todo = () if version > len(migrations) else pending(migrations, version, store=store)
+    steps = tuple((m.version, m.summary) for m in todo)
+    return SchemaStatus(store, version, len(migrations), steps)
+
+
+def _no_layout(url: str) -> ConfigurationError:
+    if url == "memory://":
+        return ConfigurationError("memory:// keeps nothing between processes: it has no layout.")
+    return ConfigurationError(
+        f"Unknown store URL {url!r}. Valid forms: 'sqlite:///path/to/file.db', "
+        "'postgresql://user@host/dbname'."
+    )
+
+
+def _sqlite_path(url: str) -> str:
+    path = url[len("sqlite:///") :]
+    if not path:
+        raise ConfigurationError(f"Store URL {url!r} has no file path: use sqlite:///runs.db")
+    return path
+
+
+def _sqlite_version(path: str) -> int:
+    if not Path(path).exists():
+        return 0  # opening it would create an empty store
+    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite store {path}: cannot open the file: {exc}") from exc
+    try:
+        version = _sqlite_schema.read_version(conn)
+        _sqlite_schema.check_ours(conn, path, version)
+    except sqlite3.DatabaseError as exc:
+        raise StoreCorruptedError(
+            f"SQLite store {path} is not a usable database ({exc}); it was left untouched."
+        ) from exc
+    finally:
+        conn.close()
+    return version
+
+
+def _sqlite_upgrade(path: str) -> int:
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"SQLite store {path}: cannot open the file: {exc}") from exc
+    try:
+        return _sqlite_schema.open_schema(conn, path, "FULL", migrate=True)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"SQLite store {path}: the upgrade failed and was rolled back: {exc}"
+        ) from exc
+    finally:
+        conn.close()
+
+
+def _pg_connect(url: str) -> psycopg.Connection[Any]:  # Any: psycopg's row type
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"The PostgreSQL store needs psycopg 3 ({exc}): pip install 'agentcore[postgres]'"
+        ) from exc
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S)
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL store {redact_dsn(url)}: cannot connect: {exc}") from exc
+
+
+def _pg_version(url: str) -> int:
+    import psycopg
+
+    sql = _pg_schema.Statements.build(None)
+    with _pg_connect(url) as conn:
+        try:
+            return _pg_schema.schema_version(conn, sql)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL store {redact_dsn(url)}: {exc}") from exc
+
+
+def _pg_upgrade(url: str) -> int:
+    import psycopg
+
+    sql = _pg_schema.Statements.build(None)
+    display = redact_dsn(url)
+    with _pg_connect(url) as conn:
+        try:
+            return _pg_schema.upgrade(conn, sql, schema=None, display=display, migrate=True)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"PostgreSQL store {display}: the upgrade failed and was rolled back: {exc}"
+            ) from exc

@@ -426,7 +426,6 @@ class PostgresStore:
             raise self._error(exc, f"{where} ({len(pruned)} pruned before the failure)") from exc
         return pruned
 
-    @retried
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`. The request's time is the database's
         clock, the one every worker shares."""

@@ -8,53 +8,63 @@ re-asks, tokens and latency.
 
 Datasets: this project's JSON Lines format (see ``fixtures/evals/README.md``) and the
 Berkeley Function Calling Leaderboard's published format (question files plus
-``possible_answer`` files), loaded unchanged.
+``possible_answer`` files), loaded unchanged. Two rule sets score them (see
+:func:`score_action`): this project's own, and BFCL's AST checker.
+
+A case the harness cannot run (a tool schema it cannot compile, a published answer no
+call can meet, an adapter that cannot send it) is a case error: counted and named in the
+scorecard, left out of the rates, never a crash of the whole evaluation.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import re
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentcore.adapters import CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
+    ActionSchema,
     ContractDocument,
-    Effect,
     NextAction,
-    PlanAction,
-    ToolAction,
     ToolSpec,
     compile_action_schema,
     load_contract,
     model_from_json_schema,
 )
-from agentcore.contracts.errors import (
-    ConfigurationError,
-    InvalidActionError,
-    ModelError,
-    ToolDefinitionError,
-)
+from agentcore.contracts.errors import ConfigurationError, InvalidActionError, ModelError
 
+from ._evals_bfcl import BFCL_CATEGORIES, load_bfcl
+from ._evals_cases import (
+    EvalCase,
+    EvalTool,
+    Expected,
+    Score,
+    Scoring,
+    dataset_hash,
+    load_cases,
+)
+from ._evals_scoring import score_action
 from ._render import reask_messages
 
 __all__ = [
+    "BFCL_CATEGORIES",
     "CaseResult",
     "EvalCase",
     "EvalTool",
     "Expected",
     "Mode",
+    "Score",
     "Scorecard",
+    "Scoring",
     "dataset_hash",
     "evaluate",
     "load_bfcl",
@@ -91,47 +101,6 @@ def _in_mode(model: ModelAdapter, mode: Mode) -> ModelAdapter:
     return model
 
 
-class _Data(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class EvalTool(_Data):
-    """A tool of a case, defined as data (JSON Schema parameters)."""
-
-    name: str
-    description: str
-    effect: Effect = "read"
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object"}
-    )  # Any: JSON Schema
-
-
-class Expected(_Data):
-    """The right first action.
-
-    ``type`` ``tool`` names the tool and, per argument, the acceptable values (``""`` in
-    the list: the argument may be omitted). ``finish`` or ``plan`` (or both) mean abstaining.
-    """
-
-    type: Literal["tool", "finish", "plan"] | list[Literal["finish", "plan"]]
-    tool: str | None = None
-    args: dict[str, list[Any]] = {}  # Any: JSON values
-
-    def types(self) -> tuple[str, ...]:
-        """The acceptable action types."""
-        return tuple(self.type) if isinstance(self.type, list) else (self.type,)
-
-
-class EvalCase(_Data):
-    """One evaluation case: messages, tools and the expected first action."""
-
-    id: str
-    category: str = "uncategorised"
-    messages: list[dict[str, str]]
-    tools: list[EvalTool]
-    expected: Expected
-
-
 @dataclass(frozen=True, slots=True)
 class CaseResult:
     """How one case went.
@@ -148,6 +117,10 @@ class CaseResult:
         input_tokens, output_tokens: summed over every attempt.
         latency_ms: wall time of every attempt.
         error: the last validation or model error, if any.
+        reason: why the action was scored wrong (``None`` when it was right).
+        case_error: why the case could not be run or scored (a tool schema the harness
+            cannot compile, a published answer no call can meet); such a case is left out
+            of every rate and counted as ``case_errors``.
     """
 
     id: str
@@ -163,13 +136,24 @@ class CaseResult:
     output_tokens: int
     latency_ms: float
     error: str | None = None
+    reason: str | None = None
+    case_error: str | None = None
 
 
-class Scorecard(_Data):
-    """The result of evaluating one model in one mode on one dataset."""
+class Scorecard(BaseModel):
+    """The result of evaluating one model in one mode on one dataset.
+
+    Attributes:
+        scoring: the rules the cases were scored by (``agentcore`` or ``bfcl``).
+        dataset_hash: of every file the cases and their answers came from.
+        case_errors: id -> why, for the cases that could not be run or scored.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     model: str
     mode: Mode
+    scoring: Scoring = "agentcore"
     contract_version: str
     contract_hash: str
     dataset: str
@@ -179,6 +163,7 @@ class Scorecard(_Data):
     metrics: dict[str, float | None]
     """Rates are ``None`` where no case applies (no abstention cases, say)."""
     by_category: dict[str, dict[str, float | None]]
+    case_errors: dict[str, str] = {}
     results: list[dict[str, Any]]  # Any: JSON rows of CaseResult
 
     @property
@@ -187,241 +172,81 @@ class Scorecard(_Data):
         return self.metrics.get("accuracy") or 0.0
 
 
-# -- loading -------------------------------------------------------------------------------
-
-
-def dataset_hash(path: str | Path) -> str:
-    """sha256 (16 hex digits) of a dataset file's bytes (or of every file under a folder)."""
-    p = Path(path)
-    digest = hashlib.sha256()
-    for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
-        if f.is_file():
-            digest.update(f.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def load_cases(path: str | Path) -> list[EvalCase]:
-    """Load this project's JSON Lines dataset.
-
-    Raises:
-        ConfigurationError: the file is missing, or a line is not a valid case (the line
-            number says which).
-    """
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigurationError(f"Cannot read dataset {p}: {exc}") from exc
-    cases: list[EvalCase] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            case = EvalCase.model_validate_json(line)
-        except ValidationError as exc:
-            raise ConfigurationError(f"{p}:{n}: not a valid case: {exc}") from exc
-        _check_case(case, f"{p}:{n}")
-        cases.append(case)
-    if not cases:
-        raise ConfigurationError(f"Dataset {p} has no cases.")
-    return cases
-
-
-def _check_case(case: EvalCase, where: str) -> None:
-    names = {t.name for t in case.tools}
-    exp = case.expected
-    if exp.type == "tool" and exp.tool not in names:
-        raise ConfigurationError(f"{where}: expected tool {exp.tool!r} is not among its tools")
-
-
-_GORILLA_TYPES = {
-    "dict": "object",
-    "float": "number",
-    "tuple": "array",
-    "any": None,
-    "integer": "integer",
-    "string": "string",
-    "boolean": "boolean",
-    "array": "array",
-    "object": "object",
-    "number": "number",
-}
-
-
-def _gorilla_schema(node: Any) -> Any:  # Any: JSON Schema in Gorilla's dialect
-    """Rewrite Gorilla's parameter type names (dict, float, tuple, any) into JSON Schema."""
-    if isinstance(node, list):
-        return [_gorilla_schema(x) for x in node]  # pyright: ignore[reportUnknownVariableType]  # JSON
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}  # Any: JSON Schema
-    for key, value in node.items():  # pyright: ignore[reportUnknownVariableType]  # JSON
-        if key == "type" and isinstance(value, str):
-            mapped = _GORILLA_TYPES.get(value, value)
-            if mapped is not None:
-                out["type"] = mapped
-        else:
-            out[str(key)] = _gorilla_schema(value)  # pyright: ignore[reportUnknownArgumentType]  # JSON
-    return out
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:  # Any: JSON
-    rows: list[dict[str, Any]] = []  # Any: JSON
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigurationError(f"Cannot read {path}: {exc}") from exc
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ConfigurationError(f"{path}:{n}: not JSON: {exc}") from exc
-    return rows
-
-
-def load_bfcl(question_file: str | Path, answer_file: str | Path | None = None) -> list[EvalCase]:
-    """Load a Berkeley Function Calling Leaderboard category, unchanged.
-
-    Question lines are ``{"id", "question": [[messages]], "function": [tools]}`` (JSON Lines
-    despite the ``.json`` name); answer lines ``{"id", "ground_truth": [{name: {arg:
-    [values]}}]}``. Without an answer file (the irrelevance category) the right action is
-    not to call a tool (``finish``). Dotted function names are kept: the contract's tool
-    names allow dots, and adapters that need other names map them.
-    """
-    questions = _read_jsonl(Path(question_file))
-    answers: dict[str, Any] = {}  # Any: JSON
-    if answer_file is not None:
-        answers = {str(a["id"]): a["ground_truth"] for a in _read_jsonl(Path(answer_file))}
-    cases: list[EvalCase] = []
-    for q in questions:
-        qid = str(q["id"])
-        turns: list[Any] = q["question"]  # Any: JSON
-        messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in turns[0]]
-        tools = [
-            EvalTool(
-                name=str(f["name"]),
-                description=str(f.get("description", "")) or str(f["name"]),
-                parameters=_gorilla_schema(f.get("parameters") or {"type": "dict"}),
-            )
-            for f in q["function"]
-        ]
-        if answer_file is None:
-            expected = Expected(type="finish")
-        else:
-            truth = answers.get(qid)
-            if not truth:
-                raise ConfigurationError(f"{answer_file}: no ground truth for {qid!r}")
-            ((name, args),) = truth[0].items()
-            expected = Expected(type="tool", tool=str(name), args=dict(args))
-        category = qid.rsplit("_", 1)[0]
-        cases.append(
-            EvalCase(id=qid, category=category, messages=messages, tools=tools, expected=expected)
-        )
-    return cases
-
-
-# -- scoring -------------------------------------------------------------------------------
-
-
-def _same(value: Any, acceptable: Any) -> bool:  # Any: JSON values
-    if isinstance(acceptable, str) and isinstance(value, str):
-        return value.strip().lower() == acceptable.strip().lower()
-    if isinstance(acceptable, bool) or isinstance(value, bool):
-        return value is acceptable
-    if isinstance(acceptable, int | float) and isinstance(value, int | float):
-        return abs(float(value) - float(acceptable)) < 1e-9
-    if isinstance(acceptable, list) and isinstance(value, list | tuple):
-        seq = cast("Sequence[Any]", value)  # JSON array
-        wanted = cast("list[Any]", acceptable)  # JSON array
-        return len(seq) == len(wanted) and all(
-            _same(v, a) for v, a in zip(seq, wanted, strict=True)
-        )
-    if isinstance(acceptable, dict) and isinstance(value, dict):
-        got = cast("dict[str, Any]", value)  # JSON object
-        want = cast("dict[str, Any]", acceptable)  # JSON object
-        return got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
-    return bool(value == acceptable)
-
-
-def _args_ok(
-    args: Mapping[str, Any],  # Any: JSON values
-    expected: Mapping[str, list[Any]],  # Any: JSON values
-    params: Mapping[str, Any],  # Any: the tool's JSON Schema properties
-) -> bool:
-    sent = {k: v for k, v in args.items() if v is not None}
-    for name in sent:
-        if name not in expected and name not in params:
-            return False  # not a parameter of the tool at all
-    for name, acceptable in expected.items():
-        if name not in sent:
-            if "" not in acceptable:
-                return False
-            continue
-        if not any(_same(sent[name], a) for a in acceptable if a != ""):
-            return False
-    return True
-
-
-def score_action(
-    case: EvalCase, action: NextAction | None
-) -> tuple[bool | None, bool | None, bool | None, bool]:
-    """Score one action: ``(tool_correct, args_correct, abstained_correctly, correct)``.
-
-    Tool cases: the expected tool with acceptable arguments (listed arguments must match one
-    of their values, ``""`` meaning "may be omitted"; arguments not listed may be any
-    optional parameter of the tool). When the expected tool changes things (effect write or
-    destructive), a ``plan`` is also correct: the contract asks for a plan before writes;
-    it is then left out of the tool-selection and argument rates. Abstention cases: an
-    action of an accepted type.
-    """
-    exp = case.expected
-    if exp.type == "tool":
-        tool = next((t for t in case.tools if t.name == exp.tool), None)
-        if isinstance(action, PlanAction) and tool is not None and tool.effect != "read":
-            return None, None, None, True
-        if not isinstance(action, ToolAction):
-            return False, False, None, False
-        props: Any = tool.parameters.get("properties") if tool else None  # Any: JSON Schema
-        params = cast("dict[str, Any]", props) if isinstance(props, dict) else {}
-        tool_ok = action.tool == exp.tool
-        args_ok = tool_ok and _args_ok(action.args, exp.args, params)
-        return tool_ok, args_ok, None, args_ok
-    abstained = action is not None and action.type in exp.types()
-    return None, None, abstained, abstained
-
-
 # -- running ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    schema_tools: tuple[ToolSpec, ...]
+    schema: ActionSchema
     system: str
 
 
-def _prepare(case: EvalCase, contract: ContractDocument) -> _Prepared:
+def _prepare(
+    case: EvalCase, contract: ContractDocument, compiled: dict[str, ToolSpec]
+) -> _Prepared:
+    """The case's action schema and system text, compiled as a run compiles them.
+
+    ``compiled`` holds the tools compiled so far (by definition): cases that offer the same
+    tools share their models, and so their action schema.
+
+    Raises:
+        Exception: whatever a tool schema the harness cannot compile raises (the caller
+            turns it into this case's error).
+    """
     specs: list[ToolSpec] = []
     for t in case.tools:
-        try:
-            specs.append(
-                ToolSpec(
-                    name=t.name,
-                    description=t.description,
-                    args_model=model_from_json_schema(f"{t.name}_args", t.parameters),
-                    effect=t.effect,
-                )
-            )
-        except ToolDefinitionError as exc:
-            raise ConfigurationError(f"case {case.id}: tool {t.name!r}: {exc}") from exc
-    return _Prepared(tuple(specs), contract.render_system(specs))
+        key = t.model_dump_json()
+        if key not in compiled:
+            try:
+                args_model = model_from_json_schema(f"{t.name}_args", t.parameters)
+                compiled[key] = ToolSpec(t.name, t.description, args_model, effect=t.effect)
+            except Exception as exc:
+                exc.add_note(f"tool {t.name!r}")
+                raise
+        specs.append(compiled[key])
+    schema = compile_action_schema(specs)
+    schema.root_type  # noqa: B018  # build the union now: a failure is this case's, not a reply's
+    return _Prepared(schema, contract.render_system(specs))
+
+
+def _case_error(case: EvalCase, why: str) -> CaseResult:
+    return CaseResult(
+        id=case.id,
+        category=case.category,
+        action=None,
+        tool_correct=None,
+        args_correct=None,
+        abstained_correctly=None,
+        correct=False,
+        invalid=False,
+        reasks=0,
+        input_tokens=0,
+        output_tokens=0,
+        latency_ms=0.0,
+        case_error=why,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    notes = "; ".join(getattr(exc, "__notes__", ()))
+    text = f"{type(exc).__name__}: {exc}"[:500]
+    return f"{notes}: {text}" if notes else text
 
 
 async def _run_case(
-    case: EvalCase, model: ModelAdapter, contract: ContractDocument, max_reasks: int
+    case: EvalCase,
+    model: ModelAdapter,
+    contract: ContractDocument,
+    max_reasks: int,
+    scoring: Scoring,
+    compiled: dict[str, ToolSpec],
 ) -> CaseResult:
-    prep = _prepare(case, contract)
-    schema = compile_action_schema(prep.schema_tools)
+    if case.problem is not None:
+        return _case_error(case, f"published answer: {case.problem}")
+    try:
+        prep = _prepare(case, contract, compiled)
+    except Exception as exc:  # any schema the harness cannot compile: this case's error
+        return _case_error(case, f"tool schema: {_describe(exc)}")
     messages = [
         Message("assistant" if m.get("role") == "assistant" else "user", m.get("content", ""))
         for m in case.messages
@@ -432,7 +257,7 @@ async def _run_case(
     action: NextAction | None = None
     for attempt in range(max_reasks + 1):
         request = CompletionRequest(
-            schema=schema,
+            schema=prep.schema,
             system=prep.system,
             messages=tuple(messages),
             run_id=f"eval:{case.id}",
@@ -447,6 +272,8 @@ async def _run_case(
             tokens_out += exc.output_tokens
             error = f"{type(exc).__name__}: {exc}"
             break
+        except Exception as exc:  # an adapter that cannot send this case (its schema, say)
+            return _case_error(case, f"adapter: {_describe(exc)}")
         latency += completion.latency_ms or (time.perf_counter() - started) * 1000
         tokens_in += completion.usage.input_tokens
         tokens_out += completion.usage.output_tokens
@@ -458,21 +285,22 @@ async def _run_case(
         if attempt < max_reasks:
             reasks += 1
             messages.extend(reask_messages(completion.text, error))
-    tool_ok, args_ok, abstained, correct = score_action(case, action)
+    score = score_action(case, action, scoring)
     return CaseResult(
         id=case.id,
         category=case.category,
         action=action.model_dump(mode="json") if action is not None else None,
-        tool_correct=tool_ok,
-        args_correct=args_ok,
-        abstained_correctly=abstained,
-        correct=correct,
+        tool_correct=score.tool_correct,
+        args_correct=score.args_correct,
+        abstained_correctly=score.abstained_correctly,
+        correct=score.correct,
         invalid=action is None,
         reasks=reasks,
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         latency_ms=round(latency, 3),
         error=error,
+        reason=score.reason,
     )
 
 
@@ -482,21 +310,37 @@ def _rate(values: Iterable[bool | None]) -> float | None:
 
 
 def _metrics(results: Sequence[CaseResult]) -> dict[str, float | None]:
-    n = len(results)
+    scored = [r for r in results if r.case_error is None]
+    n = len(scored)
     return {
-        "cases": float(n),
-        "accuracy": round(sum(r.correct for r in results) / n, 4) if n else None,
-        "tool_selection": _rate(r.tool_correct for r in results),
-        "argument_accuracy": _rate(r.args_correct for r in results),
-        "abstention": _rate(r.abstained_correctly for r in results),
-        "invalid_rate": round(sum(r.invalid for r in results) / n, 4) if n else None,
-        "reasks_per_case": round(sum(r.reasks for r in results) / n, 4) if n else None,
-        "input_tokens_per_case": round(sum(r.input_tokens for r in results) / n, 1) if n else 0.0,
-        "output_tokens_per_case": round(sum(r.output_tokens for r in results) / n, 1) if n else 0.0,
-        "latency_ms_median": round(statistics.median(r.latency_ms for r in results), 3)
+        "cases": float(len(results)),
+        "case_errors": float(len(results) - n),
+        "accuracy": round(sum(r.correct for r in scored) / n, 4) if n else None,
+        "tool_selection": _rate(r.tool_correct for r in scored),
+        "argument_accuracy": _rate(r.args_correct for r in scored),
+        "abstention": _rate(r.abstained_correctly for r in scored),
+        "invalid_rate": round(sum(r.invalid for r in scored) / n, 4) if n else None,
+        "reasks_per_case": round(sum(r.reasks for r in scored) / n, 4) if n else None,
+        "input_tokens_per_case": round(sum(r.input_tokens for r in scored) / n, 1) if n else 0.0,
+        "output_tokens_per_case": round(sum(r.output_tokens for r in scored) / n, 1) if n else 0.0,
+        "latency_ms_median": round(statistics.median(r.latency_ms for r in scored), 3)
         if n
         else 0.0,
     }
+
+
+def _rules_of(cases: Sequence[EvalCase], scoring: Scoring | None) -> Scoring:
+    if scoring is not None:
+        if scoring not in ("agentcore", "bfcl"):
+            raise ConfigurationError(f"Unknown scoring {scoring!r}: use 'agentcore' or 'bfcl'.")
+        return scoring
+    written: set[Scoring] = {c.rules for c in cases}
+    if len(written) > 1:
+        raise ConfigurationError(
+            "The cases were written for different rules (agentcore and bfcl): "
+            "choose one with scoring=..."
+        )
+    return written.pop() if written else "agentcore"
 
 
 async def evaluate(
@@ -504,6 +348,7 @@ async def evaluate(
     model: ModelAdapter,
     *,
     mode: Mode = "structured",
+    scoring: Scoring | None = None,
     dataset: str = "",
     dataset_digest: str = "",
     contract: ContractDocument | None = None,
@@ -519,7 +364,10 @@ async def evaluate(
         mode: ``structured`` (the next-action contract) or ``native`` (the provider's tool
             calling: ``model.with_mode("native")``; an adapter without ``with_mode`` is
             refused). The scorecard records the mode.
-        dataset, dataset_digest: recorded in the scorecard.
+        scoring: ``agentcore`` or ``bfcl`` (see :func:`score_action`); by default the
+            rules the cases were written for (``bfcl`` for :func:`load_bfcl`'s cases). The
+            scorecard records the rules used.
+        dataset, dataset_digest: recorded in the scorecard (see :func:`dataset_hash`).
         contract: the contract document (default: the built-in current one).
         concurrency: cases in flight at once.
         max_reasks: re-asks after an invalid reply, as in a run.
@@ -527,17 +375,20 @@ async def evaluate(
 
     Raises:
         ConfigurationError: ``native`` for an adapter without ``with_mode``, an unknown
-            mode, or ``concurrency`` below 1.
+            mode or rule set, cases written for different rules with no ``scoring`` given,
+            or ``concurrency`` below 1.
     """
     asked = _in_mode(model, mode)
+    rules = _rules_of(cases, scoring)
     if concurrency < 1:
         raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
     doc = contract or load_contract()
     gate = asyncio.Semaphore(concurrency)
+    compiled: dict[str, ToolSpec] = {}
 
     async def one(case: EvalCase) -> CaseResult:
         async with gate:
-            result = await _run_case(case, asked, doc, max_reasks)
+            result = await _run_case(case, asked, doc, max_reasks, rules, compiled)
         if on_result is not None:
             on_result(result)
         return result
@@ -549,6 +400,7 @@ async def evaluate(
     return Scorecard(
         model=model.name,
         mode=mode,
+        scoring=rules,
         contract_version=doc.version,
         contract_hash=doc.hash,
         dataset=dataset,
@@ -557,6 +409,7 @@ async def evaluate(
         cases=len(results),
         metrics=_metrics(results),
         by_category={k: _metrics(v) for k, v in sorted(by_cat.items())},
+        case_errors={r.id: r.case_error for r in results if r.case_error is not None},
         results=[_row(r) for r in results],
     )
 

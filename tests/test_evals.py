@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from agentcore import Agent, Budget, Route, RunStatus, tool
-from agentcore.adapters import Message, ScriptedModel
+from agentcore.adapters import Completion, CompletionRequest, Message, ScriptedModel
 from agentcore.contracts import load_contract
 from agentcore.errors import ConfigurationError
 from agentcore.evals import (
     EvalCase,
+    Score,
     evaluate,
     load_bfcl,
     load_cases,
@@ -214,16 +215,18 @@ def test_argument_rules() -> None:
 
     case = EvalCase.model_validate(CASES[1])
     extra = ToolAction(thought="t", tool="get_orders", args={"customer_id": "C-9", "x": 1})
-    assert score_action(case, extra) == (True, False, None, False)  # x is no parameter
+    score = score_action(case, extra)
+    assert (score.tool_correct, score.args_correct, score.correct) == (True, False, False)
+    assert score.reason == "'x' is not a parameter of the tool"
     optional = EvalCase.model_validate(
         dict(
             CASES[0], expected={"type": "tool", "tool": "get_order", "args": {"order_id": ["A-1"]}}
         )
     )
     unlisted = ToolAction(thought="t", tool="get_order", args={"order_id": "A-1", "verbose": True})
-    assert score_action(optional, unlisted)[3] is True  # an unlisted optional parameter
+    assert score_action(optional, unlisted).correct  # an unlisted optional parameter
     forbidden = EvalCase.model_validate(CASES[0])  # verbose: [""] means leave it out
-    assert score_action(forbidden, unlisted)[3] is False
+    assert not score_action(forbidden, unlisted).correct
     write = EvalCase.model_validate(
         dict(
             CASES[3],
@@ -235,16 +238,52 @@ def test_argument_rules() -> None:
         )
     )
     plan = PlanAction(thought="t", steps=["refund"])
-    assert score_action(write, plan) == (None, None, None, True)  # plan before a write
+    assert score_action(write, plan) == Score(None, None, None, True)  # plan before a write
     read = EvalCase.model_validate(CASES[0])
-    assert score_action(read, plan)[3] is False
-    missing = EvalCase.model_validate(CASES[0])
-    assert score_action(missing, ToolAction(thought="t", tool="get_order", args={})) == (
-        True,
-        False,
-        None,
-        False,
-    )
+    assert not score_action(read, plan).correct
+    missing = score_action(read, ToolAction(thought="t", tool="get_order", args={}))
+    assert (missing.tool_correct, missing.args_correct, missing.correct) == (True, False, False)
+    assert missing.reason == "'order_id' is missing"
+
+
+async def test_a_tool_schema_the_harness_cannot_compile_is_a_case_error(tmp_path: Path) -> None:
+    broken = [
+        dict(CASES[2], id="bad-1", tools=[dict(ORDERS, parameters={"type": "string"})]),
+        dict(CASES[2], id="bad-2", tools=[dict(ORDERS, name="no spaces allowed")]),
+        dict(CASES[2], id="bad-3", tools=[ORDERS, ORDERS]),  # two tools, one name
+        dict(
+            CASES[2],
+            id="bad-4",
+            tools=[dict(ORDERS, parameters={"type": "object", "properties": {"k": {"enum": []}}})],
+        ),
+    ]
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in [*CASES, *broken]))
+    card = await evaluate(load_cases(path), answering(RIGHT, "perfect"))
+    assert set(card.case_errors) == {"bad-1", "bad-2", "bad-3", "bad-4"}
+    assert "object schema" in card.case_errors["bad-1"]
+    assert "'no spaces allowed'" in card.case_errors["bad-2"]
+    assert card.metrics["case_errors"] == 4.0
+    assert card.metrics["cases"] == 8.0
+    assert card.metrics["accuracy"] == 1.0  # the four scored cases
+    assert card.by_category["no_tool"]["case_errors"] == 4.0
+    rows = {r["id"]: r for r in card.results}
+    assert rows["bad-1"]["correct"] is False
+    assert rows["t-1"]["case_error"] is None
+
+
+async def test_an_adapter_that_cannot_send_a_case_is_that_cases_error(dataset: Path) -> None:
+    class Picky(ScriptedModel):  # a real adapter: a schema its dialect cannot express
+        async def complete_structured(self, request: CompletionRequest) -> Completion:
+            if request.messages[0].content == "Tell me a joke.":
+                raise ValueError("this dialect cannot express that schema")
+            return await super().complete_structured(request)
+
+    card = await evaluate(load_cases(dataset), Picky(lambda m: RIGHT[m[0].content]))
+    assert card.case_errors == {
+        "t-3": "adapter: ValueError: this dialect cannot express that schema"
+    }
+    assert card.metrics["accuracy"] == 1.0
 
 
 def test_load_cases_reports_bad_lines(tmp_path: Path) -> None:
@@ -308,8 +347,9 @@ def test_load_bfcl_format(tmp_path: Path) -> None:
     assert "type" not in props["anything"]
     assert case.expected.tool == "math.gcd"
     assert case.expected.args == {"a": [12], "b": [18], "scale": [""]}
-    (irrelevant,) = load_bfcl(q)
-    assert irrelevant.expected.types() == ("finish",)
+    assert case.rules == "bfcl"
+    with pytest.raises(ConfigurationError, match="needs its answer file"):
+        load_bfcl(q)
 
 
 async def test_bfcl_case_runs_with_a_dotted_tool_name(tmp_path: Path) -> None:
@@ -490,14 +530,85 @@ def test_cli_eval_and_stats(dataset: Path, tmp_path: Path) -> None:
     assert cli("stats", "--since", "yesterday").returncode == 2
 
 
+def test_cli_eval_on_bfcl_files_scores_by_bfcl_rules_and_hashes_the_answers(
+    tmp_path: Path,
+) -> None:
+    question = tmp_path / "data" / "BFCL_v4_simple_python.json"
+    answers = question.parent / "possible_answer" / question.name
+    answers.parent.mkdir(parents=True)
+    function = {
+        "name": "trains.book",
+        "description": "Book a train ticket.",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "_class": {"type": "string"},
+                "adults": {"type": "integer", "default": 1},
+                "refundable": {"type": "boolean", "default": "false"},
+            },
+            "required": ["_class"],
+        },
+    }
+    question.write_text(
+        json.dumps(
+            {
+                "id": "simple_python_0",
+                "question": [[{"role": "user", "content": "Business class, please."}]],
+                "function": [function],
+            }
+        )
+        + "\n"
+    )
+
+    def answer(fare: str) -> None:
+        truth = {"_class": [fare], "adults": ["", 1], "refundable": ["", False]}
+        answers.write_text(
+            json.dumps({"id": "simple_python_0", "ground_truth": [{"trains.book": truth}]}) + "\n"
+        )
+
+    (tmp_path / "models.py").write_text(
+        textwrap.dedent(
+            """
+            from agentcore.adapters import ScriptedModel
+            CALL = {"type": "tool", "thought": "t", "tool": "trains.book",
+                    "args": {"_class": "business"}}
+            def booker():
+                return ScriptedModel(lambda m: CALL, name="scripted/booker")
+            """
+        )
+    )
+    env = {**os.environ, "AGENTCORE_SCORECARDS": str(tmp_path / "cards"), "COLUMNS": "200"}
+
+    def card(*extra: str) -> dict[str, Any]:
+        command = [sys.executable, "-m", "agentcore.cli", "eval", str(question)]
+        res = subprocess.run(
+            [*command, "--model", "models:booker", "--out", "card.json", *extra],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        assert "bfcl rules" in res.stdout or "agentcore rules" in res.stdout
+        return json.loads((tmp_path / "card.json").read_text())
+
+    answer("Business")
+    first = card()
+    assert (first["scoring"], first["metrics"]["accuracy"]) == ("bfcl", 1.0)
+    assert first["results"][0]["action"]["args"] == {"_class": "business"}  # no defaults
+    answer("Economy")  # the questions are unchanged: only the answers
+    second = card("--scoring", "agentcore")
+    assert (second["scoring"], second["metrics"]["accuracy"]) == ("agentcore", 0.0)
+    assert second["dataset_hash"] != first["dataset_hash"]
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_shipped_fixture_dataset_loads_and_compiles() -> None:
+async def test_shipped_fixture_dataset_loads_and_compiles() -> None:
     from collections import Counter
-
-    from agentcore.contracts import compile_action_schema
-    from agentcore.evals import _prepare
 
     cases = load_cases(ROOT / "fixtures" / "evals" / "cases.jsonl")
     assert len(cases) >= 120
@@ -511,9 +622,10 @@ def test_shipped_fixture_dataset_loads_and_compiles() -> None:
         "destructive_looking",
     ):
         assert counts[category] >= 15, category
-    doc = load_contract()
-    for case in cases:
-        compile_action_schema(_prepare(case, doc).schema_tools).json_schema()
+    finish = ScriptedModel(lambda _m: {"type": "finish", "thought": "t", "answer": "?"})
+    card = await evaluate(cases, finish)
+    assert card.case_errors == {}  # every tool compiles
+    assert card.scoring == "agentcore"
 
 
 def test_shipped_bfcl_samples_load() -> None:
@@ -524,4 +636,4 @@ def test_shipped_bfcl_samples_load() -> None:
     assert len(simple) == 5
     assert all("." in c.tools[0].name for c in simple)
     irrelevant = load_bfcl(folder / "BFCL_v3_irrelevance.json")
-    assert {c.expected.types() for c in irrelevant} == {("finish",)}
+    assert {c.expected.types() for c in irrelevant} == {("finish", "plan")}

@@ -40,6 +40,7 @@ from agentcore.evals import (
     EvalCase,
     Mode,
     Scorecard,
+    Scoring,
     dataset_hash,
     evaluate,
     load_bfcl,
@@ -74,12 +75,15 @@ def _load_model(spec: str) -> ModelAdapter:
     return resolve_model(spec)
 
 
-def _load_dataset(path: Path) -> list[EvalCase]:
-    """Our JSON Lines cases, or a BFCL question file (answers in possible_answer/ beside it)."""
+def _load_dataset(path: Path) -> tuple[list[EvalCase], list[Path]]:
+    """Our JSON Lines cases, or a BFCL question file (answers in possible_answer/ beside it);
+    and the files they came from (the dataset hash covers the answers too)."""
     if path.name.startswith("BFCL_"):
         answers = path.parent / "possible_answer" / path.name
-        return load_bfcl(path, answers if answers.is_file() else None)
-    return load_cases(path)
+        if answers.is_file():
+            return load_bfcl(path, answers), [path, answers]
+        return load_bfcl(path), [path]
+    return load_cases(path), [path]
 
 
 @app.command("eval")
@@ -87,6 +91,13 @@ def eval_cmd(
     dataset: Annotated[Path, typer.Argument(help="Cases (JSON Lines) or a BFCL question file.")],
     model: Annotated[str, typer.Option(help="provider/model, or MODULE:ATTR of an adapter.")],
     mode: Annotated[str, typer.Option(help="structured, native or both.")] = "structured",
+    scoring: Annotated[
+        str,
+        typer.Option(
+            help="Rules: agentcore (this project's), bfcl (BFCL's AST checker) or auto "
+            "(bfcl for BFCL files, agentcore otherwise)."
+        ),
+    ] = "auto",
     concurrency: Annotated[int, typer.Option(min=1, help="Cases in flight at once.")] = 4,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N cases.")] = None,
     out_file: Annotated[
@@ -108,14 +119,21 @@ def eval_cmd(
         modes = [mode]
     else:
         abort(f"unknown mode {mode!r}; valid: structured, native, both", EXIT_USAGE)
+    rules: Scoring | None
+    if scoring == "auto":
+        rules = None
+    elif scoring in ("agentcore", "bfcl"):
+        rules = scoring
+    else:
+        abort(f"unknown scoring {scoring!r}; valid: auto, agentcore, bfcl", EXIT_USAGE)
     try:
-        cases = _load_dataset(dataset)
+        cases, files = _load_dataset(dataset)
         adapter = _load_model(model)
     except ConfigurationError as exc:
         abort(str(exc), EXIT_USAGE)
     if limit is not None:
         cases = cases[:limit]
-    digest = dataset_hash(dataset)
+    digest = dataset_hash(*files)
     cards: list[Scorecard] = []
     for m in modes:
         with Progress(
@@ -139,6 +157,7 @@ def eval_cmd(
                         cases,
                         adapter,
                         mode=m,
+                        scoring=rules,
                         dataset=str(dataset),
                         dataset_digest=digest,
                         concurrency=concurrency,
@@ -156,7 +175,8 @@ def eval_cmd(
             encoding="utf-8",
         )
     table = Table(
-        title=f"{adapter.name} on {dataset.name} ({len(cases)} cases)", header_style="bold"
+        title=f"{adapter.name} on {dataset.name} ({len(cases)} cases, {cards[0].scoring} rules)",
+        header_style="bold",
     )
     table.add_column("metric")
     for card in cards:
@@ -171,6 +191,19 @@ def eval_cmd(
     for cat in cards[0].by_category:
         cats.add_row(cat, *(_num(c.by_category[cat]["accuracy"]) for c in cards))
     out.print(cats)
+    errors = cards[0].case_errors
+    if errors:
+        err.print(
+            f"[yellow]{len(errors)} case(s) not scored[/] (see case_errors in the scorecard):",
+            highlight=False,
+        )
+        for case_id, why in list(errors.items())[:_ERRORS_SHOWN]:
+            err.print(f"  {case_id}: {why}", highlight=False, soft_wrap=True)
+        if len(errors) > _ERRORS_SHOWN:
+            err.print(f"  ... and {len(errors) - _ERRORS_SHOWN} more", highlight=False)
+
+
+_ERRORS_SHOWN = 10
 
 
 def _num(value: float | None) -> str:

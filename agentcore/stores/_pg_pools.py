@@ -66,6 +66,18 @@ class LoopPools:
                     del self._pools[loop]
             raise
 
+    async def check(self) -> None:
+        """Test the running loop's idle connections; the pool replaces the dead ones (after
+        a connection was lost: a restart or ``pg_terminate_backend`` kills them all). Never
+        raises: a connection that cannot be made now is retried by the pool."""
+        with self._lock:
+            slot = self._pools.get(asyncio.get_running_loop())
+        if slot is None or not slot.ready.done() or slot.ready.cancelled():
+            return
+        if slot.ready.exception() is None:
+            with contextlib.suppress(Exception):
+                await slot.ready.result().check()
+
     async def close(self) -> None:
         """Close every pool: this loop's now, other live loops' soon. Idempotent."""
         with self._lock:

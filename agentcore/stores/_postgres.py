@@ -91,6 +91,7 @@ from ._base import (
 from ._codec import DECODE_ERRORS, encode_batch, run_label
 from ._pg_claims import AdvisoryClaims
 from ._pg_pools import LoopPools
+from ._pg_retry import retried, retried_append
 from ._pg_schema import Statements, upgrade
 
 if TYPE_CHECKING:
@@ -204,6 +205,7 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ protocol
 
+    @retried_append
     async def append(
         self,
         run_id: str,
@@ -272,6 +274,7 @@ class PostgresStore:
             f"has {current} events (another writer advanced it); nothing was written"
         )
 
+    @retried
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
         import psycopg
@@ -343,6 +346,7 @@ class PostgresStore:
             raise self._error(exc, where) from exc
         return [(int(seq), str(body)) for seq, body in rows if seq > after]
 
+    @retried
     async def list_runs(
         self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> list[RunSummary]:
@@ -426,6 +430,7 @@ class PostgresStore:
             raise self._error(exc, f"{where} ({len(pruned)} pruned before the failure)") from exc
         return pruned
 
+    @retried
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`. The request's time is the database's
         clock, the one every worker shares."""
@@ -442,6 +447,7 @@ class PostgresStore:
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
 
+    @retried
     async def cancel_request(self, run_id: str) -> CancelRequest | None:
         """See :meth:`TranscriptStore.cancel_request`."""
         import psycopg
@@ -470,6 +476,7 @@ class PostgresStore:
                 f"({exc})"
             ) from exc
 
+    @retried
     async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Lease:
         """See :meth:`TranscriptStore.acquire`: one ``UPDATE ... RETURNING`` that takes the
         run if nobody holds it or the holder's lease has expired by the database's clock.
@@ -501,6 +508,7 @@ class PostgresStore:
             "acquire it; try again."
         )
 
+    @retried
     async def renew(self, lease: Lease) -> Lease:
         """See :meth:`TranscriptStore.renew` (from the database's ``clock_timestamp()``)."""
         import psycopg
@@ -525,6 +533,7 @@ class PostgresStore:
             raise self._error(exc, where) from exc
         raise self._lost(lease, found, what="It was not renewed")
 
+    @retried
     async def release(self, lease: Lease) -> None:
         """See :meth:`TranscriptStore.release`."""
         import psycopg
@@ -548,6 +557,12 @@ class PostgresStore:
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
         return self._claims.claim(run_id)
+
+    async def check_connections(self) -> None:
+        """Test this event loop's idle pooled connections and replace the dead ones. The
+        store calls it itself before retrying an operation whose connection was lost
+        (``_pg_retry``); never raises."""
+        await self._pools.check()
 
     async def close(self) -> None:
         """Close every pool and the claim connection (releasing all claims). Idempotent."""

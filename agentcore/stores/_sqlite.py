@@ -54,13 +54,11 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
-from agentcore._faults import crash_point
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
     RunBusyError,
     RunNotFoundError,
-    SeqConflictError,
     StoreCorruptedError,
     StoreError,
 )
@@ -80,6 +78,8 @@ from ._base import (
     status_after,
 )
 from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
+from ._commits import CommitStats
+from ._sqlite_commit import Pending, SQLiteCommits
 from ._sqlite_leases import (
     Flock,
     HeldFlocks,
@@ -132,10 +132,14 @@ class SQLiteStore:
         migrate: bring an older layout up to date on open (default). When false, an older
             file is refused with a StoreError naming ``agentcore db upgrade``; a new or
             empty file still becomes a store.
+        group_commit: appends made at once (concurrent runs on one event loop) share one
+            transaction and one fsync, each returning once its own events are durable;
+            when false, every append is a transaction of its own.
 
     Attributes:
         url: ``sqlite:///<path>``, as :func:`open_store` accepts it.
         path: the database file.
+        stats: transactions and appends so far (:class:`CommitStats`).
 
     Raises:
         ConfigurationError: an empty path, an unknown ``synchronous`` or a negative timeout.
@@ -152,6 +156,7 @@ class SQLiteStore:
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         busy_timeout_s: float = 5.0,
         migrate: bool = True,
+        group_commit: bool = True,
     ) -> None:
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
@@ -196,6 +201,12 @@ class SQLiteStore:
             conn.close()
             raise
         self._conn = conn
+        self._commits = SQLiteCommits(conn, _append_if_at, self._error, group=group_commit)
+
+    @property
+    def stats(self) -> CommitStats:
+        """Transactions and appends so far (how well group commit shares them)."""
+        return self._commits.stats
 
     async def append(
         self,
@@ -206,33 +217,17 @@ class SQLiteStore:
         lease: Lease | None = None,
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
-        in the append's ``BEGIN IMMEDIATE`` transaction, before the seq."""
+        in the append's transaction, before the seq. With group commit, concurrent appends
+        share that transaction (``_sqlite_commit``); each returns once it is durable."""
         check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)
-        conn = self._open_conn()
+        self._open_conn()
         try:
-            current = _append_if_at(conn, run_id, expected_seq, events, bodies, lease)
+            await self._commits.append(Pending(run_id, expected_seq, events, bodies, lease))
         except LeaseLostError:
             if lease is not None:
                 self._flocks.drop(run_id, lease.epoch)  # let a live new holder have it
             raise
-        except sqlite3.IntegrityError as exc:
-            raise SeqConflictError(
-                f"run {run_label(run_id)}: an event at seq {expected_seq}.."
-                f"{expected_seq + len(events) - 1} is already stored (another writer advanced "
-                "it); nothing was written"
-            ) from exc
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc,
-                f"cannot append to run {run_label(run_id)} at seq {expected_seq}; nothing was "
-                "written",
-            ) from exc
-        if current != expected_seq:
-            raise SeqConflictError(
-                f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
-                f"transcript has {current} events (another writer advanced it); nothing was written"
-            )
 
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
@@ -464,7 +459,10 @@ class SQLiteStore:
 
     async def close(self) -> None:
         """Close the connection and let go of the leases' flocks (the leases stay recorded;
-        another process voids them at once). Idempotent; the store is unusable afterwards."""
+        another process voids them at once). Idempotent; the store is unusable afterwards.
+        Appends queued on this loop are committed first."""
+        if self._conn is not None:
+            self._commits.flush()
         self._flocks.close()
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -504,48 +502,40 @@ def _append_if_at(
     bodies: Sequence[str],
     lease: Lease | None,
 ) -> int:
-    """Append ``events`` in one transaction if the run is at ``expected_seq`` (and, with a
-    lease, held by it).
+    """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
+    (and, with a lease, held by it); the caller commits or rolls back (``_sqlite_commit``).
 
     Returns:
         The run's next seq before the call: ``expected_seq`` when the events were written,
-        anything else when they were not (the transaction is rolled back).
+        anything else when nothing was.
 
     Raises:
-        LeaseLostError: ``lease`` is not the run's lease (rolled back).
+        LeaseLostError: ``lease`` is not the run's lease (nothing was written).
+        sqlite3.Error: perhaps after some rows were written (IntegrityError: an event row
+            is there already).
     """
     rows = [(run_id, ev.seq, ev.type, ev.at, body) for ev, body in zip(events, bodies, strict=True)]
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row: tuple[int, str, str | None, int, float | None] | None = conn.execute(
-            "SELECT next_seq, status, owner, epoch, lease_until FROM runs WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
-        if lease is not None:
-            check_lease(None if row is None else row[2:], lease, what="Nothing was written")
-        current, before = (0, "running") if row is None else row[:2]
-        if current != expected_seq:
-            _rollback(conn)
-            return current
-        status = before
-        for ev in events:
-            status = status_after(status, ev)
-        first, end = events[0], expected_seq + len(events)
-        conn.executemany(_INSERT_EVENT, rows)
-        if row is None:
-            task, tenant = (
-                (first.task, first.tenant) if isinstance(first, RunStarted) else ("", None)
-            )
-            conn.execute(_INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end, tenant))
-        elif status != before:
-            conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, run_id))
-        else:
-            conn.execute(_ADVANCE_RUN, (events[-1].at, end, run_id))
-        crash_point("in_append_transaction")
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
+    row: tuple[int, str, str | None, int, float | None] | None = conn.execute(
+        "SELECT next_seq, status, owner, epoch, lease_until FROM runs WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    if lease is not None:
+        check_lease(None if row is None else row[2:], lease, what="Nothing was written")
+    current, before = (0, "running") if row is None else row[:2]
+    if current != expected_seq:
+        return current
+    status = before
+    for ev in events:
+        status = status_after(status, ev)
+    first, end = events[0], expected_seq + len(events)
+    conn.executemany(_INSERT_EVENT, rows)
+    if row is None:
+        task, tenant = (first.task, first.tenant) if isinstance(first, RunStarted) else ("", None)
+        conn.execute(_INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end, tenant))
+    elif status != before:
+        conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, run_id))
+    else:
+        conn.execute(_ADVANCE_RUN, (events[-1].at, end, run_id))
     return expected_seq
 
 

@@ -1,0 +1,173 @@
+"""Evaluation cases as data: the case models, this project's JSON Lines format, scores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentcore.contracts import Effect
+from agentcore.contracts.errors import ConfigurationError
+
+__all__ = [
+    "EvalCase",
+    "EvalTool",
+    "Expected",
+    "Score",
+    "Scoring",
+    "dataset_hash",
+    "load_cases",
+    "read_jsonl",
+]
+
+Scoring = Literal["agentcore", "bfcl"]
+"""The rule set a case is scored by: this project's (``agentcore``, see
+``fixtures/evals/README.md``) or the Berkeley Function Calling Leaderboard's AST checker
+(``bfcl``)."""
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class EvalTool(_Data):
+    """A tool of a case, defined as data (JSON Schema parameters)."""
+
+    name: str
+    description: str
+    effect: Effect = "read"
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object"}
+    )  # Any: JSON Schema
+
+
+class Expected(_Data):
+    """The right first action.
+
+    ``type`` ``tool`` names the tool and, per argument, the acceptable values (``""`` in
+    the list: the argument may be omitted). ``finish`` or ``plan`` (or both) mean abstaining.
+    """
+
+    type: Literal["tool", "finish", "plan"] | list[Literal["finish", "plan"]]
+    tool: str | None = None
+    args: dict[str, list[Any]] = {}  # Any: JSON values
+
+    def types(self) -> tuple[str, ...]:
+        """The acceptable action types."""
+        return tuple(self.type) if isinstance(self.type, list) else (self.type,)
+
+
+class EvalCase(_Data):
+    """One evaluation case: messages, tools and the expected first action.
+
+    Attributes:
+        rules: the rule set the expectation was written for (``bfcl`` for cases loaded
+            from the Berkeley Function Calling Leaderboard's files).
+        problem: why no action can be scored right (a defect of a published answer, found
+            when the case was loaded); such a case is reported as a case error and no
+            model is asked.
+    """
+
+    id: str
+    category: str = "uncategorised"
+    messages: list[dict[str, str]]
+    tools: list[EvalTool]
+    expected: Expected
+    rules: Scoring = "agentcore"
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """How one action scored.
+
+    Attributes:
+        tool_correct: the expected tool was chosen (``None`` for abstention cases, and for
+            a plan accepted before a write).
+        args_correct: ...with acceptable arguments (``None`` where ``tool_correct`` is).
+        abstained_correctly: an acceptable abstention (``None`` for tool cases).
+        correct: the case counts as solved.
+        reason: why it does not, in words (``None`` when correct).
+    """
+
+    tool_correct: bool | None
+    args_correct: bool | None
+    abstained_correctly: bool | None
+    correct: bool
+    reason: str | None = None
+
+
+def dataset_hash(*paths: str | Path) -> str:
+    """sha256 (16 hex digits) of dataset files' bytes (a folder: every file under it).
+
+    Give every file the scores depend on: a BFCL question file and its answer file.
+    """
+    digest = hashlib.sha256()
+    for path in paths:
+        p = Path(path)
+        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+            if f.is_file():
+                digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:  # Any: JSON
+    """The objects of a JSON Lines file.
+
+    Raises:
+        ConfigurationError: the file cannot be read, or a line is not a JSON object.
+    """
+    rows: list[dict[str, Any]] = []  # Any: JSON
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read {path}: {exc}") from exc
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row: object = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"{path}:{n}: not JSON: {exc}") from exc
+        if not isinstance(row, dict):
+            raise ConfigurationError(f"{path}:{n}: not a JSON object")
+        rows.append(row)  # pyright: ignore[reportUnknownArgumentType]  # a JSON object
+    return rows
+
+
+def load_cases(path: str | Path) -> list[EvalCase]:
+    """Load this project's JSON Lines dataset.
+
+    Raises:
+        ConfigurationError: the file is missing, or a line is not a valid case (the line
+            number says which).
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read dataset {p}: {exc}") from exc
+    cases: list[EvalCase] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            case = EvalCase.model_validate_json(line)
+        except ValidationError as exc:
+            raise ConfigurationError(f"{p}:{n}: not a valid case: {exc}") from exc
+        _check_case(case, f"{p}:{n}")
+        cases.append(case)
+    if not cases:
+        raise ConfigurationError(f"Dataset {p} has no cases.")
+    return cases
+
+
+def _check_case(case: EvalCase, where: str) -> None:
+    names = {t.name for t in case.tools}
+    exp = case.expected
+    if exp.type == "tool" and exp.tool not in names:
+        raise ConfigurationError(f"{where}: expected tool {exp.tool!r} is not among its tools")

@@ -89,7 +89,9 @@ from ._base import (
     status_after,
 )
 from ._codec import DECODE_ERRORS, encode_batch, run_label
+from ._commits import CommitStats
 from ._pg_claims import AdvisoryClaims
+from ._pg_commit import PgAppend, PgCommits
 from ._pg_pools import LoopPools
 from ._pg_retry import retried, retried_append
 from ._pg_schema import Statements, upgrade
@@ -152,10 +154,14 @@ class PostgresStore:
             the pool) may take before a StoreError.
         migrate: bring an older schema up to date on open (default). When false, an older
             schema is refused with a StoreError; an empty database is still initialised.
+        group_commit: appends made at once (concurrent runs on one event loop) share one
+            transaction and one WAL flush, each returning once its own events are durable;
+            when false, every append is a transaction of its own.
 
     Attributes:
         url: the DSN as given (it may contain a password; messages never show it).
         schema: the schema given, or ``None``.
+        stats: transactions and appends so far (:class:`CommitStats`).
 
     Raises:
         ConfigurationError: psycopg is not installed (``pip install 'agentcore[postgres]'``),
@@ -172,6 +178,7 @@ class PostgresStore:
         max_connections: int = 10,
         connect_timeout_s: float = 10.0,
         migrate: bool = True,
+        group_commit: bool = True,
     ) -> None:
         if schema is not None and not _SCHEMA_NAME.match(schema):
             raise ConfigurationError(
@@ -202,6 +209,14 @@ class PostgresStore:
             connect_timeout=self._connect_timeout,
             error=self._error,
         )
+        self._commits = PgCommits(
+            self._pool, self._sql.run_state, self._error, self._refusal, group=group_commit
+        )
+
+    @property
+    def stats(self) -> CommitStats:
+        """Transactions and appends so far (how well group commit shares them)."""
+        return self._commits.stats
 
     # ------------------------------------------------------------------ protocol
 
@@ -215,9 +230,9 @@ class PostgresStore:
         lease: Lease | None = None,
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
-        checked by the same one-statement append as the seq (no extra round trip)."""
-        import psycopg
-
+        checked by the same one-statement append as the seq (no extra round trip). With
+        group commit, concurrent appends share one transaction (``_pg_commit``); each
+        returns once it is durable."""
         check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)  # refuses what would not read back as itself
         end = expected_seq + len(events)
@@ -239,9 +254,6 @@ class PostgresStore:
             "ats": [ev.at for ev in events],
             "bodies": bodies,
         }
-        where = (
-            f"cannot append to run {run_label(run_id)} at seq {expected_seq}; nothing was written"
-        )
         if lease is not None:
             # A new run has no lease yet: at seq 0 this matches no row, and the follow-up
             # read says why (no run: the lease is not the run's; a run: a seq conflict).
@@ -251,28 +263,10 @@ class PostgresStore:
             statement = self._sql.append_new
         else:
             statement = self._sql.append_next
-        pool = await self._pool(where)
-        try:
-            async with pool.connection() as conn:
-                row = await (await conn.execute(statement, params)).fetchone()
-                if row is not None and row[0] == len(events):
-                    return
-                found = await (await conn.execute(self._sql.run_state, (run_id,))).fetchone()
-        except psycopg.errors.UniqueViolation as exc:
-            raise SeqConflictError(
-                f"run {run_id}: an event at seq {expected_seq}..{end - 1} is already stored "
-                "(another writer advanced it); nothing was written"
-            ) from exc
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
-        holder = None if found is None else found[1:]  # owner, epoch, lease_until, now
-        if lease is not None and (holder is None or holder[:2] != (lease.owner, lease.epoch)):
-            raise self._lost(lease, holder, what="Nothing was written")
-        current = 0 if found is None else int(found[0])
-        raise SeqConflictError(
-            f"run {run_id}: expected to append at seq {expected_seq}, but the transcript "
-            f"has {current} events (another writer advanced it); nothing was written"
-        )
+        if self._closed:
+            raise StoreError(f"The store {self._display} is closed; open a new one")
+        item = PgAppend(run_id, expected_seq, len(events), statement, params, lease)
+        await self._commits.append(item)
 
     @retried
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
@@ -565,7 +559,9 @@ class PostgresStore:
         await self._pools.check()
 
     async def close(self) -> None:
-        """Close every pool and the claim connection (releasing all claims). Idempotent."""
+        """Close every pool and the claim connection (releasing all claims). Idempotent.
+        This loop's appends already queued are committed first."""
+        await self._commits.wait()
         self._closed = True
         await self._pools.close()
         self._claims.close()
@@ -600,6 +596,20 @@ class PostgresStore:
         code = f" (SQLSTATE {sqlstate})" if sqlstate else ""
         text = str(exc).strip() or type(exc).__name__
         return StoreError(f"PostgreSQL store {self._display}: {what}: {text}{code}")
+
+    def _refusal(self, item: PgAppend, found: Sequence[Any] | None) -> Exception:
+        """Why ``item`` wrote nothing, from its run's ``(next_seq, owner, epoch,
+        lease_until, now)`` read after the commit, or ``None``: no such run (Any: a row)."""
+        holder = None if found is None else found[1:]
+        lease = item.lease
+        if lease is not None and (holder is None or holder[:2] != (lease.owner, lease.epoch)):
+            return self._lost(lease, holder, what="Nothing was written")
+        current = 0 if found is None else int(found[0])
+        return SeqConflictError(
+            f"run {run_label(item.run_id)}: expected to append at seq {item.expected_seq}, but "
+            f"the transcript has {current} events (another writer advanced it); nothing was "
+            "written"
+        )
 
     def _lost(self, lease: Lease, found: Sequence[Any] | None, *, what: str) -> LeaseLostError:
         """LeaseLostError from the run's ``(owner, epoch, lease_until, now)``, or ``None``

@@ -232,10 +232,9 @@ def _answer_problem(tools: Sequence[EvalTool], expected: Expected) -> str | None
         if "" in acceptable and _kind(schema) == "string" and _fits("", schema):
             sendable.append("")  # an empty string sent matches "" (BFCL compares strings)
         if not may_omit and not sendable:
-            return (
-                f"no acceptable value of {name!r} fits its declared type "
-                f"({_kind(schema)}): {acceptable!r}"
-            )
+            enum: Any = schema.get("enum")  # Any: JSON
+            allowed = f"{_kind(schema)}, one of {enum!r}" if enum else _kind(schema)
+            return f"no acceptable value of {name!r} fits its schema ({allowed}): {acceptable!r}"
     return None
 
 

@@ -110,7 +110,7 @@ def _gorilla_schema(node: Any) -> Any:  # Any: JSON Schema in Gorilla's dialect
     return out
 
 
-def category_of(case_id: str) -> str:
+def _category_of(case_id: str) -> str:
     """The BFCL category of a case id (``live_simple_3-2-0`` -> ``live_simple``)."""
     return case_id.rsplit("_", 1)[0]
 
@@ -171,7 +171,7 @@ def _case(
     where: Path,
 ) -> EvalCase:
     qid = str(q["id"])
-    category = category_of(qid)
+    category = _category_of(qid)
     turns: list[Any] = q["question"]  # Any: JSON
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in turns[0]]
     functions: list[dict[str, Any]] = q["function"]  # Any: JSON

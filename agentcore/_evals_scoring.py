@@ -15,9 +15,10 @@ __all__ = ["score_action"]
 
 
 def score_action(
-    case: EvalCase, action: NextAction | None, scoring: Scoring = "agentcore"
+    case: EvalCase, action: NextAction | None, scoring: Scoring | None = None
 ) -> Score:
-    """Score one action (``None``: no valid action) by the rules named.
+    """Score one action (``None``: no valid action) by the rules named (by default the rules
+    the case was written for: ``case.rules``).
 
     ``agentcore`` (this project's rules, ``fixtures/evals/README.md``): the expected tool
     with acceptable arguments (listed arguments must match one of their values: strings
@@ -36,10 +37,11 @@ def score_action(
     Raises:
         ConfigurationError: unknown rules.
     """
-    if scoring == "bfcl":
+    rules = case.rules if scoring is None else scoring
+    if rules == "bfcl":
         return bfcl_score(case, action)
-    if scoring != "agentcore":
-        raise ConfigurationError(f"Unknown scoring {scoring!r}: use 'agentcore' or 'bfcl'.")
+    if rules != "agentcore":
+        raise ConfigurationError(f"Unknown scoring {rules!r}: use 'agentcore' or 'bfcl'.")
     exp = case.expected
     if exp.type == "tool":
         tool = next((t for t in case.tools if t.name == exp.tool), None)

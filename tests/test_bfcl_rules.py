@@ -249,6 +249,7 @@ def test_on_irrelevance_anything_but_a_call_abstains(tmp_path: Path) -> None:
         assert bfcl(case, action), action
     assert not bfcl(case, call({"city": "Paris"}))
     assert agentcore(case, PlanAction(thought="t", steps=["ask"]))
+    assert score_action(case, None).correct  # by default, the case's own rules: BFCL's
 
 
 async def test_the_scorecard_says_which_rules_scored_it(tmp_path: Path) -> None:

@@ -91,11 +91,16 @@ def collect_stats(transcripts: Sequence[Sequence[Event]]) -> list[ContractStats]
 
 
 async def contract_stats(
-    store: TranscriptStore, *, since: float | None = None, limit: int = 10_000
+    store: TranscriptStore,
+    *,
+    since: float | None = None,
+    tenant: str | None = None,
+    limit: int = 10_000,
 ) -> list[ContractStats]:
-    """Load the store's runs (updated at or after ``since``) and aggregate them."""
+    """Load the store's runs (updated at or after ``since``; only ``tenant``'s when given)
+    and aggregate them."""
     transcripts: list[list[Event]] = []
-    for summary in await store.list_runs(limit=limit):
+    for summary in await store.list_runs(tenant=tenant, limit=limit):
         if since is not None and summary.updated_at < since:
             continue
         transcripts.append(await store.load(summary.run_id))

@@ -3,6 +3,7 @@ and the command line's filters (issue 10)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,33 @@ async def test_an_invalid_tenant_is_refused_before_anything_is_recorded(tmp_path
         assert await agent.store.list_runs() == []
     finally:
         await agent.close()
+
+
+def test_the_cli_lists_and_counts_by_tenant(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentcore.cli import app
+
+    db = tmp_path / "runs.db"
+
+    async def start() -> None:
+        agent = Agent(tools=[noop], model=ScriptedModel([finish()] * 3), store=f"sqlite:///{db}")
+        try:
+            await agent.run("one", run_id="acme-1", tenant="acme")
+            await agent.run("two", run_id="acme-2", tenant="acme")
+            await agent.run("three", run_id="globex-1", tenant="globex")
+        finally:
+            await agent.close()
+
+    asyncio.run(start())
+    url = f"sqlite:///{db}"
+    listed = CliRunner().invoke(app, ["runs", "--tenant", "acme", "--store", url])
+    assert listed.exit_code == 0, listed.output
+    assert "acme-1" in listed.output and "acme-2" in listed.output
+    assert "globex-1" not in listed.output
+    counted = CliRunner().invoke(app, ["stats", "--tenant", "globex", "--store", url])
+    assert counted.exit_code == 0, counted.output
+    [row] = [line for line in counted.output.splitlines() if line.strip().startswith(("│ v", "v"))]
+    assert row.replace("│", " ").split()[1] == "1"  # one run of globex
+    refused = CliRunner().invoke(app, ["runs", "--tenant", "", "--store", url])
+    assert refused.exit_code == 2 and "tenant is empty" in refused.output

@@ -13,15 +13,16 @@ Exit codes (also in the README):
 6  the run failed
 7  the run was cancelled
 8  the run is still marked running (its process may have died: resume it)
+9  ``db status`` / ``db upgrade``: the store was written by a newer agentcore
 == ===========================================================
 """
 
 from __future__ import annotations
 
-from . import _evals, _runs
+from . import _admin, _evals, _runs
 from ._common import EXIT_CODES, app
 
-_COMMANDS = (_runs, _evals)  # importing these modules registers their commands on `app`
+_COMMANDS = (_runs, _evals, _admin)  # importing these modules registers their commands on `app`
 
 __all__ = ["EXIT_CODES", "app", "main"]
 

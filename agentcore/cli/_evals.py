@@ -22,6 +22,7 @@ from rich.table import Table
 
 from agentcore._stats import ContractStats, contract_stats
 from agentcore.adapters import ModelAdapter, resolve_model
+from agentcore.cli._admin import TenantOpt
 from agentcore.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -234,6 +235,7 @@ def stats(
         str | None, typer.Option(help="Only runs updated since (7d, 24h, ISO).")
     ] = None,
     by: Annotated[str, typer.Option(help="Group by: contract.")] = "contract",
+    tenant: TenantOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Per contract version: runs, steps, plan/tool/finish shares, invalid and re-ask rates."""
@@ -245,9 +247,9 @@ def stats(
         abort(str(exc), EXIT_USAGE)
 
     async def go() -> list[ContractStats]:
-        st = open_store(store)
+        st = open_store(store, migrate=False)  # a listing never migrates
         try:
-            return await contract_stats(st, since=cutoff)
+            return await contract_stats(st, since=cutoff, tenant=tenant)
         finally:
             await st.close()
 

@@ -22,6 +22,7 @@ from agentcore import (
 )
 from agentcore._state import RunState
 from agentcore.adapters import ModelAdapter, resolve_model
+from agentcore.cli._admin import TenantOpt
 from agentcore.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -177,6 +178,7 @@ def run_cmd(
 def runs(
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
     limit: Annotated[int, typer.Option(min=1)] = 50,
+    tenant: TenantOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """List runs, most recently updated first."""
@@ -186,9 +188,9 @@ def runs(
         )
 
     async def go() -> list[Any]:  # Any: RunSummary rows
-        st = open_store(store)
+        st = open_store(store, migrate=False)  # a listing never migrates
         try:
-            return list(await st.list_runs(status=status, limit=limit))
+            return list(await st.list_runs(status=status, tenant=tenant, limit=limit))
         finally:
             await st.close()
 

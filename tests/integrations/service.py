@@ -1,0 +1,41 @@
+"""The Celery app a test's worker processes load: ``celery -A service worker``.
+
+Configured by the environment the test sets: the broker, the PostgreSQL store (DSN and
+schema), the queue, the tools' variant, the model's latency, the lease and the turn size.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from workload import make_agent
+
+from agentcore.integrations.celery import CeleryQueue, install
+from agentcore.stores import PostgresStore
+
+env = os.environ
+app = Celery("agentcore-tests", broker=env["AGENTCORE_TEST_AMQP_URL"])
+app.conf.task_default_queue = env["AGENTCORE_TEST_QUEUE"]
+app.conf.worker_hijack_root_logger = True
+low, _, high = env.get("AGENTCORE_TEST_LATENCY_MS", "").partition(",")
+store = PostgresStore(
+    env["AGENTCORE_TEST_POSTGRES_DSN"],
+    schema=env["AGENTCORE_TEST_PG_SCHEMA"],
+    max_connections=int(env.get("AGENTCORE_TEST_PG_CONNECTIONS", "10")),
+)
+agent = make_agent(
+    store,
+    queue=CeleryQueue(app),
+    variant=env.get("AGENTCORE_TEST_TOOLS", "v1"),
+    latency_ms=(float(low), float(high)) if low else None,
+    lease_s=float(env.get("AGENTCORE_TEST_LEASE_S", "5")),
+)
+registry = install(
+    app,
+    [agent],
+    turn_steps=int(env.get("AGENTCORE_TEST_TURN_STEPS", "2")),
+    turn_seconds=10.0,
+    sweep_every=None,
+    idle_after=float(env.get("AGENTCORE_TEST_IDLE_AFTER", "120")),
+)

@@ -45,6 +45,9 @@ BIND_ERRORS = (UnicodeError, OverflowError)
 """What a call into sqlite3 may raise besides sqlite3.Error: a value it cannot bind (a lone
 surrogate in a str: UnicodeEncodeError; an int beyond 64 bits: OverflowError)."""
 
+_EVENT_THERE = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
+"""The errors of an event row that is stored already: another writer advanced the run."""
+
 
 @dataclass(slots=True, eq=False)
 class Pending:
@@ -189,13 +192,14 @@ class SQLiteCommits:
                 outcome = _moved(item, current)
         except LeaseLostError as exc:
             outcome = exc
-        except sqlite3.IntegrityError as exc:
-            outcome = _stored_already(item)
-            outcome.__cause__ = exc
         except (sqlite3.Error, *BIND_ERRORS) as exc:
             if not conn.in_transaction:
-                raise
-            outcome = self._failed(item, exc)
+                raise  # SQLite ended the transaction: nothing of the batch stays
+            if getattr(exc, "sqlite_errorname", None) in _EVENT_THERE:
+                outcome = _stored_already(item)
+                outcome.__cause__ = exc
+            else:  # a value SQLite cannot bind, a trigger's or a CHECK's refusal
+                outcome = self._failed(item, exc)
         if outcome is None:
             if savepoint:
                 conn.execute("RELEASE agentcore_append")

@@ -448,6 +448,87 @@ class StoreConformance:
         [summary] = await store.list_runs()
         assert summary.events == seq
 
+    # ------------------------------------------------------------------ concurrent appends
+    # Many runs appending at once (what group commit batches): each append keeps its own
+    # conditions and its own outcome.
+
+    async def test_concurrent_appends_to_many_runs_all_land(self, store: TranscriptStore) -> None:
+        runs = [fresh_run_id("many") for _ in range(40)]
+        await asyncio.gather(*(store.append(r, 0, [started(r, task=r)]) for r in runs))
+        for seq in range(1, 4):  # each round: every run appends its next batch at once
+            await asyncio.gather(
+                *(
+                    store.append(r, 2 * seq - 1, [context(r, 2 * seq - 1), context(r, 2 * seq)])
+                    for r in runs
+                )
+            )
+        for r in runs:
+            assert await store.load(r) == [
+                started(r, task=r),
+                *(context(r, i) for i in range(1, 7)),
+            ]
+        summaries = await store.list_runs(limit=100)
+        assert sorted(s.run_id for s in summaries) == sorted(runs)
+        assert {s.events for s in summaries} == {7}
+
+    async def test_a_conflicting_append_among_concurrent_ones_fails_alone(
+        self, store: TranscriptStore
+    ) -> None:
+        runs = [fresh_run_id("conflict") for _ in range(9)]
+        await asyncio.gather(*(store.append(r, 0, [started(r)]) for r in runs))
+        late = runs[4]
+        await store.append(late, 1, [context(late, 1, content="first")])
+        outcomes = await asyncio.gather(
+            *(store.append(r, 1, [context(r, 1), context(r, 2)]) for r in runs),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[4], SeqConflictError), outcomes
+        assert [o for i, o in enumerate(outcomes) if i != 4] == [None] * 8
+        assert await store.load(late) == [started(late), context(late, 1, content="first")]
+        for r in runs[:4] + runs[5:]:
+            assert await store.load(r) == [started(r), context(r, 1), context(r, 2)]
+
+    async def test_a_fenced_append_among_concurrent_ones_fails_alone(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        runs = [fresh_run_id("fenced") for _ in range(6)]
+        await asyncio.gather(*(store.append(r, 0, [started(r)]) for r in runs))
+        leases = [await store.acquire(r, owner="worker", ttl_s=30) for r in runs]
+        stolen = runs[2]
+        await (peer or store).release(leases[2])
+        await (peer or store).acquire(stolen, owner="thief", ttl_s=30)
+        outcomes = await asyncio.gather(
+            *(
+                store.append(r, 1, [context(r, 1, content="w")], lease=lease)
+                for r, lease in zip(runs, leases, strict=True)
+            ),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[2], LeaseLostError) and "'thief'" in str(outcomes[2])
+        assert [o for i, o in enumerate(outcomes) if i != 2] == [None] * 5
+        assert await store.load(stolen) == [started(stolen)]
+        for r in runs[:2] + runs[3:]:
+            assert await store.load(r) == [started(r), context(r, 1, content="w")]
+
+    async def test_an_invalid_append_among_concurrent_ones_fails_alone(
+        self, store: TranscriptStore
+    ) -> None:
+        """An append the store refuses before writing (a value that would not read back)
+        fails with StoreError; the appends made with it land."""
+        runs = [fresh_run_id("invalid") for _ in range(5)]
+        await asyncio.gather(*(store.append(r, 0, [started(r)]) for r in runs))
+        bad = context(runs[1], 1, content="lone \udcff surrogate")
+        outcomes = await asyncio.gather(
+            *(store.append(r, 1, [bad if i == 1 else context(r, 1)]) for i, r in enumerate(runs)),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[1], StoreError), outcomes
+        assert not isinstance(outcomes[1], SeqConflictError)
+        assert [o for i, o in enumerate(outcomes) if i != 1] == [None] * 4
+        assert await store.load(runs[1]) == [started(runs[1])]
+        for r in runs[:1] + runs[2:]:
+            assert await store.load(r) == [started(r), context(r, 1)]
+
     # ------------------------------------------------------------------ listing
 
     async def test_list_runs_order_status_and_limit(self, store: TranscriptStore) -> None:

@@ -237,9 +237,11 @@ class Statements:
             pick += " AND run_id = ANY(%(run_ids)s::text[])"
         if dry_run:
             return pick.encode()
+        # = ANY(ARRAY(...)): the picked ids as one array, each deleted through the primary
+        # key (an IN (...) join may plan a scan of every run to match a few hundred ids).
         return (
-            f"DELETE FROM {self.runs} WHERE run_id IN "
-            f"({pick} LIMIT %(limit)s FOR UPDATE SKIP LOCKED) RETURNING run_id"
+            f"DELETE FROM {self.runs} WHERE run_id = ANY(ARRAY("
+            f"{pick} LIMIT %(limit)s FOR UPDATE SKIP LOCKED)) RETURNING run_id"
         ).encode()
 
     def migration(self, statement: str) -> bytes:

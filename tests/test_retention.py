@@ -207,3 +207,25 @@ def test_a_newer_store_is_refused_with_its_own_exit_code(tmp_path: Path) -> None
 
 async def _close(store: SQLiteStore) -> None:
     await store.close()
+
+
+def test_prune_goes_through_runs_in_chunks(tmp_path: Path) -> None:
+    from agentcore.stores._base import PRUNE_CHUNK
+
+    n = 2 * PRUNE_CHUNK + 1
+
+    async def go() -> tuple[list[str], list[str], int]:
+        store = SQLiteStore(tmp_path / "many.db", synchronous="NORMAL")
+        try:
+            for i in range(n):
+                run_id = f"r{i:05}"
+                done = RunFinished(run_id=run_id, seq=1, at=OLD, status="completed")
+                await store.append(run_id, 0, [started(run_id, OLD - 1), done])
+            dry = await store.prune(before=OLD + 1, dry_run=True)
+            pruned = await store.prune(before=OLD + 1)
+            return dry, pruned, len(await store.list_runs(limit=n))
+        finally:
+            await store.close()
+
+    dry, pruned, left = asyncio.run(go())
+    assert len(dry) == n and sorted(pruned) == sorted(dry) and left == 0

@@ -9,6 +9,7 @@ transcript is the only state, so runs resume after a crash and move between prov
 from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from ._integrity import check_transcript
 from ._runner import ContextProvider, ContextRequest
+from ._signals import run_until_signalled
 from ._state import PendingCall, RunResult, RunStatus, RunUsage
 from .agent import Agent, ModelSpec
 from .policy import Budget, Policy
@@ -35,6 +36,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "check_transcript",
+    "run_until_signalled",
     "tool",
 ]
 

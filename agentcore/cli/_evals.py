@@ -247,7 +247,7 @@ def stats(
         abort(str(exc), EXIT_USAGE)
 
     async def go() -> list[ContractStats]:
-        st = open_store(store, migrate=False)  # a listing never migrates
+        st = open_store(store)
         try:
             return await contract_stats(st, since=cutoff, tenant=tenant)
         finally:

@@ -188,7 +188,7 @@ def runs(
         )
 
     async def go() -> list[Any]:  # Any: RunSummary rows
-        st = open_store(store, migrate=False)  # a listing never migrates
+        st = open_store(store)
         try:
             return list(await st.list_runs(status=status, tenant=tenant, limit=limit))
         finally:

@@ -43,6 +43,7 @@ from agentcore.stores import (
     TranscriptStore,
     default_store_url,
     open_store,
+    schema_status,
 )
 
 # --------------------------------------------------------------------------- helpers
@@ -475,7 +476,8 @@ async def test_pragmas_applied(tmp_path: Path, synchronous: Literal["FULL", "NOR
     other = raw(path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert other.execute("PRAGMA user_version").fetchone() == (3,)  # migrations 1 to 3
+        latest = schema_status(f"sqlite:///{path}").latest
+        assert other.execute("PRAGMA user_version").fetchone() == (latest,)  # every migration
     finally:
         other.close()
 

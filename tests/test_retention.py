@@ -227,3 +227,18 @@ def test_prune_goes_through_runs_in_chunks(tmp_path: Path) -> None:
 
     dry, pruned, left = asyncio.run(go())
     assert len(dry) == n and sorted(pruned) == sorted(dry) and left == 0
+
+
+def test_db_upgrade_of_a_0_1_0_store(tmp_path: Path) -> None:
+    import shutil
+
+    db = tmp_path / "store-0.1.0.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "store-0.1.0.db", db)
+    latest = schema_status(f"sqlite:///{db}").latest
+    code, output = cli(db, "db", "status")
+    assert code == 0 and "schema version: 1" in output, output
+    assert [f"  {v}  " in output for v in range(2, latest + 1)] == [True] * (latest - 1)
+    code, output = cli(db, "db", "upgrade")
+    assert code == 0 and f"upgraded from version 1 to {latest}" in output, output
+    code, output = cli(db, "prune", "--older-than", "1d", "--dry-run")
+    assert code == 0, output  # the 0.1.0 runs read through the new indexes

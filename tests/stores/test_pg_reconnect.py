@@ -99,6 +99,10 @@ async def test_an_append_killed_under_its_statement_is_retried_once(
         await store.close()
 
 
+UNDECORATED = inspect.unwrap(PostgresStore.__dict__["append"])
+"""``PostgresStore.append`` without its retry."""
+
+
 def _lost_reply(
     real: Any,  # Any: PostgresStore.append, undecorated
     *,
@@ -135,12 +139,12 @@ async def test_an_append_that_committed_before_its_connection_died_succeeds_once
         run = fresh_run_id()
         await store.append(run, 0, [started(run)])
         lease = await store.acquire(run, owner="w", ttl_s=30)
-        flaky = retried_append(_lost_reply(inspect.unwrap(PostgresStore.append), committed=True))
+        flaky = retried_append(_lost_reply(UNDECORATED, committed=True))
         batch = [context(run, 1), context(run, 2)]
         await flaky(store, run, 1, batch, lease=lease)  # the retry finds its own batch
         assert [ev.seq for ev in await store.load(run)] == [0, 1, 2]
         # A retry that finds another writer's events at those seqs still conflicts.
-        flaky = retried_append(_lost_reply(inspect.unwrap(PostgresStore.append), committed=False))
+        flaky = retried_append(_lost_reply(UNDECORATED, committed=False))
         with pytest.raises(SeqConflictError):
             await flaky(store, run, 1, [context(run, 1, content="other")], lease=lease)
         assert await store.load(run, after=0) == batch

@@ -91,6 +91,7 @@ from ._sqlite_leases import (
     take_lease,
     try_flock,
 )
+from ._sqlite_readonly import open_read_only
 from ._sqlite_schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -135,6 +136,9 @@ class SQLiteStore:
         group_commit: appends made at once (concurrent runs on one event loop) share one
             transaction and one fsync, each returning once its own events are durable;
             when false, every append is a transaction of its own.
+        read_only: open an existing store only to read it (listings): nothing is created,
+            migrated or locked, and a file or directory without write permission can be
+            read; writes fail with StoreError (``_sqlite_readonly``).
 
     Attributes:
         url: ``sqlite:///<path>``, as :func:`open_store` accepts it.
@@ -157,6 +161,7 @@ class SQLiteStore:
         busy_timeout_s: float = 5.0,
         migrate: bool = True,
         group_commit: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
@@ -171,6 +176,13 @@ class SQLiteStore:
             raise ConfigurationError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
         self._conn: sqlite3.Connection | None = None
         self._flocks = HeldFlocks(self.path)
+        if read_only:  # _sqlite_readonly: creates, migrates and locks nothing
+            try:
+                self._conn = open_read_only(self.path, busy_timeout_s)
+            except (sqlite3.Error, *_BIND_ERRORS) as exc:
+                raise self._error(exc, "cannot open the file to read") from exc
+            self._commits = SQLiteCommits(self._conn, _append_if_at, self._error, group=False)
+            return
         if Path(self.path).is_dir():
             raise StoreError(
                 f"Cannot open SQLite store {self.path}: it is a directory. "

@@ -8,7 +8,7 @@ budgets or stores. Every adapter validates the reply through ``request.schema.pa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, cast, runtime_checkable
 
@@ -86,6 +86,9 @@ class CompletionRequest:
         deadline: a wall-clock time (``time.time()`` seconds) after which waiting is pointless.
         on_partial: called with what is known of the action while it streams, if the
             adapter streams; never given a partial action to execute.
+        prior_calls: how many times each model (by route name) was already asked in this
+            run, from its transcript (``model_called`` events): where a run resumed in
+            another process stands. A scripted model's position in its script.
     """
 
     schema: ActionSchema
@@ -96,6 +99,7 @@ class CompletionRequest:
     max_output_tokens: int | None = None
     deadline: float | None = None
     on_partial: Callable[[PartialAction], None] | None = field(default=None, compare=False)
+    prior_calls: Mapping[str, int] = field(default_factory=dict[str, int])
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,11 @@ class ScriptedModel:
 
     Args:
         script: a sequence of :data:`ScriptItem`, consumed one per call; or a single callable
-            of the rendered messages, called for every request.
+            of the rendered messages, called for every request. A sequence continues where
+            the run's transcript stands: a run confirmed or resumed by another process (a
+            new ScriptedModel) skips the replies a model of its name already gave in that
+            run (``request.prior_calls``, read at its first request of the run), so no
+            earlier action is replayed. Give each scripted model of one route its own name.
         name: the route name recorded in ``model_called`` (default ``"scripted"``).
         input_tokens: input tokens reported per call (deterministic, for budget tests).
         output_tokens_per_char: output tokens reported per character of the reply, rounded
@@ -86,6 +90,7 @@ class ScriptedModel:
                 for item in script
             ]
         self._pos = 0
+        self._runs: set[str] = set()
         self.input_tokens = input_tokens
         self.output_tokens_per_char = output_tokens_per_char
         self.stream_chunk_chars = max(1, stream_chunk_chars)
@@ -102,6 +107,9 @@ class ScriptedModel:
         """Return the next scripted reply, validated against ``request.schema``."""
         started = time.perf_counter()
         self.requests.append(request)
+        if request.run_id not in self._runs:  # first ask in this run by this object
+            self._runs.add(request.run_id)
+            self._pos = max(self._pos, request.prior_calls.get(self.name, 0))
         item = self._next()
         reply: Any = item(request.messages) if callable(item) else item
         if inspect.isawaitable(reply):

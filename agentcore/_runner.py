@@ -17,6 +17,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -61,9 +62,14 @@ from .stores import TranscriptStore
 from .streaming import SINK, PartialTracker
 from .tools import Tool, ToolContext, recordable_result
 
-__all__ = ["ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
+__all__ = ["PAUSE", "ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
 
 _REPLY_CAP = 4_000  # characters of an invalid reply kept for the re-ask
+
+PAUSE: ContextVar[asyncio.Event | None] = ContextVar("agentcore_pause", default=None)
+"""Set by a caller (the CLI, on Ctrl-C) around runs it starts: once the event is set, a run
+stops at its next safe point (a tool in progress has finished and is recorded; a proposed
+tool has not started) and stays ``running``, resumable from its transcript."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +181,8 @@ class Driver:
         first_step, started = st.steps, time.monotonic()
         try:
             while st.status is RunStatus.RUNNING:
+                if (pause := PAUSE.get()) is not None and pause.is_set():
+                    break  # a safe point: no tool is running; resume continues from here
                 call = st.call
                 if call is not None and not call.settled:
                     await self._continue(call)
@@ -320,6 +328,7 @@ class Driver:
                 run_id=st.run_id,
                 step=step,
                 deadline=st.budget.deadline,
+                prior_calls=dict(st.calls_by_model),
                 on_partial=PartialTracker(self.sink, step) if self.sink is not None else None,
             )
             if any(isinstance(ev, ModelCalled) for ev in self.pending):

@@ -213,6 +213,8 @@ class RunState:
     per_tool: Counter[str] = field(default_factory=Counter[str])
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
+    calls_by_model: dict[str, int] = field(default_factory=dict[str, int])
+    """``model_called`` events so far per model name (a scripted model's position)."""
     last_call_tokens: int = 0
     plan_approved: bool = False
     call: OpenCall | None = None
@@ -235,6 +237,7 @@ class RunState:
                 pass
             case ModelCalled():
                 self.model_calls += 1
+                self.calls_by_model[event.model] = self.calls_by_model.get(event.model, 0) + 1
                 self.usage = self.usage + Usage(
                     event.input_tokens, event.output_tokens, event.cached_input_tokens, event.cost
                 )

@@ -1,8 +1,11 @@
 """The support-desk demo agent: read, write and destructive tools on a scripted model.
 
-``agentcore demo`` runs it offline. The scripted model decides from the conversation so far
-(how many actions it already took), so a run paused in one process continues correctly when
-another process confirms it.
+``agentcore demo`` runs it offline unless a model is asked for (``--model`` or
+``$AGENTCORE_MODEL``); a provider key in the environment never switches it by itself. The
+scripted model decides from the conversation so far (how many actions it already took), so a
+run paused in one process continues correctly when another process confirms it; and the CLI
+records which model a run started on, so confirming a scripted run never continues it on
+another model.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from .agent import Agent
 from .policy import Policy
 from .tools import ToolContext, tool
 
-__all__ = ["DEMO_TASK", "build_agent", "demo_model"]
+__all__ = ["DEMO_TASK", "SCRIPTED", "build_agent", "configured_model", "demo_model"]
+
+SCRIPTED = "scripted"
+"""The ``model`` that names the demo's scripted model (recorded for runs that use it)."""
 
 DEMO_TASK = (
     "Customer C-17 says order A-1001 arrived broken. Refund it in full, then close their "
@@ -146,36 +152,24 @@ def demo_model() -> ModelAdapter:
     return ScriptedModel(_next_action, name="scripted/support-demo", stream_delay_s=delay)
 
 
-# A provider key in the environment picks that provider's model for the demo (first match).
-PROVIDER_DEFAULTS: tuple[tuple[str, str], ...] = (
-    ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),
-    ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
-    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash"),
-    ("DEEPSEEK_API_KEY", "deepseek/deepseek-chat"),
-)
-
-
 def configured_model() -> str | None:
-    """``$AGENTCORE_MODEL``, else the default model of the first provider whose key is set."""
-    explicit = os.environ.get("AGENTCORE_MODEL")
-    if explicit:
-        return explicit
-    return next((m for key, m in PROVIDER_DEFAULTS if os.environ.get(key)), None)
+    """``$AGENTCORE_MODEL`` when set. Provider keys are not looked at: the demo is offline
+    unless a model is named."""
+    return os.environ.get("AGENTCORE_MODEL") or None
 
 
 def build_agent(model: str | ModelAdapter | None = None, store: str | None = None) -> Agent:
-    """The support-desk agent: scripted unless a real model is named or configured.
+    """The support-desk agent: scripted unless a real model is named.
 
     Args:
-        model: a ``"provider/model"`` route entry or an adapter object; default
-            ``$AGENTCORE_MODEL``, else a provider whose key is set (:data:`PROVIDER_DEFAULTS`),
-            else the scripted model.
+        model: a ``"provider/model"`` route entry, an adapter object, or :data:`SCRIPTED`;
+            default ``$AGENTCORE_MODEL``, else the scripted model.
         store: a store URL; default ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
     """
     chosen = model or configured_model()
     return Agent(
         tools=[get_customer, list_orders, issue_refund, close_account],
-        model=chosen or demo_model(),
+        model=demo_model() if chosen in (None, SCRIPTED) else chosen,
         store=store,
         policy=Policy(plan_before_writes=True),
         instructions="You are a support agent for an online shop. Be precise about amounts.",

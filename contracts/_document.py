@@ -148,8 +148,9 @@ def load_contract(source: str | Path | None = None) -> ContractDocument:
     """Load a contract document.
 
     Args:
-        source: ``None`` for the built-in current version, a version string such as ``"1"``
-            for a built-in one, or a path to a JSON document.
+        source: ``None`` for the built-in current version, a version such as ``"1"`` or
+            ``"v1"`` (as ``agentcore contract lint`` and ``stats`` print it) for a built-in
+            one, or a path to a JSON document.
 
     Raises:
         ConfigurationError: no such version, or the file is not a valid contract document.
@@ -159,6 +160,8 @@ def load_contract(source: str | Path | None = None) -> ContractDocument:
             raw = Path(source).read_text(encoding="utf-8")
         else:
             version = source or DEFAULT_CONTRACT_VERSION
+            if version[:1] in ("v", "V") and version[1:].isdigit():
+                version = version[1:]  # "v1", as the contract's name is printed
             res = resources.files("agentcore.contracts").joinpath("documents", f"v{version}.json")
             if not res.is_file():
                 raise ConfigurationError(f"No built-in contract version {version!r}.")

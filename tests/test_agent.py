@@ -652,9 +652,12 @@ async def test_paused_run_survives_the_process(tmp_path: Path) -> None:
     assert not counter.exists()  # paused before the side effect
 
     shared = _import(tmp_path / "shared.py")
-    model = ScriptedModel([finish("sdb wiped.")])
+    # The same script as the first process: a fresh ScriptedModel continues where the
+    # transcript stands (its first reply was given there), so it answers with the finish.
+    wipe = {"type": "tool", "thought": "wipe it", "tool": "wipe_disk", "args": {"disk": "sdb"}}
+    model = ScriptedModel([wipe, finish("sdb wiped.")])
     agent: Agent = shared.make_agent(url, [])
-    agent.route = (model,)  # a fresh model for the rest of the run
+    agent.route = (model,)
     try:
         waiting = await agent.result("cross-process")
         assert waiting.status is RunStatus.AWAITING_CONFIRMATION

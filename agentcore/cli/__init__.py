@@ -19,6 +19,9 @@ Exit codes (also in the README):
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 from . import _admin, _evals, _runs
 from ._common import EXIT_CODES, app
 
@@ -29,4 +32,40 @@ __all__ = ["EXIT_CODES", "app", "main"]
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app(args=hoist_verbose(sys.argv[1:]), prog_name="agentcore")
+
+
+def hoist_verbose(args: list[str]) -> list[str]:
+    """``-v``/``--verbose`` given after the command (``agentcore run -v ...``) moved to the
+    front, where the option lives; a value of another option that happens to read ``-v``
+    (``--reason -v``) and anything after ``--`` stay where they are."""
+    import typer.main
+
+    group: Any = typer.main.get_command(app)  # Any: typer's own (vendored) click objects
+    command: Any = group  # Any: as above
+    hoisted: list[str] = []
+    kept: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            kept += args[i:]
+            break
+        if token in ("-v", "--verbose") and command is not group:
+            hoisted.append(token)
+            i += 1
+            continue
+        subcommands: dict[str, Any] = getattr(command, "commands", {})  # Any: click commands
+        if token in subcommands:
+            command = subcommands[token]
+        elif token.startswith("-") and "=" not in token:
+            params: list[Any] = command.params  # Any: click parameters
+            option = next((p for p in params if token in p.opts), None)
+            takes_value = option is not None and getattr(option, "is_flag", True) is False
+            if takes_value and not getattr(option, "count", False):
+                kept += args[i : i + 2]  # the option and its value, whatever it reads
+                i += 2
+                continue
+        kept.append(token)
+        i += 1
+    return hoisted + kept

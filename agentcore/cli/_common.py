@@ -6,9 +6,12 @@ import asyncio
 import importlib
 import json
 import logging
+import os
 import shlex
+import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -19,7 +22,6 @@ from rich.table import Table
 from rich.text import Text
 
 from agentcore import (
-    ActionDetected,
     Agent,
     PendingCall,
     RunEnded,
@@ -28,6 +30,7 @@ from agentcore import (
     StreamEvent,
     ThoughtDelta,
 )
+from agentcore._runner import PAUSE
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, check_run_id
 from agentcore.contracts.errors import AgentcoreError, ConfigurationError, LimitExceededError
 from agentcore.events import (
@@ -44,7 +47,7 @@ from agentcore.events import (
     ToolFinished,
     ToolStarted,
 )
-from agentcore.stores import open_store
+from agentcore.stores import SQLiteStore, TranscriptStore, default_store_url, open_store
 
 __all__: list[str] = []  # private: see agentcore.cli
 
@@ -68,12 +71,38 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is plain: "[local]" in it is an extra's name, not markup
 )
-contract_app = typer.Typer(help="The next-action contract document.", no_args_is_help=True)
+contract_app = typer.Typer(
+    help="The next-action contract document.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(contract_app, name="contract")
 
-out = Console()
-err = Console(stderr=True)
+# soft_wrap: lines are never broken by rich (a terminal wraps them; a pipe gets them whole)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def plain() -> bool:
+    """Whether stdout is not a terminal: tables become tab-separated lines, nothing is
+    truncated or wrapped, and there is no colour."""
+    return not out.is_terminal
+
+
+def print_rows(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table on a terminal; tab-separated lines (a header, then one per row, tabs and line
+    breaks inside a value replaced by spaces) when stdout is not one."""
+    if plain():
+        for row in (columns, *rows):
+            sys.stdout.write("\t".join(" ".join(str(v).split()) for v in row) + "\n")
+        return
+    table = Table(header_style="bold")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(Text(v) for v in row))
+    out.print(table)
+
 
 StoreOpt = Annotated[
     str | None,
@@ -89,6 +118,20 @@ AgentOpt = Annotated[
         "recorded when the run was started from the CLI.",
     ),
 ]
+
+
+def open_listing(url: str | None) -> TranscriptStore | None:
+    """The store a listing command reads (``runs``, ``show``, ``export``, ``stats``,
+    ``check``): ``None`` when it is a SQLite file that does not exist, so that listing
+    creates no file, directory or lock directory; otherwise opened to read only (no
+    migration; a SQLite file read-only, so a read-only file or directory can be listed)."""
+    url = url or default_store_url()
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.is_file():
+            return None
+        return SQLiteStore(path, read_only=True)
+    return open_store(url, migrate=False)
 
 
 def abort(message: str, code: int = EXIT_ERROR) -> NoReturn:
@@ -113,6 +156,14 @@ RunIdArg = Annotated[str, typer.Argument(help="The run's id.", callback=valid_ru
 def run_async(coro: Coroutine[Any, Any, T]) -> T:  # Any: coroutine send/throw types
     try:
         return asyncio.run(coro)
+    except Interrupted as exc:
+        if exc.run_id is None:
+            err.print("interrupted before the run started; nothing was recorded.")
+        else:
+            out.print(f"interrupted  run {exc.run_id}", highlight=False)
+            out.print("resume: ", end="")
+            out.print(exc.command or "", style="bold", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except ConfigurationError as exc:
         abort(str(exc), EXIT_USAGE)
     except AgentcoreError as exc:
@@ -129,6 +180,10 @@ def load_agent(ref: str, model: str | None = None, store: str | None = None) -> 
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigurationError(f"Cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module itself raised while importing: say so, no traceback
+        raise ConfigurationError(
+            f"Importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
     finally:
         sys.path.pop(0)
     target: Any = getattr(module, attr, None)  # Any: user object, checked below
@@ -141,7 +196,14 @@ def load_agent(ref: str, model: str | None = None, store: str | None = None) -> 
     if callable(target):
         factory: Callable[..., Any] = target
         kwargs = {k: v for k, v in (("model", model), ("store", store)) if v is not None}
-        made = factory(**kwargs)
+        try:
+            made = factory(**kwargs)
+        except AgentcoreError:
+            raise
+        except Exception as exc:  # the user's factory failed: say so, no traceback
+            raise ConfigurationError(
+                f"{ref}({', '.join(f'{k}=...' for k in kwargs)}) raised {type(exc).__name__}: {exc}"
+            ) from exc
         if isinstance(made, Agent):
             return made
     raise ConfigurationError(f"{ref} is neither an Agent nor a function returning one.")
@@ -157,8 +219,9 @@ def action_detail(action: NextAction) -> str:
             return answer
 
 
-def describe(ev: Event) -> tuple[str, str]:
-    """(step, text) for one event in the transcript table."""
+def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
+    """(step, text) for one event in the transcript table (``full``: nothing shortened)."""
+    cap = None if full else 120
     match ev:
         case RunStarted():
             return (
@@ -167,9 +230,11 @@ def describe(ev: Event) -> tuple[str, str]:
                 f"contract: {ev.contract.get('hash')}",
             )
         case ContextAdded():
-            return str(ev.step), f"{ev.source}: {ev.content[:120]}"
+            return str(ev.step), f"{ev.source}: {ev.content[:cap]}"
         case ModelCalled():
             tokens = f"{ev.input_tokens}+{ev.output_tokens} tokens"
+            if ev.role == "extract":
+                tokens = f"extraction, {tokens}"
             extra = f"  {ev.error}" if ev.error else ""
             return str(
                 ev.step
@@ -193,7 +258,7 @@ def describe(ev: Event) -> tuple[str, str]:
             ), f"[{ev.call_id}] {ev.tool} {json.dumps(ev.args)}  key={ev.idempotency_key}"
         case ToolFinished():
             body = json.dumps(ev.result) if ev.ok else f"ERROR {ev.error}"
-            return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[:300]}"
+            return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[: None if full else 300]}"
         case Resolution():
             why = f": {ev.reason}" if ev.reason else ""
             return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
@@ -204,6 +269,12 @@ def describe(ev: Event) -> tuple[str, str]:
 
 
 def print_transcript(events: list[Event]) -> None:
+    if plain():
+        print_rows(
+            ("seq", "step", "event", "detail"),
+            [(str(ev.seq), *_step_type_text(ev)) for ev in events],
+        )
+        return
     table = Table(show_lines=False, header_style="bold")
     table.add_column("seq", justify="right")
     table.add_column("step", justify="right")
@@ -215,11 +286,43 @@ def print_transcript(events: list[Event]) -> None:
     out.print(table)
 
 
+def _step_type_text(ev: Event) -> tuple[str, str, str]:
+    step, text = describe(ev, full=True)
+    return step, ev.type, text
+
+
+def store_hint(url: str | None) -> str | None:
+    """The ``--store`` a printed command needs: ``None`` when ``url`` is the store the CLI
+    opens by default (``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``)."""
+    return None if url is None or url == default_store_url() else url
+
+
+def _where(agent: str | None, store: str | None) -> list[str]:
+    parts: list[str] = []
+    if agent:
+        parts += ["--agent", shlex.quote(agent)]
+    if store:
+        parts += ["--store", shlex.quote(store)]
+    return parts
+
+
+def resume_command(
+    run_id: str, *, agent: str | None = None, store: str | None = None, more: Sequence[str] = ()
+) -> str:
+    """The command that continues the run, as it can be pasted into a shell."""
+    return " ".join(["agentcore", "resume", shlex.quote(run_id), *more, *_where(agent, store)])
+
+
 def report(
-    result: RunResult, *, agent_hint: str | None = None, paused_ok: bool = False
+    result: RunResult,
+    *,
+    agent_hint: str | None = None,
+    store: str | None = None,
+    paused_ok: bool = False,
 ) -> NoReturn:
     """Print a run's outcome and exit with its status's code (``paused_ok``: a run waiting
-    for a person exits 0, for the demo, where that pause is the point)."""
+    for a person exits 0, for the demo, where that pause is the point). ``store``: the
+    store URL the commands printed must name (see :func:`store_hint`)."""
     status = result.status
     style = {RunStatus.COMPLETED: "green", RunStatus.AWAITING_CONFIRMATION: "yellow"}.get(
         status, "red"
@@ -236,7 +339,25 @@ def report(
         highlight=False,
     )
     if result.pending is not None:
-        print_pending(result.run_id, result.pending, agent_hint=agent_hint)
+        print_pending(result.run_id, result.pending, agent_hint=agent_hint, store=store)
+    elif status is RunStatus.BUDGET_EXHAUSTED:
+        # a resume's budget replaces the run's: totals, with room to go on
+        more = ["--max-steps", str(max(u.steps * 2, u.steps + 10))]
+        if "token" in (result.reason or ""):
+            more += ["--max-tokens", str(max((u.input_tokens + u.output_tokens) * 2, 10_000))]
+        out.print("resume with a larger budget: ", end="")
+        out.print(
+            resume_command(result.run_id, agent=agent_hint, store=store, more=more),
+            style="bold",
+            highlight=False,
+        )
+    elif status is RunStatus.RUNNING:
+        out.print("resume: ", end="")
+        out.print(
+            resume_command(result.run_id, agent=agent_hint, store=store),
+            style="bold",
+            highlight=False,
+        )
     if paused_ok and status is RunStatus.AWAITING_CONFIRMATION:
         raise typer.Exit(0)
     raise typer.Exit(EXIT_CODES[status])
@@ -249,32 +370,42 @@ def pending_text(p: PendingCall) -> str:
     return f"step {p.step}: plan: " + " | ".join(p.plan_steps)
 
 
+ANYONE = '"$USER"'
+"""The ``--by`` of a printed command: the shell fills in who runs it."""
+
+
 def bound_command(
-    run_id: str, p: PendingCall, *, approve: bool, by: str = "<your-name>", agent: str | None
+    run_id: str,
+    p: PendingCall,
+    *,
+    approve: bool,
+    by: str = ANYONE,
+    agent: str | None,
+    store: str | None = None,
 ) -> str:
-    """The confirm command bound to exactly this call (its step and arguments hash)."""
+    """The confirm command bound to exactly this call (its step and arguments hash), as it
+    can be pasted into a shell."""
     parts = ["agentcore", "confirm", shlex.quote(run_id), "--approve" if approve else "--deny"]
     parts += ["--step", str(p.step)]
     if p.args_hash is not None:
         parts += ["--args-hash", p.args_hash]
-    parts += ["--by", by if by == "<your-name>" else shlex.quote(by)]
+    parts += ["--by", by if by == ANYONE else shlex.quote(by)]
     if not approve:
-        parts += ["--reason", '"..."']
-    if agent:
-        parts += ["--agent", shlex.quote(agent)]
-    return " ".join(parts)
+        parts += ["--reason", "'why not'"]
+    return " ".join(parts + _where(agent, store))
 
 
-def print_pending(run_id: str, p: PendingCall, *, agent_hint: str | None) -> None:
+def print_pending(
+    run_id: str, p: PendingCall, *, agent_hint: str | None, store: str | None = None
+) -> None:
     """The waiting call and the approve/deny commands bound to it."""
     out.print(f"waiting for a person to approve {pending_text(p)}", highlight=False)
     for label, approve in (("approve: ", True), ("deny:    ", False)):
         out.print(label, end="")
         out.print(
-            bound_command(run_id, p, approve=approve, agent=agent_hint),
+            bound_command(run_id, p, approve=approve, agent=agent_hint, store=store),
             style="bold",
             highlight=False,
-            soft_wrap=True,
         )
 
 
@@ -292,44 +423,142 @@ async def agent_for_run(run_id: str, agent_ref: str | None, store: str | None) -
                 "the agent that owns its tools."
             )
         agent_ref = recorded
+        # the model the run was started on (a --model of `run` or `demo`), so a scripted
+        # demo run is never continued on another model
+        model = first.metadata.get("model") if isinstance(first, RunStarted) else None
+        if isinstance(model, str):
+            return load_agent(agent_ref, model=model, store=store), agent_ref
     return load_agent(agent_ref, store=store), agent_ref
 
 
-async def live(stream: AsyncIterator[StreamEvent]) -> RunResult:
-    """Show a run as it happens: the thought while the model writes, then each decision."""
+class Interrupted(Exception):  # noqa: N818  # a person's Ctrl-C, not an error
+    """Ctrl-C stopped a run at a safe point (:func:`live`); it can be resumed.
+
+    Attributes:
+        run_id: the run, when it had started.
+        command: the command that resumes it, as printed.
+    """
+
+    def __init__(self, run_id: str | None, command: str | None) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.command = command
+
+
+EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+async def live(
+    stream: AsyncIterator[StreamEvent], *, agent: str | None = None, store: str | None = None
+) -> RunResult:
+    """Show a run as it happens: the thought while the model writes, then each decision.
+
+    Ctrl-C (SIGINT, on the main thread) stops the run at its next safe point
+    (:data:`agentcore._runner.PAUSE`): a tool that is running finishes and its outcome is
+    recorded, a model call in flight is answered and recorded, a proposed tool is not started;
+    then :class:`Interrupted` is raised with the resume command (``agent`` and ``store``: the
+    ``--agent`` and ``--store`` it must name). A second Ctrl-C exits at once (code 130); the
+    run stays resumable once its lease expires.
+    """
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    tool_running = False
+    run_id: str | None = None
+
+    def resume_hint() -> str | None:
+        return resume_command(run_id, agent=agent, store=store) if run_id else None
+
+    def on_sigint() -> None:
+        if stopping.is_set():
+            hint = resume_hint()
+            err.print(
+                "interrupted again: exiting now."
+                + (f" The run is resumable (once its lease expires): {hint}" if hint else ""),
+                highlight=False,
+            )
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        stopping.set()
+        wait = "the running tool" if tool_running else "the step in progress"
+        err.print(
+            f"interrupted: stopping once {wait} is finished and recorded; Ctrl-C again exits "
+            "at once.",
+            highlight=False,
+        )
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        handled = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, not Unix
+        handled = False
     thought = Text()
     result: RunResult | None = None
-    with Live(thought, console=out, transient=True, refresh_per_second=20) as live:
-        async for ev in stream:
-            match ev:
-                case ThoughtDelta(step=step, text=text):
-                    if not thought.plain:
-                        thought.append(f"step {step} thinking: ", style="dim")
-                    thought.append(text)
-                    live.update(thought)
-                case ActionDetected():
-                    pass
-                case ActionProposed() | Decision() | ToolFinished() | Confirmation() | Resolution():
-                    if isinstance(ev, ActionProposed):
-                        thought = Text()
-                        live.update(thought)
-                    step, text = describe(ev)
-                    live.console.print(Text(f"{step:>3} {ev.type:<16} {text}"), soft_wrap=True)
-                case RunEnded(result=final):
-                    result = final
-                case _:
-                    pass
+    token = PAUSE.set(stopping)  # the run's task, created below, inherits it
+    try:
+        with Live(thought, console=out, transient=True, refresh_per_second=20) as view:
+            async for ev in stream:
+                if isinstance(seen := getattr(ev, "run_id", None), str):  # a transcript event
+                    run_id = seen
+                    tool_running = isinstance(ev, ToolStarted)
+                match ev:
+                    case ThoughtDelta(step=step, text=text):
+                        if not thought.plain:
+                            thought.append(f"step {step} thinking: ", style="dim")
+                        thought.append(text)
+                        view.update(thought)
+                    case (
+                        ActionProposed()
+                        | Decision()
+                        | ToolFinished()
+                        | Confirmation()
+                        | Resolution()
+                    ):
+                        if isinstance(ev, ActionProposed):
+                            thought = Text()
+                            view.update(thought)
+                        step, text = describe(ev, full=plain())
+                        view.console.print(Text(f"{step:>3} {ev.type:<16} {text}"))
+                    case RunEnded(result=final):
+                        result = final
+                    case _:
+                        pass
+    finally:
+        PAUSE.reset(token)
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
     assert result is not None
+    if stopping.is_set() and result.status is RunStatus.RUNNING:
+        raise Interrupted(result.run_id, resume_hint())
     return result
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from agentcore import __version__
+
+        out.print(f"agentcore {__version__}", highlight=False)
+        raise typer.Exit(0)
 
 
 @app.callback()
 def _main(
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Log each step to stderr.")
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Log each step to stderr (also accepted after the command)."
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
     ] = False,
 ) -> None:
     """Run, inspect, confirm and resume agentcore runs."""
+    del version
     import structlog
 
     level = logging.DEBUG if verbose else logging.WARNING

@@ -32,6 +32,7 @@ from agentcore.cli._common import (
     contract_app,
     err,
     load_agent,
+    open_listing,
     out,
     run_async,
 )
@@ -49,7 +50,6 @@ from agentcore.evals import (
     save_scorecard,
 )
 from agentcore.routing import default_scorecards_dir
-from agentcore.stores import open_store
 
 
 def _load_model(spec: str) -> ModelAdapter:
@@ -247,7 +247,9 @@ def stats(
         abort(str(exc), EXIT_USAGE)
 
     async def go() -> list[ContractStats]:
-        st = open_store(store)
+        st = open_listing(store)  # creates nothing; no store: no runs
+        if st is None:
+            return []
         try:
             return await contract_stats(st, since=cutoff, tenant=tenant)
         finally:

@@ -11,7 +11,6 @@ from typing import Annotated, Any, cast
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from agentcore import (
     Agent,
@@ -36,21 +35,29 @@ from agentcore.cli._common import (
     err,
     live,
     load_agent,
+    open_listing,
     out,
     pending_text,
+    plain,
     print_pending,
+    print_rows,
     print_transcript,
     report,
     run_async,
+    store_hint,
     valid_run_id,
 )
-from agentcore.contracts.errors import ConfigurationError, NotAwaitingConfirmationError
+from agentcore.contracts.errors import (
+    ConfigurationError,
+    NotAwaitingConfirmationError,
+    RunNotFoundError,
+)
 from agentcore.events import (
     Event,
     RunStarted,
     dump_event,
 )
-from agentcore.stores import open_store
+from agentcore.stores import default_store_url, open_store
 
 
 @app.command()
@@ -59,16 +66,18 @@ def demo(
         str | None,
         typer.Option(
             help="A real model, e.g. openai/gpt-4.1-mini, or 'local' for SmolLM2-135M on this "
-            "machine (extra [local]) (default: scripted)."
+            "machine (extra [local]) (default: $AGENTCORE_MODEL, else the scripted model). A "
+            "provider key in the environment never switches the model by itself."
         ),
     ] = None,
     store: StoreOpt = None,
 ) -> None:
-    """Run the support-desk demo agent (offline, scripted model, SQLite store)."""
-    from agentcore.demo import DEMO_TASK, build_agent
+    """Run the support-desk demo agent (offline: scripted model, SQLite store)."""
+    from agentcore.demo import DEMO_TASK, SCRIPTED, build_agent, configured_model
 
     ref = "agentcore.demo:build_agent"
     local = model == "local"
+    model = model or configured_model()
 
     async def go(chosen: str | ModelAdapter | None) -> tuple[RunResult, list[Event]]:
         agent = build_agent(model=chosen, store=store)
@@ -76,8 +85,9 @@ def demo(
             name = agent.route[0].name
             if name.startswith("scripted"):
                 out.print(
-                    "[bold]model:[/] scripted: a deterministic script, not a language model "
-                    "(pass --model provider/name or set AGENTCORE_MODEL to use a real one)",
+                    "[bold]model:[/] scripted: a deterministic script, not a language model; "
+                    "offline. To use a real one: agentcore demo --model openai/gpt-4.1-mini "
+                    "(or set AGENTCORE_MODEL; the provider's key must be set)",
                     highlight=False,
                 )
             elif local:
@@ -88,16 +98,26 @@ def demo(
                     highlight=False,
                 )
             else:
-                out.print(f"[bold]model:[/] {name}", highlight=False)
+                out.print(
+                    f"[bold]model:[/] {name} (a real model, called over the network; "
+                    "`agentcore demo` without --model and AGENTCORE_MODEL is offline)",
+                    highlight=False,
+                )
             out.print(f"[bold]store:[/] {agent.store.url}", highlight=False)
             out.print(f"[bold]task:[/] {DEMO_TASK}\n", highlight=False)
+            # the model is recorded, so confirm and resume continue on the same one
+            metadata = {"agent": ref}
+            if not local:  # SmolLM2's server stops with this command (see the note below)
+                metadata["model"] = SCRIPTED if name.startswith("scripted") else name
             result = await live(
-                agent.stream(DEMO_TASK, budget=Budget(max_steps=12), metadata={"agent": ref})
+                agent.stream(DEMO_TASK, budget=Budget(max_steps=12), metadata=metadata),
+                store=hints[0],
             )
             return result, await agent.transcript(result.run_id)
         finally:
             await agent.close()
 
+    hints: list[str | None] = [store_hint(store)]
     with contextlib.ExitStack() as stack:
         chosen = _serve_smollm2(stack) if local else model
         result, _ = run_async(go(chosen))
@@ -107,7 +127,7 @@ def demo(
             "this run on the demo's default model.",
             highlight=False,
         )
-    report(result, paused_ok=True)
+    report(result, store=hints[0], paused_ok=True)
 
 
 def _serve_smollm2(stack: contextlib.ExitStack) -> ModelAdapter:
@@ -151,18 +171,23 @@ def run_cmd(
 ) -> None:
     """Start a run of an agent and advance it until it completes, stops or waits."""
 
+    where: list[str | None] = [None]  # the --store printed commands need
+
     async def go() -> tuple[RunResult, list[Event]]:
         agent = load_agent(target, model=model, store=store)
         try:
+            where[0] = store_hint(agent.store.url)
             names = [s.strip() for s in scope.split(",") if s.strip()] if scope else None
+            metadata = {"agent": target} | ({"model": model} if model else {})
             result = await live(
                 agent.stream(
                     task,
                     scope=names,
                     budget=Budget(max_steps=max_steps, max_tokens=max_tokens),
                     run_id=run_id,
-                    metadata={"agent": target},
-                )
+                    metadata=metadata,
+                ),
+                store=where[0],
             )
             return result, await agent.transcript(result.run_id)
         finally:
@@ -171,58 +196,89 @@ def run_cmd(
     result, events = run_async(go())
     if show:
         print_transcript(events)
-    report(result)
+    report(result, store=where[0])
+
+
+RUN_FIELDS = ("run_id", "status", "task", "created_at", "updated_at", "events", "tenant")
+"""The fields of ``agentcore runs --json`` (one JSON object per line), in order. Stable:
+fields may be added, never renamed or removed. Times are Unix seconds."""
 
 
 @app.command()
 def runs(
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
     limit: Annotated[int, typer.Option(min=1)] = 50,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="JSON Lines, one run per line: run_id, status, task, created_at, updated_at "
+            "(Unix seconds), events, tenant.",
+        ),
+    ] = False,
     tenant: TenantOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """List runs, most recently updated first."""
+    """List runs, most recently updated first. Creates nothing: a store that does not
+    exist lists no runs."""
     if status is not None and status not in {s.value for s in RunStatus}:
         abort(
             f"unknown status {status!r}; valid: {', '.join(s.value for s in RunStatus)}", EXIT_USAGE
         )
 
     async def go() -> list[Any]:  # Any: RunSummary rows
-        st = open_store(store)
+        st = open_listing(store)
+        if st is None:
+            return []
         try:
             return list(await st.list_runs(status=status, tenant=tenant, limit=limit))
         finally:
             await st.close()
 
     rows = run_async(go())
-    table = Table(header_style="bold")
-    table.add_column("run id", no_wrap=True)
-    for col in ("status", "events", "updated", "task"):
-        table.add_column(col)
+    if as_json:
+        for r in rows:
+            line = {name: getattr(r, name, None) for name in RUN_FIELDS}
+            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return
     import datetime as dt
 
-    for r in rows:
-        when = dt.datetime.fromtimestamp(r.updated_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(r.run_id, r.status, str(r.events), when, r.task[:60])
-    out.print(table)
+    def when(seconds: float) -> str:
+        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+    cap = None if plain() else 60
+    print_rows(
+        ("run id", "status", "events", "updated", "task"),
+        [(r.run_id, r.status, str(r.events), when(r.updated_at), r.task[:cap]) for r in rows],
+    )
+
+
+async def _load_listed(run_id: str, store: str | None) -> list[Event]:
+    """A run's events from a store opened only to read (nothing is created)."""
+    st = open_listing(store)
+    if st is None:
+        where = store or default_store_url()
+        raise RunNotFoundError(f"No run {run_id!r}: there is no store at {where}")
+    try:
+        return await st.load(run_id)
+    finally:
+        await st.close()
 
 
 @app.command()
 def show(
     run_id: RunIdArg,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON Lines instead of a table.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="JSON Lines, one event per line, in the public event format (docs/events.md).",
+        ),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Show a run's transcript."""
-
-    async def go() -> list[Event]:
-        st = open_store(store)
-        try:
-            return await st.load(run_id)
-        finally:
-            await st.close()
-
-    events = run_async(go())
+    """Show a run's transcript (creates nothing)."""
+    events = run_async(_load_listed(run_id, store))
     if as_json:
         for ev in events:
             sys.stdout.write(json.dumps(dump_event(ev), ensure_ascii=False) + "\n")
@@ -236,7 +292,10 @@ def show(
         first = events[0]
         recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
         print_pending(
-            run_id, pending, agent_hint=None if isinstance(recorded, str) else "MODULE:ATTR"
+            run_id,
+            pending,
+            agent_hint=None if isinstance(recorded, str) else "MODULE:ATTR",
+            store=store_hint(store),
         )
 
 
@@ -294,25 +353,30 @@ def confirm(
             bound_step, bound_hash = step, args_hash
             if approve and (step is None or args_hash is None):
                 bound_step, bound_hash = await _bind_approval(owner, run_id, by, step, agent)
-            return await owner.confirm(
-                run_id,
-                approve=approve,
-                by=by,
-                reason=reason,
-                args=edited,
-                step=bound_step,
-                args_hash=bound_hash,
-                accept_tool_changes=accept_tool_changes,
+            return await live(
+                owner.stream_confirm(
+                    run_id,
+                    approve=approve,
+                    by=by,
+                    reason=reason,
+                    args=edited,
+                    step=bound_step,
+                    args_hash=bound_hash,
+                    accept_tool_changes=accept_tool_changes,
+                ),
+                agent=agent,
+                store=store_hint(store),
             )
         finally:
             await owner.close()
 
-    report(run_async(go()), agent_hint=agent)
+    report(run_async(go()), agent_hint=agent, store=store_hint(store))
 
 
 async def _bind_approval(
     owner: Agent, run_id: str, by: str, step: int | None, agent: str | None
 ) -> tuple[int | None, str | None]:
+    store = store_hint(owner.store.url)
     """The step and args hash an approval given without them is bound to: the waiting
     call, shown, and approved by the person at a terminal; elsewhere, refused."""
     result = await owner.result(run_id)
@@ -324,7 +388,7 @@ async def _bind_approval(
     if pending.kind == "plan" and step is not None:
         return step, None  # a plan has no arguments: its step binds it
     out.print(f"run {run_id} is waiting on {pending_text(pending)}", highlight=False)
-    command = bound_command(run_id, pending, approve=True, by=by, agent=agent)
+    command = bound_command(run_id, pending, approve=True, by=by, agent=agent, store=store)
     if not sys.stdin.isatty():
         abort(
             "an approval from the command line is bound to the call it approves; nothing was "
@@ -359,13 +423,17 @@ def resume(
             budget = None
             if max_steps is not None or max_tokens is not None:
                 budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
-            return await owner.resume(
-                run_id, budget=budget, by=by, accept_tool_changes=accept_tool_changes
+            return await live(
+                owner.stream_resume(
+                    run_id, budget=budget, by=by, accept_tool_changes=accept_tool_changes
+                ),
+                agent=agent,
+                store=store_hint(store),
             )
         finally:
             await owner.close()
 
-    report(run_async(go()))
+    report(run_async(go()), agent_hint=agent, store=store_hint(store))
 
 
 @app.command()
@@ -459,14 +527,7 @@ def cancel(
 def check(run_id: RunIdArg, store: StoreOpt = None) -> None:
     """Check a run's transcript integrity (exit 0 when sound, 1 with the problems)."""
 
-    async def go() -> list[Event]:
-        st = open_store(store)
-        try:
-            return await st.load(run_id)
-        finally:
-            await st.close()
-
-    problems = check_transcript(run_async(go()))
+    problems = check_transcript(run_async(_load_listed(run_id, store)))
     for p in problems:
         err.print(f"[red]problem:[/] {escape(p)}", highlight=False)
     if problems:

@@ -153,6 +153,22 @@ def test_prune_usage_errors(db: Path, args: list[str], message: str) -> None:
     assert len(listed(db)) == 6
 
 
+def test_prune_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "typo" / "runs.db"
+    code, output = cli(db, "prune", "--older-than", "30d")
+    assert code == 0 and "nothing to prune" in output, output
+    assert not db.parent.exists()
+
+
+def test_prune_refuses_an_older_store_instead_of_migrating_it(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP INDEX runs_by_updated")
+        conn.execute("PRAGMA user_version = 3")
+    code, output = cli(db, "prune", "--older-than", "30d")
+    assert code == 1 and "agentcore db upgrade" in output, output
+    assert len(listed(db)) == 6
+
+
 # --------------------------------------------------------------------------- db
 
 

@@ -153,6 +153,10 @@ def prune(
         before = _before(older_than)
     except ConfigurationError as exc:
         abort(str(exc), EXIT_USAGE)
+    url = store or default_store_url()
+    if url != "memory://" and _guard(lambda: schema_status(url)).version == 0:
+        out.print(f"no store at {url}: nothing to prune", highlight=False)  # none created
+        return
     if export is not None and not dry_run:
         try:
             export.mkdir(parents=True, exist_ok=True)
@@ -160,7 +164,7 @@ def prune(
             abort(f"--export {export}: cannot create the directory: {exc}")
 
     async def go() -> tuple[list[str], list[str], list[tuple[str, str]]]:
-        st = open_store(store, migrate=False)
+        st = open_store(url, migrate=False)  # a destructive command never migrates
         try:
             chosen = await st.prune(before=before, statuses=statuses, tenant=tenant, dry_run=True)
             if dry_run:

@@ -540,7 +540,12 @@ class Agent:
                 "no longer a tool of this agent: it cannot run, even with accept_tool_changes. "
                 f"Add the tool back, or cancel the run (agentcore cancel {run_id} --by NAME)."
             )
-        recovery = state.status is RunStatus.RUNNING
+        # A running run was left by a worker that died or stalled (its lease was taken
+        # over), or predates leases; a run only submitted (nothing after run_started) and
+        # never advanced is not a recovery.
+        recovery = state.status is RunStatus.RUNNING and (
+            own.lease.taken_over is not None or len(events) > 1
+        )
         ev = self._resumed(state, recovery=recovery, by=by, budget=budget, accepted=accepted)
         return await self._drive(own, state, events, [ev])
 

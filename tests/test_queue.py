@@ -211,3 +211,13 @@ async def test_a_worker_with_other_tools_sends_the_run_to_needs_attention() -> N
 def test_a_queue_needs_a_name() -> None:
     with pytest.raises(ConfigurationError, match="name="):
         Agent(tools=[count], model=ScriptedModel([]), store="memory://", queue=InProcessQueue())
+
+
+async def test_resuming_a_submitted_run_is_not_a_recovery() -> None:
+    store = MemoryStore()
+    agent = make_agent(store)
+    run_id = await agent.submit("count", budget=Budget(max_steps=10))
+    result = await agent.resume(run_id)
+    assert result.status is RunStatus.COMPLETED
+    resumed = [e for e in await store.load(run_id) if isinstance(e, RunResumed)]
+    assert [e.recovery for e in resumed] == [False]

@@ -32,7 +32,13 @@ from agentcore import (
 )
 from agentcore._runner import PAUSE
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, check_run_id
-from agentcore.contracts.errors import AgentcoreError, ConfigurationError, LimitExceededError
+from agentcore.contracts.errors import (
+    AgentcoreError,
+    ConfigurationError,
+    LimitExceededError,
+    StoreCorruptedError,
+    StoreError,
+)
 from agentcore.events import (
     ActionProposed,
     Confirmation,
@@ -130,7 +136,16 @@ def open_listing(url: str | None) -> TranscriptStore | None:
         path = Path(url.removeprefix("sqlite:///"))
         if not path.is_file():
             return None
-        return SQLiteStore(path, read_only=True)
+        try:
+            return SQLiteStore(path, read_only=True)
+        except StoreCorruptedError:
+            raise
+        except StoreError:
+            # An older store that can be written is upgraded on open, as by every other
+            # command (a 0.1.0 file must list); a newer or foreign file is still refused.
+            if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+                raise
+            return SQLiteStore(path)
     return open_store(url, migrate=False)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "check_lease_request",
     "check_listing",
     "check_prune_request",
+    "like_escape",
     "lost_error",
     "status_after",
 ]
@@ -206,10 +207,22 @@ class TranscriptStore(Protocol):
         ...
 
     async def list_runs(
-        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        status: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        search: str | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """Runs, most recently updated first, optionally only those with ``status`` and only
         those of ``tenant`` (``None``: every run, with a tenant or without).
+
+        Args:
+            search: only runs whose id starts with it, or whose task or metadata (the JSON
+                of ``run_started.metadata``) contains it, ignoring ASCII case.
+            after: a page's last ``(updated_at, run_id)``: only the runs listed after it
+                (keyset pagination: stable while runs are appended to).
 
         Raises:
             StoreError: the store failed, ``limit`` is negative or ``tenant`` is invalid.
@@ -376,6 +389,11 @@ def check_batch(
             check_tenant(first.tenant)
         except LimitExceededError as exc:
             raise StoreError(f"run {run_id!r}: {exc} Nothing was written.") from exc
+
+
+def like_escape(text: str) -> str:
+    """``text`` for a ``LIKE ... ESCAPE '\\'`` pattern: its wildcards matched literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def check_listing(tenant: str | None, limit: int) -> None:

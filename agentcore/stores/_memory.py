@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
+from pydantic_core import to_json
+
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError, StoreError
 from agentcore.events import Event, RunStarted, encode_event_body
 
@@ -107,10 +109,17 @@ class MemoryStore:
         return removed
 
     async def list_runs(
-        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        status: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        search: str | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`."""
         check_listing(tenant, limit)
+        needle = _ascii_lower(search) if search else None
         out: list[RunSummary] = []
         for run_id, log in self._runs.items():
             st = self._status[run_id]
@@ -121,6 +130,17 @@ class MemoryStore:
                 continue
             first = log[0]
             task = first.task if isinstance(first, RunStarted) else ""
+            if after is not None and (-log[-1].at, run_id) <= (-after[0], after[1]):
+                continue
+            if needle is not None and not (
+                _ascii_lower(run_id).startswith(needle)
+                or needle in _ascii_lower(task)
+                or (
+                    isinstance(first, RunStarted)
+                    and needle in _ascii_lower(to_json(first.metadata).decode())
+                )
+            ):
+                continue
             out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log), owner))
         out.sort(key=lambda s: (-s.updated_at, s.run_id))
         return out[:limit]
@@ -211,3 +231,11 @@ class MemoryStore:
 
     async def close(self) -> None:
         """Nothing to release."""
+
+
+def _ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only, as SQL's ``LIKE`` compares them."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")

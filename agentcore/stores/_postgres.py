@@ -85,6 +85,7 @@ from ._base import (
     check_lease_request,
     check_listing,
     check_prune_request,
+    like_escape,
     lost_error,
     status_after,
 )
@@ -342,20 +343,32 @@ class PostgresStore:
 
     @retried
     async def list_runs(
-        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        status: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        search: str | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        the listing's order (``_pg_schema``): no sort, no scan."""
+        the listing's order (``_pg_schema``): no sort, no scan. A search tests each run in
+        that order (its metadata read from its ``run_started``) until ``limit`` matched."""
         import psycopg
 
         where = "cannot list runs"
         check_listing(tenant, limit)
-        statement, params = {
-            (False, False): (self._sql.list_all, (limit,)),
-            (True, False): (self._sql.list_status, (status, limit)),
-            (False, True): (self._sql.list_tenant, (tenant, limit)),
-            (True, True): (self._sql.list_tenant_status, (tenant, status, limit)),
-        }[status is not None, tenant is not None]
+        statement: bytes
+        params: tuple[object, ...]
+        if search or after is not None:
+            statement, params = self._list_query(status, tenant, limit, search, after)
+        else:
+            statement, params = {
+                (False, False): (self._sql.list_all, (limit,)),
+                (True, False): (self._sql.list_status, (status, limit)),
+                (False, True): (self._sql.list_tenant, (tenant, limit)),
+                (True, True): (self._sql.list_tenant_status, (tenant, status, limit)),
+            }[status is not None, tenant is not None]
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn:
@@ -375,6 +388,44 @@ class PostgresStore:
                 RunSummary(run_id, st, text, float(created), float(updated), int(events), owner)
             )
         return out
+
+    def _list_query(
+        self,
+        status: str | None,
+        tenant: str | None,
+        limit: int,
+        search: str | None,
+        after: tuple[float, str] | None,
+    ) -> tuple[bytes, tuple[object, ...]]:
+        """A listing with a search or a page cursor (the common shapes are prepared)."""
+        conds: list[str] = []
+        params: list[object] = []
+        if tenant is not None:
+            conds.append("tenant = %s")
+            params.append(tenant)
+        if status is not None:
+            conds.append("status = %s")
+            params.append(status)
+        if after is not None:
+            conds.append("(updated_at < %s OR (updated_at = %s AND run_id > %s))")
+            params += [after[0], after[0], after[1]]
+        if search:
+            text = like_escape(search)
+            # The row's task is a JSON string literal (NUL-safe), so its text is searched
+            # as JSON, like the metadata; ILIKE ignores case.
+            conds.append(
+                f"(run_id LIKE %s OR task ILIKE %s OR EXISTS (SELECT 1 FROM {self._sql.events}"
+                " AS e WHERE e.run_id = r.run_id AND e.seq = 0 AND"
+                " (e.body::json -> 'metadata')::text ILIKE %s))"
+            )
+            quoted = like_escape(json.dumps(search, ensure_ascii=False)[1:-1])  # as in JSON
+            params += [f"{text}%", f"%{quoted}%", f"%{quoted}%"]
+        clause = f"WHERE {' AND '.join(conds)} " if conds else ""
+        sql = (
+            "SELECT run_id, status, task, created_at, updated_at, next_seq, tenant "
+            f"FROM {self._sql.runs} AS r {clause}ORDER BY updated_at DESC, run_id LIMIT %s"
+        )
+        return sql.encode(), (*params, limit)
 
     async def prune(
         self,

@@ -75,6 +75,7 @@ from ._base import (
     check_lease_request,
     check_listing,
     check_prune_request,
+    like_escape,
     status_after,
 )
 from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
@@ -305,13 +306,21 @@ class SQLiteStore:
         return removed
 
     async def list_runs(
-        self, *, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        status: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        search: str | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        ``updated_at`` order (``_sqlite_schema``, migration 4): no sort, no scan."""
+        ``updated_at`` order (``_sqlite_schema``, migration 4): no sort, no scan. A search
+        tests each run in that order (its metadata read from its ``run_started``, one
+        primary-key lookup) until ``limit`` runs matched."""
         conn = self._open_conn()
         check_listing(tenant, limit)
-        sql, params = list_query(status=status, tenant=tenant)
+        sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
         try:
             rows: list[tuple[str, str, str, float, float, int, str | None]] = conn.execute(
                 sql, (*params, limit)
@@ -622,20 +631,37 @@ def _rollback(conn: sqlite3.Connection) -> None:
 _LIST_COLUMNS = "run_id, status, task, created_at, updated_at, next_seq, tenant"
 
 
-def list_query(*, status: str | None, tenant: str | None) -> tuple[str, tuple[str, ...]]:
+def list_query(
+    *,
+    status: str | None,
+    tenant: str | None,
+    search: str | None = None,
+    after: tuple[float, str] | None = None,
+) -> tuple[str, tuple[str | float, ...]]:
     """The listing statement for a filter (without its ``LIMIT ?`` value) and its values.
 
     Each shape matches one index of migration 4 exactly (equality columns, then
     ``updated_at DESC, run_id``), so SQLite walks it in order and stops at the limit.
     """
     where: list[str] = []
-    params: list[str] = []
+    params: list[str | float] = []
     if tenant is not None:
         where.append("tenant = ?")
         params.append(tenant)
     if status is not None:
         where.append("status = ?")
         params.append(status)
+    if after is not None:
+        where.append("(updated_at < ? OR (updated_at = ? AND run_id > ?))")
+        params += [after[0], after[0], after[1]]
+    if search:
+        text = like_escape(search)
+        where.append(
+            "(run_id LIKE ? ESCAPE '\\' OR task LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM "
+            "events AS e WHERE e.run_id = runs.run_id AND e.seq = 0 AND "
+            "json_extract(e.body, '$.metadata') LIKE ? ESCAPE '\\'))"
+        )
+        params += [f"{text}%", f"%{text}%", f"%{text}%"]
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     sql = f"SELECT {_LIST_COLUMNS} FROM runs {clause}ORDER BY updated_at DESC, run_id LIMIT ?"
     return sql, tuple(params)

@@ -567,6 +567,37 @@ class StoreConformance:
         await store.append(runs["old"], 1, [context(runs["old"], 1, at=40.0)])
         assert (await store.list_runs(limit=1))[0].run_id == runs["old"]
 
+    async def test_list_runs_search_and_pages(self, store: TranscriptStore) -> None:
+        ids = [fresh_run_id("pg") for _ in range(5)]
+        tasks = ["Refund order A1", "Cancel 100% of it", "nothing", "under_score", "x"]
+        meta = [{}, {}, {"ticket": "T-42", "user": "Ada"}, {}, {"note": "Refund later"}]
+        for i, (run_id, task, md) in enumerate(zip(ids, tasks, meta, strict=True)):
+            first = started(run_id, at=float(10 + i), task=task).model_copy(update={"metadata": md})
+            await store.append(run_id, 0, [first])
+
+        async def found(text: str, status: str | None = None) -> list[str]:
+            return [s.run_id for s in await store.list_runs(search=text, status=status)]
+
+        assert await found("refund") == [ids[4], ids[0]]  # task or metadata, any ASCII case
+        assert await found("t-42") == [ids[2]]
+        assert await found("ada") == [ids[2]]
+        assert await found(ids[3]) == [ids[3]]  # by id
+        assert await found("100%") == [ids[1]]  # wildcards match literally
+        assert await found("nde_") == []  # "_" is no wildcard either
+        assert await found("under_") == [ids[3]]
+        assert await found("refund", status="completed") == []
+        assert await found("nope") == []
+        # pages: each page starts after the previous page's last (updated_at, run_id)
+        seen: list[str] = []
+        after: tuple[float, str] | None = None
+        while page := await store.list_runs(limit=2, after=after):
+            seen += [s.run_id for s in page]
+            after = (page[-1].updated_at, page[-1].run_id)
+        assert seen == ids[::-1]
+        assert [s.run_id for s in await store.list_runs(search="refund", after=(14.0, ids[4]))] == [
+            ids[0]
+        ]
+
     async def test_listing_keeps_exact_event_times(self, store: TranscriptStore) -> None:
         run = fresh_run_id()
         at = 1_764_567_890.123_456_7  # time.time()-like, more digits than microseconds

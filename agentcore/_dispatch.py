@@ -1,6 +1,7 @@
 """The dispatcher: one decision path for every action, whatever model proposed it.
 
-Order: scope gate -> tool budgets -> plan before writes -> destructive stop -> execute.
+Order: scope gate -> pinned definition -> tool budgets -> plan before writes -> destructive
+stop -> execute.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from dataclasses import dataclass
 
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
 
+from ._manifest import manifest_differences
 from ._state import RunState
 from .events import Verdict
 from .tools import Tool
 
-__all__ = ["Ruling", "decide"]
+__all__ = ["Ruling", "changed_since_pinned", "decide"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,14 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             "deny",
             f"tool {name!r} is not in this run's scope. Tools in scope: {in_scope}.",
         )
+    changed = changed_since_pinned(state, tool)
+    if changed is not None:
+        return Ruling(
+            "deny",
+            f"tool {name!r} is refused: its definition changed since this run pinned it "
+            f"({changed}). It cannot run in this run until a person accepts the change "
+            "(resume, confirm or resolve with accept_tool_changes); use another tool or finish.",
+        )
     refused = state.budget.refuses(name, state)
     if refused is not None:
         return Ruling("deny", refused)
@@ -62,3 +72,16 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             "needs_confirmation", f"tool {name!r} is destructive: a person must approve it"
         )
     return Ruling("execute")
+
+
+def changed_since_pinned(state: RunState, tool: Tool) -> str | None:
+    """What changed in ``tool`` since the run pinned its definition (``run_started``'s
+    manifest, updated by accepted changes), in words; ``None`` when nothing did.
+
+    A local tool changes only between deploys; a remote one (an MCP server's) can change
+    between two steps: its server relisted it differently (a rug pull).
+    """
+    recorded = state.tools.get(tool.name)
+    if recorded is None or recorded.get("hash") == tool.spec.manifest_hash:
+        return None  # the usual case, one comparison
+    return "; ".join(manifest_differences(recorded, tool.spec)) or None

@@ -2,7 +2,9 @@
 
 ``run_started.tools[name]`` holds each tool's full definition as the run saw it:
 ``hash`` (of everything below), ``description``, ``schema`` (the arguments' JSON Schema),
-``effect`` and ``idempotent``. A continuation (resume, confirm, resolve) compares the tools
+``effect`` and ``idempotent``, and for a tool defined elsewhere ``source`` (an MCP server's
+listing of it: server, remote name, title, description, input schema, annotations; see
+:attr:`ToolSpec.source`). A continuation (resume, confirm, resolve) compares the tools
 it is about to use with it; a person or a console can validate edited arguments against
 the schema the run started with. Transcripts written before ``description`` and
 ``schema`` were recorded are compared by hash (and by effect and idempotency, which were).
@@ -15,18 +17,21 @@ from typing import Any
 
 from agentcore.contracts import ToolSpec
 
-__all__ = ["manifest_change", "manifest_entry"]
+__all__ = ["manifest_change", "manifest_differences", "manifest_entry"]
 
 
 def manifest_entry(spec: ToolSpec) -> dict[str, Any]:  # Any: JSON values
     """What ``run_started`` records about one tool."""
-    return {
+    entry: dict[str, Any] = {  # Any: JSON values
         "hash": spec.manifest_hash,
         "description": spec.description,
         "schema": spec.args_schema,
         "effect": spec.effect,
         "idempotent": spec.idempotent,
     }
+    if spec.source is not None:
+        entry["source"] = spec.source
+    return entry
 
 
 def manifest_change(
@@ -38,8 +43,18 @@ def manifest_change(
     words (``"pay (description changed; effect changed from write to destructive)"``)."""
     if current is None:
         return f"{name} (gone: no longer a tool of this agent)"
+    parts = manifest_differences(recorded, current)
+    return None if not parts else f"{name} ({'; '.join(parts)})"
+
+
+def manifest_differences(
+    recorded: Mapping[str, Any] | None,  # Any: JSON values from run_started
+    current: ToolSpec,
+) -> list[str]:
+    """What changed in a tool since the run recorded ``recorded``, one phrase per change;
+    empty when nothing did (or the tool was not recorded: outside the run's scope)."""
     if recorded is None or recorded.get("hash") in (None, current.manifest_hash):
-        return None  # not recorded (a tool outside the run's scope), or unchanged
+        return []  # not recorded (a tool outside the run's scope), or unchanged
     parts: list[str] = []
     if "description" in recorded and recorded["description"] != current.description:
         parts.append("description changed")
@@ -52,10 +67,40 @@ def manifest_change(
         if key in recorded and recorded[key] != now:
             before = _word(recorded[key])
             parts.append(f"{label} changed from {before} to {_word(now)}")
+    parts.extend(_source_changes(recorded.get("source"), current.source))
     if not parts:
         # An older transcript without description and schema: only the hash tells.
         parts.append("description or argument schema changed")
-    return f"{name} ({'; '.join(parts)})"
+    return parts
+
+
+def _source_changes(
+    before: object,
+    now: Mapping[str, Any] | None,  # Any: JSON values
+) -> list[str]:
+    """What changed in a remote tool's listed definition, key by key (``annotations``
+    hint by hint), so a person reads what a rug pull changed."""
+    if before is None and now is None:
+        return []
+    if not isinstance(before, Mapping) or now is None:
+        return ["its source changed"]
+    old: Mapping[str, Any] = before  # pyright: ignore[reportUnknownVariableType]  # JSON data
+    parts: list[str] = []
+    for key in sorted(set(old) | set(now)):
+        if key in ("description", "input_schema") and key in old and old[key] != now.get(key):
+            parts.append(f"the server's {key.replace('_', ' ')} changed")
+        elif key == "annotations" and old.get(key) != now.get(key):
+            was: Mapping[str, Any] = old.get(key) or {}  # Any: JSON values
+            new: Mapping[str, Any] = now.get(key) or {}  # Any: JSON values
+            hints = [
+                f"{hint} {was.get(hint)!r} -> {new.get(hint)!r}"
+                for hint in sorted(set(was) | set(new))
+                if was.get(hint) != new.get(hint)
+            ]
+            parts.append(f"the server's annotations changed ({', '.join(hints)})")
+        elif key not in ("description", "input_schema") and old.get(key) != now.get(key):
+            parts.append(f"the server's {key.replace('_', ' ')} changed")
+    return parts
 
 
 def _word(value: object) -> str:

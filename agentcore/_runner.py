@@ -41,7 +41,7 @@ from agentcore.contracts.errors import (
     UnknownToolError,
 )
 
-from ._dispatch import decide
+from ._dispatch import changed_since_pinned, decide
 from ._extract import ExtractionLog, extraction_log
 from ._faults import crash_point
 from ._log import get_logger
@@ -265,10 +265,15 @@ class Driver:
     def _schema(self) -> ActionSchema:
         st, budget = self.state, self.state.budget
         finish_only = budget.finish_only(st)
-        names = tuple(
-            n for n in st.scope if n in self.setup.tools and budget.refuses(n, st) is None
+        names = tuple(n for n in self._offered() if budget.refuses(n, st) is None)
+        tools = self.setup.tools
+        key = (
+            names,
+            tuple(tools[n].spec.manifest_hash for n in names),  # a relisted remote tool
+            finish_only,
+            st.policy.schema_form,
+            st.policy.max_reply_bytes,
         )
-        key = (names, finish_only, st.policy.schema_form, st.policy.max_reply_bytes)
         schema = self.setup.schema_cache.get(key)
         if schema is None:
             schema = compile_action_schema(
@@ -280,17 +285,26 @@ class Driver:
             self.setup.schema_cache[key] = schema
         return schema
 
+    def _offered(self) -> tuple[str, ...]:
+        """The run's tools the model is shown: in scope, known to this agent, and as the
+        run pinned them. A tool whose definition changed since (a remote tool relisted
+        differently) is not shown, neither its new description nor its new schema: a
+        model that calls it anyway is refused by the dispatcher, naming the change."""
+        st, tools = self.state, self.setup.tools
+        return tuple(
+            n for n in st.scope if n in tools and changed_since_pinned(st, tools[n]) is None
+        )
+
     def _system(self) -> str:
-        scope = self.state.scope
-        text = self.setup.system_cache.get(scope)
+        offered = self._offered()
+        key = tuple(f"{n}:{self.setup.tools[n].spec.manifest_hash}" for n in offered)
+        text = self.setup.system_cache.get(key)
         if text is None:
-            specs: list[ToolSpec] = [
-                self.setup.tools[n].spec for n in scope if n in self.setup.tools
-            ]
+            specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
             text = self.setup.contract.render_system(specs)
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
-            self.setup.system_cache[scope] = text
+            self.setup.system_cache[key] = text
         return text
 
     def _status_note(self, schema: ActionSchema) -> Message:
@@ -520,12 +534,15 @@ class Driver:
             )
         crash_point("after_tool_return")
         self._record_extractions(call.step, extractions)
-        if outcome.timed_out and not tool.spec.idempotent:
+        if (outcome.timed_out or outcome.lost) and not tool.spec.idempotent:
             # Not a failure: the call may have happened, or still be happening (a sync
-            # tool's thread keeps running). Reported to the model as a failure it would
-            # invite a retry, a second payment. It is a lost call.
-            self.log.warning("tool_timed_out", step=call.step, tool=tool.name)
-            await self._settle_lost_call(call, tool, key, timed_out=True)
+            # tool's thread keeps running, a remote server may have acted before its
+            # connection broke). Reported to the model as a failure it would invite a
+            # retry, a second payment. It is a lost call.
+            self.log.warning("tool_outcome_lost", step=call.step, tool=tool.name)
+            await self._settle_lost_call(
+                call, tool, key, timed_out=True, cause=None if outcome.timed_out else outcome.error
+            )
             return
         self.record(
             ToolFinished(
@@ -579,7 +596,7 @@ class Driver:
         await self._settle_lost_call(call, tool, call.started.idempotency_key, timed_out=False)
 
     async def _settle_lost_call(
-        self, call: OpenCall, tool: Tool, key: str, *, timed_out: bool
+        self, call: OpenCall, tool: Tool, key: str, *, timed_out: bool, cause: str | None = None
     ) -> None:
         """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
         or stop as ``needs_attention`` for a person.
@@ -607,7 +624,13 @@ class Driver:
                 await self._run_tool(call)  # it died with its process and did not happen
                 return
             problem = problem or "; reconcile(key) found no record of it"
-        if timed_out:
+        if cause is not None:
+            what = (
+                f"lost its outcome at step {call.step} with {_short(call.run_args())} "
+                f"(idempotency key {key}): {cause}; it may have happened, so it is neither "
+                "retried nor reported to the model as failed"
+            )
+        elif timed_out:
             what = (
                 f"timed out after {tool.timeout:g}s at step {call.step} with "
                 f"{_short(call.run_args())} (idempotency key {key}); its outcome is unknown "

@@ -258,6 +258,7 @@ class RunState:
                 if event.verdict in ("deny", "needs_plan") and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
             case Confirmation():
+                self.tools.update(event.accepted_tools)
                 call = self._call(event.call_id)
                 call.confirmation = event
                 self._set_status(event)
@@ -279,11 +280,13 @@ class RunState:
                 if not event.ok:
                     self.failures[self.failure_key(call)] += 1
             case RunResumed():
+                self.tools.update(event.accepted_tools)
                 if event.budget is not None:
                     self.budget = Budget.from_json(event.budget)
                 self.recoveries = self.recoveries + 1 if event.recovery else 0
                 self._set_status(event)
             case Resolution():
+                self.tools.update(event.accepted_tools)
                 self._call(event.call_id).resolution = event
                 self._set_status(event)
             case RunFinished():

@@ -370,8 +370,8 @@ class Agent:
                         status=RunStatus.NEEDS_ATTENTION.value,
                         reason=(
                             f"worker {self.owner} has tools that differ from the ones this run "
-                            f"started with: {'; '.join(changed)}. Deploy matching tools, or "
-                            f"resume by hand with `agentcore resume {run_id} --by NAME "
+                            f"started with: {'; '.join(changed.values())}. Deploy matching "
+                            f"tools, or resume by hand with `agentcore resume {run_id} --by NAME "
                             "--accept-tool-changes`."
                         ),
                     )
@@ -527,7 +527,7 @@ class Agent:
         state, events = await self._load(run_id)  # again, now that no one else can write
         if self._settled(state, by):
             return state.result()
-        accepted = self._check_tools(state, accept_tool_changes)
+        accepted, pinned = self._check_tools(state, accept_tool_changes)
         call = state.call
         if (
             call is not None
@@ -546,7 +546,9 @@ class Agent:
         recovery = state.status is RunStatus.RUNNING and (
             own.lease.taken_over is not None or len(events) > 1
         )
-        ev = self._resumed(state, recovery=recovery, by=by, budget=budget, accepted=accepted)
+        ev = self._resumed(
+            state, recovery=recovery, by=by, budget=budget, accepted=accepted, pinned=pinned
+        )
         return await self._drive(own, state, events, [ev])
 
     @staticmethod
@@ -557,6 +559,7 @@ class Agent:
         by: str | None = None,
         budget: Budget | None = None,
         accepted: Sequence[str] = (),
+        pinned: Mapping[str, dict[str, Any]] | None = None,  # Any: JSON manifest entries
     ) -> Event:
         """The event that continues a run: ``run_resumed``, or, for a recovery of a run
         whose workers died ``Policy.dead_letter_after`` times in a row without progress,
@@ -583,27 +586,38 @@ class Agent:
             recovery=recovery,
             by=by,
             accepted_tool_changes=list(accepted),
+            accepted_tools=dict(pinned or {}),
         )
 
-    def _tool_changes(self, state: RunState) -> list[str]:
-        """What changed, in words, in each tool the run used or is about to run."""
+    def _tool_changes(self, state: RunState, *, whole_scope: bool = False) -> dict[str, str]:
+        """What changed, in words, in each tool the run used or is about to run (with
+        ``whole_scope``: in every tool of its scope), by tool name."""
         used = {name for name, n in state.per_tool.items() if n > 0}
         if state.call is not None and isinstance(state.call.action, ToolAction):
             used.add(state.call.action.tool)
-        changed: list[str] = []
+        if whole_scope:
+            used.update(state.scope)
+        changed: dict[str, str] = {}
         for name in sorted(used):
             current = self.tools.get(name)
             change = manifest_change(
                 name, state.tools.get(name), None if current is None else current.spec
             )
             if change is not None:
-                changed.append(change)
+                changed[name] = change
         return changed
 
-    def _check_tools(self, state: RunState, accept: bool) -> list[str]:
+    def _check_tools(
+        self, state: RunState, accept: bool
+    ) -> tuple[list[str], dict[str, dict[str, Any]]]:  # Any: JSON manifest entries
         """Tools the run used or is about to run whose definition changed since it started
         (or are gone), each with what changed. Every continuation (resume, confirm, resolve)
         runs this check before it records anything.
+
+        Returns:
+            With ``accept``: what changed in every tool of the run's scope, in words, and the
+            current definitions of those tools (recorded, the run is pinned to them from then
+            on); otherwise nothing.
 
         Raises:
             ToolManifestChangedError: something changed and ``accept`` is false.
@@ -612,11 +626,15 @@ class Agent:
         if changed and not accept:
             raise ToolManifestChangedError(
                 f"Run {state.run_id} used tools that changed since it started: "
-                f"{'; '.join(changed)}. Nothing was recorded or run. Continue with "
+                f"{'; '.join(changed.values())}. Nothing was recorded or run. Continue with "
                 "accept_tool_changes=True (--accept-tool-changes) if the run may go on with "
                 "the new definitions."
             )
-        return changed
+        if not accept:
+            return [], {}
+        every = self._tool_changes(state, whole_scope=True)
+        pinned = {n: manifest_entry(self.tools[n].spec) for n in every if n in self.tools}
+        return list(every.values()), pinned
 
     async def resolve(
         self,
@@ -692,7 +710,7 @@ class Agent:
                 "resolve."
             )
         decision = chosen[0]
-        accepted = self._check_tools(state, accept_tool_changes)
+        accepted, pinned = self._check_tools(state, accept_tool_changes)
         if decision == "rerun" and call.action.tool not in self.tools:
             raise ConfigurationError(
                 f"This agent has no tool {call.action.tool!r} to run again; resolve with "
@@ -712,6 +730,7 @@ class Agent:
                 by=by,
                 reason=reason,
                 accepted_tool_changes=accepted,
+                accepted_tools=pinned,
             )
         ]
         if decision != "rerun":
@@ -819,7 +838,7 @@ class Agent:
             )
         if approve:
             self._check_approval_window(state)
-        accepted = self._check_tools(state, accept_tool_changes)
+        accepted, pinned = self._check_tools(state, accept_tool_changes)
         if approve and pending.tool is not None and pending.tool not in self.tools:
             raise ConfigurationError(
                 f"This agent has no tool {pending.tool!r} to run; deny the call, or confirm "
@@ -856,6 +875,7 @@ class Agent:
             args=edited,
             args_hash=new_hash,
             accepted_tool_changes=accepted,
+            accepted_tools=pinned,
         )
         return await self._drive(own, state, events, [ev])
 

@@ -30,6 +30,7 @@ from agentcore.contracts.errors import (
     StoreError,
     ToolDefinitionError,
     ToolManifestChangedError,
+    ToolOutcomeUnknownError,
     UnknownToolError,
 )
 
@@ -63,5 +64,6 @@ __all__ = [
     "StoreError",
     "ToolDefinitionError",
     "ToolManifestChangedError",
+    "ToolOutcomeUnknownError",
     "UnknownToolError",
 ]

@@ -151,6 +151,8 @@ class Confirmation(_Event):
     args_hash: str | None = None
     accepted_tool_changes: list[str] = []
     """Tools that changed since the run started, accepted by the person who confirmed."""
+    accepted_tools: dict[str, dict[str, JsonValue]] = {}
+    """The accepted tools' definitions (manifest entries), pinned from here on."""
 
 
 class ToolStarted(_Event):
@@ -194,6 +196,8 @@ class RunResumed(_Event):
     recovery: bool = False
     by: str | None = None
     accepted_tool_changes: list[str] = []
+    accepted_tools: dict[str, dict[str, JsonValue]] = {}
+    """The accepted tools' definitions (manifest entries), pinned from here on."""
 
 
 class Resolution(_Event):
@@ -209,6 +213,8 @@ class Resolution(_Event):
     reason: str | None = None
     accepted_tool_changes: list[str] = []
     """Tools that changed since the run started, accepted by the person who resolved."""
+    accepted_tools: dict[str, dict[str, JsonValue]] = {}
+    """The accepted tools' definitions (manifest entries), pinned from here on."""
 
 
 class RunFinished(_Event):

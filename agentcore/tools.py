@@ -34,7 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentcore.contracts import Effect, ToolSpec, check_json, clean_text, json_problem
-from agentcore.contracts.errors import LimitExceededError, ToolDefinitionError
+from agentcore.contracts.errors import (
+    LimitExceededError,
+    ToolDefinitionError,
+    ToolOutcomeUnknownError,
+)
 
 __all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "recordable_result", "tool"]
 
@@ -77,6 +81,10 @@ class ToolOutcome:
     """The call passed the tool's timeout: its outcome is unknown (a sync function keeps
     running in its thread). The runner records a non-idempotent tool's timeout as a lost
     call, never as a plain failure."""
+    lost: bool = False
+    """The call may or may not have happened (the tool raised
+    :class:`~agentcore.errors.ToolOutcomeUnknownError`: a remote server's connection broke
+    mid-call). Recorded like a timeout."""
 
 
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024
@@ -247,6 +255,16 @@ class Tool:
                 f"Tool {tool_name!r}: its type hints cannot become a schema: {exc}"
             ) from exc
 
+    def _call(self, args: BaseModel, ctx: ToolContext) -> Awaitable[Any]:  # Any: the result
+        """Start the call with validated arguments (a sync function in a worker thread).
+        A tool that calls elsewhere (an MCP server's) overrides this."""
+        kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        if self._is_async:
+            return self.fn(**kwargs)
+        return asyncio.to_thread(self.fn, **kwargs)
+
     def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate and normalise arguments; returns them as JSON-ready values.
 
@@ -284,17 +302,13 @@ class Tool:
             model = self.spec.args_model.model_validate(args)
         except ValidationError as exc:
             return done(False, error=f"invalid arguments: {exc.error_count()} error(s): {exc}")
-        kwargs = {k: getattr(model, k) for k in type(model).model_fields}
-        if self._ctx_param is not None:
-            kwargs[self._ctx_param] = ctx
         try:
-            if self._is_async:
-                call: Awaitable[Any] = self.fn(**kwargs)
-            else:
-                call = asyncio.to_thread(self.fn, **kwargs)
+            call = self._call(model, ctx)
             value = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
         except TimeoutError:
             return replace(done(False, error=f"timed out after {self.timeout:g}s"), timed_out=True)
+        except ToolOutcomeUnknownError as exc:
+            return replace(done(False, error=str(exc)), lost=True)
         except Exception as exc:
             return done(False, error=f"{type(exc).__name__}: {exc}")
         try:

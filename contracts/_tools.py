@@ -31,6 +31,10 @@ class ToolSpec:
         args_model: a pydantic model of the arguments; validation uses it.
         effect: ``read``, ``write`` or ``destructive``.
         idempotent: whether running the tool twice with the same arguments is harmless.
+        source: for a tool defined elsewhere (an MCP server's), its definition as the source
+            lists it (server, name, description, input schema, annotations): untrusted data,
+            pinned in the run's manifest so that a change there is a changed tool. ``None``
+            for a local tool.
     """
 
     name: str
@@ -38,6 +42,7 @@ class ToolSpec:
     args_model: type[BaseModel]
     effect: Effect = "read"
     idempotent: bool = field(default=True)
+    source: dict[str, Any] | None = None  # Any: JSON values
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_PATTERN.match(self.name):
@@ -58,13 +63,16 @@ class ToolSpec:
 
     @cached_property
     def manifest_hash(self) -> str:
-        """A hash of what the model and the dispatcher see: name, schema, effect, idempotency."""
-        doc = {
+        """A hash of what the model and the dispatcher see: name, schema, effect, idempotency
+        (and the source's definition, for a tool that has one)."""
+        doc: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "schema": self.args_schema,
             "effect": self.effect,
             "idempotent": self.idempotent,
         }
+        if self.source is not None:
+            doc["source"] = self.source
         blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]

@@ -31,6 +31,7 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   ├── ConfirmationMismatchError      an approval bound to another step or arguments
     │   │   └── ApprovalExpiredError       an approval after Policy.approval_ttl
     │   └── ToolManifestChangedError       a tool the run used changed since it started
+    ├── ToolOutcomeUnknownError     raised by a tool: its call may or may not have happened
     └── StoreError                  the transcript store failed or holds bad data
         ├── SeqConflictError        another writer appended first (conditional append lost)
         ├── LeaseLostError          the run's lease is held by someone else now (fenced)
@@ -72,6 +73,7 @@ __all__ = [
     "StoreError",
     "ToolDefinitionError",
     "ToolManifestChangedError",
+    "ToolOutcomeUnknownError",
     "UnknownToolError",
 ]
 
@@ -234,6 +236,16 @@ class RunBusyError(RunError):
 
 class ToolManifestChangedError(RunError):
     """A tool the run used changed (schema, description, effect) or is gone since it started."""
+
+
+class ToolOutcomeUnknownError(AgentcoreError):
+    """Raised by a tool whose call may or may not have happened: the connection to the system
+    it called broke after the request was sent (an MCP server that died mid-call).
+
+    The runner treats it like a timeout: an idempotent tool's call is an error the model
+    sees; a non-idempotent tool's is a lost call (``reconcile`` is asked, otherwise the run
+    stops as ``needs_attention`` for a person), never retried automatically.
+    """
 
 
 class NotAwaitingConfirmationError(RunError):

@@ -2,19 +2,20 @@
 
 Exit codes (also in the README):
 
-== ===========================================================
-0  the run completed (or the command succeeded: ``cancel`` cancelled or requested it)
-1  an error: store failure, unknown run, a run that cannot be confirmed or cancelled
-2  usage error: bad option, bad argument (an invalid run id), bad configuration, an
-   approval without ``--step``/``--args-hash`` and no terminal to ask on
-3  the run is awaiting confirmation
-4  the run's budget is exhausted
-5  the run needs attention
-6  the run failed
-7  the run was cancelled
-8  the run is still marked running (its process may have died: resume it)
-9  ``db status`` / ``db upgrade``: the store was written by a newer agentcore
-== ===========================================================
+=== ===========================================================
+0   the run completed (or the command succeeded: ``cancel`` cancelled or requested it)
+1   an error: store failure, unknown run, a run that cannot be confirmed or cancelled
+2   usage error: bad option, bad argument (an invalid run id), bad configuration, an
+    approval without ``--step``/``--args-hash`` and no terminal to ask on
+3   the run is awaiting confirmation
+4   the run's budget is exhausted
+5   the run needs attention
+6   the run failed
+7   the run was cancelled
+8   the run is still marked running (its process may have died: resume it)
+9   ``db status`` / ``db upgrade``: the store was written by a newer agentcore
+130 stopped by Ctrl-C at a safe point (the resume command is printed)
+=== ===========================================================
 """
 
 from __future__ import annotations

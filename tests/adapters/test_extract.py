@@ -20,13 +20,15 @@ from agentcore.adapters import ScriptedModel
 from agentcore.adapters._breaker import BreakerPolicy
 from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
+from agentcore.adapters.deepseek import DeepSeekAdapter
+from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.contracts.errors import AuthenticationError, ConfigurationError
 from agentcore.errors import ExtractionError
 from agentcore.events import ModelCalled
 
-from .fakes import FakeProvider, JsonReply, anthropic_message, error_reply, ok
+from .fakes import FakeProvider, JsonReply, anthropic_message, error_reply, gemini_response, ok
 
 TEXT = "Hi, this is Ana (customer C-17). Invoice INV-2041 was charged twice: 42.50 EUR."
 
@@ -128,6 +130,36 @@ async def test_a_local_server_gets_json_object_with_the_schema(
     (body,) = fake.bodies
     assert body["response_format"]["type"] == "json_object"
     assert set(body["response_format"]["schema"]["properties"]) == set(GOOD)
+
+
+async def test_gemini_gets_response_json_schema(
+    fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy
+) -> None:
+    gemini = GeminiAdapter(
+        "gemini-2.5-flash", api_base=fake.url, api_key="k", retry=retry, breaker=breaker
+    )
+    fake.queue(JsonReply(gemini_response(GOOD)))
+    assert await _agent().extract(Complaint, TEXT, model=gemini) == Complaint(**GOOD)
+    (body,) = fake.bodies
+    assert fake.requests[0].path.endswith("/models/gemini-2.5-flash:generateContent")
+    config = body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert set(config["responseJsonSchema"]["properties"]) == set(GOOD)
+    assert "tools" not in body
+
+
+async def test_deepseek_gets_json_mode_with_the_schema_in_the_prompt(
+    fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy
+) -> None:
+    deepseek = DeepSeekAdapter(
+        "deepseek-chat", api_base=fake.base_url, api_key="k", retry=retry, breaker=breaker
+    )
+    fake.queue(ok(GOOD))
+    assert await _agent().extract(Complaint, TEXT, model=deepseek) == Complaint(**GOOD)
+    (body,) = fake.bodies
+    assert body["response_format"] == {"type": "json_object"}
+    system = body["messages"][0]["content"]
+    assert "JSON" in system and '"invoice"' in system
 
 
 async def test_replies_that_never_validate_raise_extraction_error_with_their_tokens(

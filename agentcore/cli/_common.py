@@ -129,8 +129,9 @@ AgentOpt = Annotated[
 def open_listing(url: str | None) -> TranscriptStore | None:
     """The store a listing command reads (``runs``, ``show``, ``export``, ``stats``,
     ``check``): ``None`` when it is a SQLite file that does not exist, so that listing
-    creates no file, directory or lock directory; otherwise opened to read only (no
-    migration; a SQLite file read-only, so a read-only file or directory can be listed)."""
+    creates no file, directory or lock directory; otherwise opened to read only (a SQLite
+    file read-only, so a read-only file or directory can be listed). An older SQLite store
+    that can be written is upgraded first, as by every other command."""
     url = url or default_store_url()
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))

@@ -33,6 +33,12 @@ Appends:
     UPDATE, so fencing costs no round trip; only a refused append reads the row again, to
     say whether the lease was lost (LeaseLostError) or the seq moved (SeqConflictError).
 
+Group commit (``_pg_commit``, ``group_commit=True`` by default):
+    Appends made at once on one event loop share one transaction: their statements are
+    pipelined on one connection (``BEGIN``, the statements in run id order, ``COMMIT``:
+    one round trip, one WAL flush), each keeping its own conditions and outcome. The
+    commit starts as soon as none is in flight; what queues meanwhile is the next batch.
+
 Leases (``acquire`` / ``renew`` / ``release``):
     Each is one statement on the run's row. ``acquire`` is ``UPDATE ... SET owner, epoch =
     epoch + 1, lease_until = clock_timestamp() + ttl WHERE run_id = ... AND (owner IS NULL

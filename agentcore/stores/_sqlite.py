@@ -14,8 +14,14 @@ Durability:
     survives a process crash and a power loss. With ``synchronous=NORMAL`` the log is
     fsynced only at checkpoints: a commit still survives a crash of the process, but the
     last commits before a power loss or an operating system crash may be lost (the file
-    itself stays consistent). Each append is one ``BEGIN IMMEDIATE`` transaction: all of
-    its events are written or none.
+    itself stays consistent). An append's events are written all or none, inside one
+    ``BEGIN IMMEDIATE`` transaction, and ``append`` returns only after it committed.
+
+Group commit (``_sqlite_commit``, ``group_commit=True`` by default):
+    Appends made at once on one event loop (concurrent runs) share that transaction and
+    its fsync, each inside its own ``SAVEPOINT``, so one append's conflict or fencing
+    undoes only its own rows. The commit starts on the loop's next iteration after the
+    first append is queued (no timer); the batch runs inline, on the loop's thread.
 
 Concurrency:
     Any number of processes may open the same file. An append takes SQLite's write lock

@@ -23,10 +23,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import _admin, _evals, _runs
+from . import _admin, _evals, _runs, _serve
 from ._common import EXIT_CODES, app
 
-_COMMANDS = (_runs, _evals, _admin)  # importing these modules registers their commands on `app`
+# importing these modules registers their commands on `app`
+_COMMANDS = (_runs, _evals, _admin, _serve)
 
 __all__ = ["EXIT_CODES", "app", "main"]
 

@@ -1,0 +1,206 @@
+"""A run's transcript as the console shows it: blocks of entries, one block per step.
+
+Each event becomes one :class:`Entry` (what happened, in words, and its details); entries
+of one step are grouped in a :class:`StepBlock` that totals the step's tokens, cost and
+latency and names its model and mode. Events outside a step (the start, a resume, the
+end) form blocks of their own, in transcript order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcore.contracts import FinishAction, PlanAction, ToolAction
+from agentcore.events import (
+    ActionProposed,
+    Confirmation,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    Resolution,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+
+__all__ = ["Entry", "StepBlock", "timeline"]
+
+
+@dataclass(slots=True)
+class Entry:
+    """One event, in words.
+
+    Attributes:
+        seq: the event's seq.
+        kind: its type (``action_proposed``, ...), for styling.
+        title: one line saying what happened.
+        thought: the model's stated reason (actions only).
+        details: label and text pairs (JSON values pretty-printed).
+        tone: ``ok``, ``bad``, ``wait`` or ``""``.
+    """
+
+    seq: int
+    kind: str
+    title: str
+    thought: str | None = None
+    details: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    tone: str = ""
+
+
+@dataclass(slots=True)
+class StepBlock:
+    """The entries of one step (``step`` ``None``: events outside a step)."""
+
+    step: int | None
+    entries: list[Entry] = field(default_factory=list[Entry])
+    models: list[str] = field(default_factory=list[str])
+    modes: list[str] = field(default_factory=list[str])
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    latency_ms: float = 0.0
+
+
+def pretty(value: Any) -> str:  # Any: a JSON value from the transcript
+    """A JSON value for people: strings as they are, everything else indented JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def timeline(events: Sequence[Event]) -> list[StepBlock]:
+    """The transcript as blocks, in order."""
+    blocks: list[StepBlock] = []
+    for ev in events:
+        step = getattr(ev, "step", None)
+        step = step if isinstance(step, int) else None
+        if not blocks or blocks[-1].step != step or step is None:
+            blocks.append(StepBlock(step))
+        block = blocks[-1]
+        if isinstance(ev, ModelCalled):
+            _count(block, ev)
+        block.entries.append(entry(ev))
+    return blocks
+
+
+def _count(block: StepBlock, ev: ModelCalled) -> None:
+    if ev.model not in block.models:
+        block.models.append(ev.model)
+    if ev.mode not in block.modes:
+        block.modes.append(ev.mode)
+    block.input_tokens += ev.input_tokens
+    block.output_tokens += ev.output_tokens
+    block.latency_ms += ev.latency_ms
+    if ev.cost is not None:
+        block.cost = (block.cost or 0.0) + ev.cost
+
+
+def entry(ev: Event) -> Entry:
+    """One event in words."""
+    match ev:
+        case RunStarted():
+            details = [
+                ("task", ev.task),
+                ("scope", ", ".join(ev.scope) or "(none)"),
+                (
+                    "contract",
+                    f"v{ev.contract.get('version', '?')} ({ev.contract.get('hash', '?')})",
+                ),
+                ("route", ", ".join(ev.route)),
+                ("budget", pretty(ev.budget)),
+            ]
+            if ev.tenant is not None:
+                details.append(("tenant", ev.tenant))
+            if ev.metadata:
+                details.append(("metadata", pretty(ev.metadata)))
+            return Entry(ev.seq, ev.type, "run started", details=details)
+        case ContextAdded():
+            return Entry(ev.seq, ev.type, f"context from {ev.source}", details=[("", ev.content)])
+        case ModelCalled():
+            details = [
+                ("model", f"{ev.model} ({ev.role}, {ev.mode})"),
+                ("tokens", f"{ev.input_tokens} in, {ev.output_tokens} out"),
+                ("latency", f"{ev.latency_ms:.0f} ms, {ev.attempts} attempt(s)"),
+            ]
+            if ev.cost is not None:
+                details.append(("cost", f"${ev.cost:.6f}"))
+            if ev.error:
+                details.append(("error", ev.error))
+            if ev.reply:
+                details.append(("reply", ev.reply))
+            tone = {"ok": "", "invalid": "bad", "error": "bad"}[ev.outcome]
+            title = f"model {ev.model}: {'valid action' if ev.outcome == 'ok' else ev.outcome}"
+            return Entry(ev.seq, ev.type, title, details=details, tone=tone)
+        case ActionProposed(action=action):
+            match action:
+                case PlanAction():
+                    return Entry(
+                        ev.seq,
+                        ev.type,
+                        f"plan ({ev.call_id})",
+                        action.thought,
+                        [(f"{i}.", s) for i, s in enumerate(action.steps, 1)],
+                    )
+                case ToolAction():
+                    return Entry(
+                        ev.seq,
+                        ev.type,
+                        f"tool {action.tool} ({ev.call_id})",
+                        action.thought,
+                        [("args", pretty(action.args))],
+                    )
+                case FinishAction():
+                    return Entry(
+                        ev.seq, ev.type, "finish", action.thought, [("answer", action.answer)]
+                    )
+        case Decision():
+            tone = {"execute": "ok", "deny": "bad", "needs_plan": "bad"}.get(ev.verdict, "wait")
+            details = [("why", ev.reason)] if ev.reason else []
+            if ev.args_hash:
+                details.append(("args hash", ev.args_hash))
+            return Entry(ev.seq, ev.type, f"dispatcher: {ev.verdict}", details=details, tone=tone)
+        case Confirmation():
+            verb = "approved" if ev.approved else "denied"
+            details = [("reason", ev.reason)] if ev.reason else []
+            if ev.args is not None:
+                details.append(("edited args", pretty(ev.args)))
+            if ev.args_hash:
+                details.append(("args hash", ev.args_hash))
+            if ev.accepted_tool_changes:
+                details.append(("accepted tool changes", "; ".join(ev.accepted_tool_changes)))
+            tone = "ok" if ev.approved else "bad"
+            return Entry(ev.seq, ev.type, f"{verb} by {ev.by}", details=details, tone=tone)
+        case ToolStarted():
+            details = [("args", pretty(ev.args)), ("idempotency key", ev.idempotency_key)]
+            return Entry(ev.seq, ev.type, f"{ev.tool} started", details=details)
+        case ToolFinished():
+            details = [("duration", f"{ev.duration_ms:.0f} ms")]
+            if ev.ok:
+                details.insert(0, ("result", pretty(ev.result)))
+            else:
+                details.insert(0, ("error", ev.error or ""))
+            if ev.result_bytes is not None:
+                details.append(("truncated", f"{ev.result_bytes} bytes, sha256 {ev.result_sha256}"))
+            title = f"{ev.tool} {'returned' if ev.ok else 'failed'}"
+            return Entry(ev.seq, ev.type, title, details=details, tone="ok" if ev.ok else "bad")
+        case RunResumed():
+            details = [("by", ev.by)] if ev.by else []
+            if ev.budget is not None:
+                details.append(("budget", pretty(ev.budget)))
+            title = "resumed after a worker died" if ev.recovery else "resumed"
+            return Entry(ev.seq, ev.type, title, details=details)
+        case Resolution():
+            details = [("reason", ev.reason)] if ev.reason else []
+            return Entry(ev.seq, ev.type, f"resolved ({ev.decision}) by {ev.by}", details=details)
+        case RunFinished():
+            details = [("answer", ev.answer)] if ev.answer else []
+            if ev.reason:
+                details.append(("reason", ev.reason))
+            tone = {"completed": "ok", "awaiting_confirmation": "wait"}.get(ev.status, "bad")
+            return Entry(ev.seq, ev.type, f"run {ev.status}", details=details, tone=tone)

@@ -1,0 +1,165 @@
+"""The server-rendered pages, the one-time login, and what the console's absence costs:
+``import agentcore`` and ``agentcore --help`` load none of it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentcore.console import TokenLogin, create_app
+from agentcore.events import Confirmation
+
+from .conftest import Console
+from .test_api import settled
+
+CONSOLE_MODULES = ("agentcore.console", "starlette", "uvicorn", "jinja2")
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, "the page carries no CSRF token"
+    return found.group(1)
+
+
+async def test_the_runs_page_lists_filters_and_links_runs(console: Console) -> None:
+    c = console
+    page = await c.client.get("/runs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert f'href="/runs/{c.first.run_id}"' in page.text
+    assert "awaiting_confirmation" in page.text
+    searched = await c.client.get("/runs", params={"q": "order B2"})
+    assert c.second.run_id in searched.text and c.first.run_id not in searched.text
+    paged = await c.client.get("/runs", params={"limit": "2"})
+    assert 'rel="next"' in paged.text
+    assert (await c.client.get("/runs", params={"status": "bogus"})).status_code == 422
+    assert (await c.client.get("/")).status_code == 303
+
+
+async def test_the_run_page_shows_the_call_bound_to_its_step_and_hash(console: Console) -> None:
+    c = console
+    page = await c.client.get(f"/runs/{c.first.run_id}")
+    assert page.status_code == 200
+    pending = c.first.pending
+    assert pending is not None and pending.args_hash is not None
+    assert pending.args_hash in page.text and "Waiting for you: step 1" in page.text
+    assert "The customer asked for a refund." in page.text  # the thought
+    assert "dispatcher: needs_confirmation" in page.text
+    assert "verified" in page.text
+    body = await c.client.get(f"/runs/{c.first.run_id}/body")
+    assert body.status_code == 200 and "<html" not in body.text and "Timeline" in body.text
+
+
+async def test_the_forms_approve_and_deny_with_the_pages_token(console: Console) -> None:
+    c = console
+    pending = c.first.pending
+    assert pending is not None
+    page = await c.client.get(f"/runs/{c.first.run_id}")
+    token = csrf_of(page.text)
+    form = {"csrf": token, "step": str(pending.step), "args_hash": pending.args_hash or ""}
+    bad = await c.client.post(
+        f"/runs/{c.first.run_id}/confirm",
+        data=form | {"decision": "approve", "args": '{"order_id": "A1", "amount": "x"}'},
+    )
+    assert bad.status_code == 422 and "schema" in bad.text and 'role="alert"' in bad.text
+    ok = await c.client.post(
+        f"/runs/{c.first.run_id}/confirm", data=form | {"decision": "approve", "args": ""}
+    )
+    assert ok.status_code == 303 and ok.headers["location"] == f"/runs/{c.first.run_id}"
+    assert (await settled(c, c.first.run_id))["status"] == "completed"
+    stale = await c.client.post(f"/runs/{c.first.run_id}/confirm", data=form | {"decision": "deny"})
+    assert stale.status_code == 409
+
+
+async def test_the_health_page_draws_a_chart_per_metric(console: Console) -> None:
+    page = await console.client.get("/health")
+    assert page.status_code == 200
+    assert page.text.count("<svg") == 7
+    assert "steps per run" in page.text and "share of plan actions" in page.text
+    assert 'class="mark"' in page.text  # the contract version's first appearance
+
+
+async def test_a_one_time_login_names_the_approver(console: Console) -> None:
+    c = console
+    login = TokenLogin()
+    app = create_app(c.store, agents=[c.agent], login=login, poll_s=0.01)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
+    ):
+        assert (await client.get("/api/runs")).status_code == 401
+        assert (await client.get("/runs")).status_code == 401  # the sign-in page
+        form = await client.get("/login", params={"token": login.token})
+        assert 'name="name"' in form.text
+        wrong = await client.post("/login", data={"token": "guess", "name": "eve"})
+        assert wrong.status_code == 403
+        signed = await client.post("/login", data={"token": login.token, "name": "Grace H"})
+        assert signed.status_code == 303
+        again = await client.post("/login", data={"token": login.token, "name": "eve"})
+        assert again.status_code == 403  # the link works once
+        page = await client.get(f"/runs/{c.first.run_id}")
+        assert "Grace H" in page.text
+        pending = c.first.pending
+        assert pending is not None
+        r = await client.post(
+            f"/runs/{c.first.run_id}/confirm",
+            data={
+                "csrf": csrf_of(page.text),
+                "decision": "approve",
+                "step": str(pending.step),
+                "args_hash": pending.args_hash or "",
+            },
+        )
+        assert r.status_code == 303
+        await settled_with(client, c.first.run_id)
+    [confirmation] = [e for e in await c.store.load(c.first.run_id) if isinstance(e, Confirmation)]
+    assert confirmation.by == "Grace H"
+
+
+async def settled_with(client: httpx.AsyncClient, run_id: str) -> None:
+    import asyncio
+
+    for _ in range(500):
+        if (await client.get(f"/api/runs/{run_id}")).json()["status"] != "running":
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("still running")
+
+
+@pytest.mark.subprocess
+def test_import_and_help_load_none_of_the_console(tmp_path: Path) -> None:
+    code = (
+        "import sys, agentcore, agentcore.cli, agentcore.stores;"
+        f"print([m for m in sys.modules if m.startswith({CONSOLE_MODULES!r})])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert out.stdout.strip() == "[]"
+    helped = (
+        "import sys; from agentcore.cli import main; sys.argv = ['agentcore', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED', [m for m in sys.modules if m.startswith({CONSOLE_MODULES!r})])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", helped], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert "serve" in out.stdout
+    assert out.stdout.strip().endswith("LOADED []")
+
+
+@pytest.mark.subprocess
+def test_serve_refuses_other_interfaces_without_auth(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcore.cli", "serve", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert out.returncode == 2 and "loopback" in out.stderr

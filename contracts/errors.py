@@ -32,6 +32,8 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   │   └── ApprovalExpiredError       an approval after Policy.approval_ttl
     │   └── ToolManifestChangedError       a tool the run used changed since it started
     ├── ToolOutcomeUnknownError     raised by a tool: its call may or may not have happened
+    ├── RemoteToolError             a remote (MCP) tool answered with an error, or could not be
+    │                               called (the call was not made, or was refused)
     └── StoreError                  the transcript store failed or holds bad data
         ├── SeqConflictError        another writer appended first (conditional append lost)
         ├── LeaseLostError          the run's lease is held by someone else now (fenced)
@@ -63,6 +65,7 @@ __all__ = [
     "ProviderError",
     "ProviderUnavailableError",
     "RateLimitedError",
+    "RemoteToolError",
     "RunBusyError",
     "RunError",
     "RunNotFoundError",
@@ -246,6 +249,13 @@ class ToolOutcomeUnknownError(AgentcoreError):
     sees; a non-idempotent tool's is a lost call (``reconcile`` is asked, otherwise the run
     stops as ``needs_attention`` for a person), never retried automatically.
     """
+
+
+class RemoteToolError(AgentcoreError):
+    """A remote tool (an MCP server's) answered with an error (``isError``), the protocol
+    failed (a JSON-RPC error), or the call could not be made (no connection, the tool's
+    definition changed). Raised inside the tool: the model sees the text as the call's
+    error observation."""
 
 
 class NotAwaitingConfirmationError(RunError):

@@ -23,11 +23,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import _admin, _evals, _runs, _serve
+from . import _admin, _evals, _mcp, _runs, _serve
 from ._common import EXIT_CODES, app
 
 # importing these modules registers their commands on `app`
-_COMMANDS = (_runs, _evals, _admin, _serve)
+_COMMANDS = (_runs, _evals, _admin, _serve, _mcp)
 
 __all__ = ["EXIT_CODES", "app", "main"]
 

@@ -111,8 +111,14 @@ class Ownership:
 
     async def _renew_loop(self) -> None:
         interval = self._lease.ttl_s / 3
-        while True:
+        # Ended by ``__aexit__`` clearing ``_renewer`` as well as by its cancel: a library
+        # can swallow a cancellation (asyncio.wait_for on Python 3.11, gh-86296, inside
+        # psycopg_pool's wait for a connection), and a renewer that lived on would keep
+        # renewing a released run's lease while ``__aexit__`` waited for it forever.
+        while self._renewer is not None:
             await asyncio.sleep(interval)
+            if self._renewer is None:
+                return
             asked = time.monotonic()
             try:
                 self._lease = await self._store.renew(self._lease)

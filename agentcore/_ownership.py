@@ -109,15 +109,19 @@ class Ownership:
             with contextlib.suppress(StoreError):
                 await asyncio.shield(self._store.release(self._lease))
 
+    def _released(self) -> bool:
+        """Whether ``__aexit__`` has begun (it clears ``_renewer`` before cancelling it)."""
+        return self._renewer is None
+
     async def _renew_loop(self) -> None:
         interval = self._lease.ttl_s / 3
         # Ended by ``__aexit__`` clearing ``_renewer`` as well as by its cancel: a library
         # can swallow a cancellation (asyncio.wait_for on Python 3.11, gh-86296, inside
         # psycopg_pool's wait for a connection), and a renewer that lived on would keep
         # renewing a released run's lease while ``__aexit__`` waited for it forever.
-        while self._renewer is not None:
+        while not self._released():
             await asyncio.sleep(interval)
-            if self._renewer is None:
+            if self._released():
                 return
             asked = time.monotonic()
             try:

@@ -20,10 +20,11 @@ from typing import Any, Literal
 
 import mcp_types as mt
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from agentcore import Agent, RunResult
-from agentcore.contracts.errors import AgentcoreError, RemoteToolError
+from agentcore.contracts.errors import AgentcoreError
 
 __all__ = ["PendingCallOut", "RunOutcome", "agent_server", "serve"]
 
@@ -85,7 +86,7 @@ def agent_server(agent: Agent, *, name: str | None = None) -> MCPServer:
         try:
             result = await agent.run(task, run_id=run_id)
         except AgentcoreError as exc:
-            raise RemoteToolError(f"{type(exc).__name__}: {exc}") from exc
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc  # the client reads it
         return _outcome(result)
 
     async def get_run(run_id: str) -> RunOutcome:
@@ -93,7 +94,7 @@ def agent_server(agent: Agent, *, name: str | None = None) -> MCPServer:
         try:
             result = await agent.result(run_id)
         except AgentcoreError as exc:
-            raise RemoteToolError(f"{type(exc).__name__}: {exc}") from exc
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc  # the client reads it
         return _outcome(result)
 
     server.add_tool(

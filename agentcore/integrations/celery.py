@@ -366,7 +366,8 @@ class Registry:
             result = await agent.advance(
                 run_id, max_steps=self.turn_steps, max_seconds=self.turn_seconds
             )
-        except RunBusyError:
+        except RunBusyError as exc:
+            log.info("agentcore.advance run=%s: busy: %s", run_id, exc)
             return "busy", None
         except RunNotFoundError:
             log.warning("agentcore.advance run=%s: no such run; dropped", run_id)

@@ -143,6 +143,11 @@ class Workers:
         )
         return [(run, outcome, flag == "True") for run, outcome, flag in found]
 
+    def cpu_seconds(self, name: str) -> float:
+        """User + system CPU time the worker process has used so far (Linux /proc)."""
+        fields = Path(f"/proc/{self.procs[name].pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def wait_for(self, name: str, text: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while text not in self.log(name):

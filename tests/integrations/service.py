@@ -7,6 +7,7 @@ schema), the queue, the tools' variant, the model's latency, the lease and the t
 from __future__ import annotations
 
 import os
+import signal
 
 from celery import Celery
 from workload import make_agent
@@ -39,3 +40,20 @@ registry = install(
     sweep_every=None,
     idle_after=float(env.get("AGENTCORE_TEST_IDLE_AFTER", "120")),
 )
+
+
+def _dump_tasks(*_: object) -> None:
+    """SIGUSR2: print every task on the worker's loop with its stack (a stuck turn)."""
+    import asyncio
+    import sys
+
+    loop = registry._loop._loop
+    if loop is None:
+        return
+    for task in asyncio.all_tasks(loop):
+        print(f"--- {task!r}", file=sys.stderr)
+        task.print_stack(file=sys.stderr)
+    sys.stderr.flush()
+
+
+signal.signal(signal.SIGUSR2, _dump_tasks)

@@ -4,7 +4,7 @@ only when the command runs)."""
 from __future__ import annotations
 
 import ipaddress
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -22,7 +22,7 @@ mcp_app = typer.Typer(
 app.add_typer(mcp_app, name="mcp")
 
 
-class McpTransport(str, Enum):
+class McpTransport(StrEnum):
     """How MCP clients reach the served agent."""
 
     stdio = "stdio"

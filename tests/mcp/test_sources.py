@@ -10,7 +10,7 @@ from mcp_helpers import PINNED, executable
 
 from agentcore import Agent, RunStatus
 from agentcore.adapters import ScriptedModel
-from agentcore.errors import ConfigurationError
+from agentcore.errors import ConfigurationError, RemoteToolError
 from agentcore.events import Decision, Event, ToolFinished
 from agentcore.mcp import McpServer, ToolConfig, connect
 
@@ -276,3 +276,25 @@ async def test_configuration_naming_a_tool_the_server_lacks_is_an_error(
         McpServer("a.b", command="true")
     with pytest.raises(ConfigurationError, match="is not open"):
         pinned(server_log).tools()
+
+
+async def test_a_remote_call_past_its_timeout(server_log: TextIO) -> None:
+    server = pinned(
+        server_log,
+        tools={"slow": ToolConfig(effect="read", timeout=0.5), "count": ToolConfig(effect="read")},
+    )
+    async with server:
+        model = ScriptedModel([call("pinned.slow", seconds=30), call("pinned.count"), finish()])
+        agent = Agent(tools=server.tools(), model=model, store="memory://")
+        result = await agent.run("Wait, then count")
+        assert result.status is RunStatus.COMPLETED
+        slow, counted = finished(await agent.transcript(result.run_id))
+        assert not slow.ok and "timed out after 0.5s" in (slow.error or "")
+        assert counted.ok  # the same connection serves the next call
+        assert server.connections == 1
+
+
+async def test_a_server_that_cannot_start_is_a_clear_error(server_log: TextIO) -> None:
+    server = McpServer("gone", command="/nonexistent/mcp-server", stderr=server_log)
+    with pytest.raises(RemoteToolError, match="'gone' could not be connected"):
+        await server.open()

@@ -4,7 +4,7 @@ Its ``echo`` tool is defined by the variant in the file named by ``PINNED_VARIAN
 (read at start): variant ``2`` changes the description, the input schema and the
 annotations, as a server that pulls the rug on its users would. Other tools: ``fail``
 (an ``isError`` result), ``broken`` (a JSON-RPC error), ``crash`` (the process exits
-mid-call), ``delete_item`` (annotated destructive) and ``count`` (annotated read-only).
+mid-call), ``slow``, ``delete_item`` (annotated destructive) and ``count`` (annotated read-only).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import mcp_types as mt
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -53,6 +54,12 @@ def broken() -> str:
 @server.tool(description="Exits the server process in the middle of the call.")
 def crash() -> str:
     os._exit(3)
+
+
+@server.tool(description="Waits that many seconds, then answers.")
+async def slow(seconds: float) -> str:
+    await anyio.sleep(seconds)
+    return "slept"
 
 
 @server.tool(

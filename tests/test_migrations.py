@@ -95,9 +95,10 @@ async def test_a_new_file_gets_every_migration(tmp_path: Path) -> None:
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "application_id") == APPLICATION_ID
     names = [c[0] for c in columns(path, "runs")]
-    assert names[-8:] == [
+    assert names[-9:] == [
         *("cancel_by", "cancel_reason", "cancel_at"),
         *("owner", "epoch", "lease_until", "lease_flock", "tenant"),
+        "metadata",
     ]
 
 
@@ -144,6 +145,7 @@ async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) 
         ("lease_until", "REAL", 0),
         ("lease_flock", "INTEGER", 1),
         ("tenant", "TEXT", 0),
+        ("metadata", "TEXT", 0),
     ]
     conn = raw(path)
     rows_after = conn.execute(

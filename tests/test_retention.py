@@ -183,6 +183,7 @@ def test_db_status_and_upgrade_of_an_older_file(tmp_path: Path) -> None:
             "runs_by_tenant_status_updated",
         ):
             conn.execute(f"DROP INDEX {name}")
+        conn.execute("ALTER TABLE runs DROP COLUMN metadata")  # added by version 5
         conn.execute("PRAGMA user_version = 3")
     latest = schema_status(f"sqlite:///{db}").latest
     code, output = cli(db, "db", "status")

@@ -8,6 +8,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
+from pydantic_core import to_json
+
 from agentcore.contracts import check_tenant
 from agentcore.contracts.errors import (
     ConfigurationError,
@@ -36,6 +38,7 @@ __all__ = [
     "check_prune_request",
     "like_escape",
     "lost_error",
+    "metadata_text",
     "status_after",
 ]
 
@@ -389,6 +392,14 @@ def check_batch(
             check_tenant(first.tenant)
         except LimitExceededError as exc:
             raise StoreError(f"run {run_id!r}: {exc} Nothing was written.") from exc
+
+
+def metadata_text(first: Event) -> str | None:
+    """A new run's metadata as its row keeps it for searching: compact JSON, ``None`` when
+    empty (or when the first event is not ``run_started``)."""
+    if not isinstance(first, RunStarted) or not first.metadata:
+        return None
+    return to_json(first.metadata).decode()
 
 
 def like_escape(text: str) -> str:

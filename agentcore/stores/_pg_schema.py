@@ -71,6 +71,21 @@ MIGRATIONS = numbered(
                 ON {runs} (tenant, status, updated_at DESC, run_id) WHERE tenant IS NOT NULL""",
         ),
     ),
+    Migration(
+        3,
+        "the run's metadata on its row, so a search reads no events",
+        (
+            # run_started.metadata as compact JSON (NULL when empty), written by the append
+            # that creates the run: list_runs(search=...) matches it on the row instead of
+            # reading each run's first event.
+            "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS metadata TEXT NULL",
+            """UPDATE {runs} AS r SET metadata = (e.body::json -> 'metadata')::text
+                FROM {events} AS e
+                WHERE e.run_id = r.run_id AND e.seq = 0
+                    AND json_typeof(e.body::json -> 'metadata') = 'object'
+                    AND (e.body::json -> 'metadata')::text NOT IN ('{{}}', '{{ }}')""",
+        ),
+    ),
 )
 """The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
 
@@ -149,9 +164,10 @@ class Statements:
             append_new=q(
                 """WITH run AS (
                     INSERT INTO {runs}
-                        (run_id, status, task, created_at, updated_at, next_seq, tenant)
+                        (run_id, status, task, created_at, updated_at, next_seq, tenant,
+                         metadata)
                     VALUES (%(run_id)s, %(status)s, %(task)s, %(created)s, %(updated)s, %(end)s,
-                            %(tenant)s)
+                            %(tenant)s, %(metadata)s)
                     ON CONFLICT (run_id) DO NOTHING
                     RETURNING run_id
                 ), """

@@ -93,6 +93,7 @@ from ._base import (
     check_prune_request,
     like_escape,
     lost_error,
+    metadata_text,
     status_after,
 )
 from ._codec import DECODE_ERRORS, encode_batch, run_label
@@ -255,6 +256,7 @@ class PostgresStore:
             "status": status or None,
             "task": _text_in(first.task if isinstance(first, RunStarted) else ""),
             "tenant": first.tenant if isinstance(first, RunStarted) else None,
+            "metadata": metadata_text(first),
             "created": first.at,
             "seqs": [ev.seq for ev in events],
             "types": [ev.type for ev in events],
@@ -359,7 +361,7 @@ class PostgresStore:
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
         the listing's order (``_pg_schema``): no sort, no scan. A search tests each run in
-        that order (its metadata read from its ``run_started``) until ``limit`` matched."""
+        that order (id, task and metadata on its row) until ``limit`` matched."""
         import psycopg
 
         where = "cannot list runs"
@@ -413,17 +415,14 @@ class PostgresStore:
             conds.append("status = %s")
             params.append(status)
         if after is not None:
-            conds.append("(updated_at < %s OR (updated_at = %s AND run_id > %s))")
+            # ``<=`` first: a range on the index, so a deep page starts at the cursor.
+            conds.append("updated_at <= %s AND (updated_at < %s OR run_id > %s)")
             params += [after[0], after[0], after[1]]
         if search:
             text = like_escape(search)
             # The row's task is a JSON string literal (NUL-safe), so its text is searched
-            # as JSON, like the metadata; ILIKE ignores case.
-            conds.append(
-                f"(run_id LIKE %s OR task ILIKE %s OR EXISTS (SELECT 1 FROM {self._sql.events}"
-                " AS e WHERE e.run_id = r.run_id AND e.seq = 0 AND"
-                " (e.body::json -> 'metadata')::text ILIKE %s))"
-            )
+            # as JSON, like the metadata (on the row: migration 3); ILIKE ignores case.
+            conds.append("(run_id LIKE %s OR task ILIKE %s OR metadata ILIKE %s)")
             quoted = like_escape(json.dumps(search, ensure_ascii=False)[1:-1])  # as in JSON
             params += [f"{text}%", f"%{quoted}%", f"%{quoted}%"]
         clause = f"WHERE {' AND '.join(conds)} " if conds else ""

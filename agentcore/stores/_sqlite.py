@@ -82,6 +82,7 @@ from ._base import (
     check_listing,
     check_prune_request,
     like_escape,
+    metadata_text,
     status_after,
 )
 from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
@@ -104,8 +105,9 @@ from ._sqlite_schema import SCHEMA_VERSION, open_schema
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)"
-_INSERT_RUN = """INSERT INTO runs (run_id, status, task, created_at, updated_at, next_seq, tenant)
-    VALUES (?, ?, ?, ?, ?, ?, ?)"""
+_INSERT_RUN = """INSERT INTO runs
+    (run_id, status, task, created_at, updated_at, next_seq, tenant, metadata)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
 _ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ? WHERE run_id = ?"
 _REQUEST_CANCEL = """UPDATE runs SET cancel_by = ?, cancel_reason = ?, cancel_at = ?
     WHERE run_id = ?"""
@@ -322,8 +324,8 @@ class SQLiteStore:
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
         ``updated_at`` order (``_sqlite_schema``, migration 4): no sort, no scan. A search
-        tests each run in that order (its metadata read from its ``run_started``, one
-        primary-key lookup) until ``limit`` runs matched."""
+        tests each run's row in that order (id, task, metadata: migration 5) until
+        ``limit`` runs matched."""
         conn = self._open_conn()
         check_listing(tenant, limit)
         sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
@@ -558,7 +560,10 @@ def _append_if_at(
     conn.executemany(_INSERT_EVENT, rows)
     if row is None:
         task, tenant = (first.task, first.tenant) if isinstance(first, RunStarted) else ("", None)
-        conn.execute(_INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end, tenant))
+        metadata = metadata_text(first)
+        conn.execute(
+            _INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end, tenant, metadata)
+        )
     elif status != before:
         conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, run_id))
     else:
@@ -658,14 +663,14 @@ def list_query(
         where.append("status = ?")
         params.append(status)
     if after is not None:
-        where.append("(updated_at < ? OR (updated_at = ? AND run_id > ?))")
+        # ``<=`` first: a range on the index's leading column, so a page deep in the
+        # listing starts where the cursor points instead of walking the runs before it.
+        where.append("updated_at <= ? AND (updated_at < ? OR run_id > ?)")
         params += [after[0], after[0], after[1]]
     if search:
         text = like_escape(search)
         where.append(
-            "(run_id LIKE ? ESCAPE '\\' OR task LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM "
-            "events AS e WHERE e.run_id = runs.run_id AND e.seq = 0 AND "
-            "json_extract(e.body, '$.metadata') LIKE ? ESCAPE '\\'))"
+            "(run_id LIKE ? ESCAPE '\\' OR task LIKE ? ESCAPE '\\' OR metadata LIKE ? ESCAPE '\\')"
         )
         params += [f"{text}%", f"%{text}%", f"%{text}%"]
     clause = f"WHERE {' AND '.join(where)} " if where else ""

@@ -348,17 +348,15 @@ class McpServer:
             await self._disconnect()
             return await self._connect()
 
-    def _on_message(self, message: IncomingMessage) -> Any:  # Any: an awaitable (the SDK's)
-        async def handle() -> None:
-            if isinstance(message, mt.ToolListChangedNotification):
-                # The tools are listed again before the next call (and at once, in the
-                # background, so the next decision already sees a changed definition).
-                self._stale = True
-                task = asyncio.get_running_loop().create_task(self._refresh_quietly())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-
-        return handle()
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            # The tools are listed again before the next call, and at once in the background
+            # (not here: this runs in the connection's reader, which the listing needs), so
+            # the next decision already sees a changed definition.
+            self._stale = True
+            task = asyncio.get_running_loop().create_task(self._refresh_quietly())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _refresh_quietly(self) -> None:
         with contextlib.suppress(Exception):

@@ -8,6 +8,8 @@ transcript is the only state, so runs resume after a crash and move between prov
 # first, for its side effect: a source checkout maps agentcore.contracts and .adapters
 from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from ._integrity import check_transcript
+from ._log import configure_logging
+from ._observe import configure_telemetry
 from ._runner import ContextProvider, ContextRequest
 from ._signals import run_until_signalled
 from ._state import PendingCall, RunResult, RunStatus, RunUsage
@@ -36,6 +38,8 @@ __all__ = [
     "Tool",
     "ToolContext",
     "check_transcript",
+    "configure_logging",
+    "configure_telemetry",
     "run_until_signalled",
     "tool",
 ]

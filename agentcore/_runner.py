@@ -45,6 +45,7 @@ from ._dispatch import changed_since_pinned, decide
 from ._extract import ExtractionLog, extraction_log
 from ._faults import crash_point
 from ._log import get_logger
+from ._observe import observer
 from ._ownership import Ownership
 from ._render import MessageView, Renderer
 from ._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
@@ -136,6 +137,9 @@ class Driver:
         self.pending: list[Event] = []
         self.renderer = Renderer(state.policy.max_observation_chars)
         self.log = get_logger().bind(run_id=state.run_id)
+        self.obs = observer(state, self.log)
+        """Logs, spans and metrics: told about the advance, each step, model call, tool call
+        and recorded event (a shared no-op when nothing listens)."""
         self.sink = SINK.get()
 
     # -- recording ------------------------------------------------------------------------
@@ -145,6 +149,7 @@ class Driver:
         self.state.apply(event)
         self.events.append(event)
         self.pending.append(event)
+        self.obs.event(event)
         if self.sink is not None:
             self.sink(event)
 
@@ -164,7 +169,6 @@ class Driver:
     ) -> None:
         """Record that the run stopped."""
         self.record(RunFinished(**self._seq(), status=status.value, answer=answer, reason=reason))
-        self.log.info("run_stopped", status=status.value, reason=reason)
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -329,6 +333,7 @@ class Driver:
     async def _ask(self) -> None:
         st = self.state
         step = st.steps + 1
+        self.obs.step(step)
         if st.reasks == 0 and self.setup.context_providers and not self._context_recorded(step):
             await self._gather_context(step)
         while True:
@@ -360,7 +365,6 @@ class Driver:
                         **self._seq(), step=step, call_id=f"c{step}", action=completion.action
                     )
                 )
-                self.log.debug("action", step=step, type=completion.action.type)
                 return
             error = completion.error
             loose = (
@@ -381,7 +385,6 @@ class Driver:
                 )
                 return
             self._model_called(step, completion, "invalid")
-            self.log.info("invalid_reply", step=step, error=str(error))
             if st.reasks > st.policy.max_reasks:
                 if schema.finish_only:
                     # The budget forced a finish-only step and the model would not finish:
@@ -442,8 +445,11 @@ class Driver:
         errors: list[str] = []
         route = self.setup.plan_route if self._role() == "plan" else self.setup.route
         for adapter in route:
+            name = getattr(adapter, "name", type(adapter).__name__)
             try:
-                return await adapter.complete_structured(request)
+                return await self.obs.model_call(
+                    name, request.step, adapter.complete_structured(request)
+                )
             except ModelError as exc:
                 failure, tokens, retryable = (
                     exc,
@@ -452,7 +458,6 @@ class Driver:
                 )
             except Exception as exc:  # an adapter bug must not lose the run: record it
                 failure, tokens, retryable = exc, (0, 0), True
-            name = getattr(adapter, "name", type(adapter).__name__)
             message = clean_text(f"{type(failure).__name__}: {failure}", _REPLY_CAP)
             errors.append(f"{name}: {message}")
             self.record(
@@ -468,7 +473,6 @@ class Driver:
                     error=message,
                 )
             )
-            self.log.warning("model_failed", model=name, error=message)
             if not retryable:
                 break
         self.finish(RunStatus.FAILED, reason="no model in the route answered: " + "; ".join(errors))
@@ -529,8 +533,11 @@ class Driver:
         crash_point("after_intent_commit")
         ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
         with extraction_log() as extractions:
-            outcome = await tool.run(
-                args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes
+            outcome = await self.obs.tool_call(
+                call.call_id,
+                call.step,
+                tool.name,
+                tool.run(args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes),
             )
         crash_point("after_tool_return")
         self._record_extractions(call.step, extractions)
@@ -558,7 +565,6 @@ class Driver:
                 result_sha256=outcome.result_sha256,
             )
         )
-        self.log.debug("tool_finished", step=call.step, tool=tool.name, ok=outcome.ok)
         if not tool.spec.idempotent:
             await self.flush()
 

@@ -47,6 +47,7 @@ from agentcore.contracts.errors import (
 )
 
 from ._manifest import manifest_change, manifest_entry
+from ._observe import log_events
 from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
 from ._runner import ContextProvider, Driver, RunSetup, Turn
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
@@ -231,6 +232,7 @@ class Agent:
         progress sees it too. Every later event goes through a :class:`Driver`, under the
         run's lease."""
         await self.store.append(run_id, events[0].seq, events)
+        log_events(run_id, events)
         sink = SINK.get()
         if sink is not None:
             for ev in events:
@@ -260,11 +262,12 @@ class Agent:
         batch it flushes carries the lease, so a worker that lost the run writes nothing."""
         driver = Driver(self._setup(), state, events, own)
         try:
-            for ev in first:
-                driver.record(ev)
-            await driver.flush()  # a person's decision is durable on its own
-            if not (hand_off and self.queue is not None):
-                await driver.advance(turn)
+            with driver.obs.advance(first, self.name):  # one span per advance, when traced
+                for ev in first:
+                    driver.record(ev)
+                await driver.flush()  # a person's decision is durable on its own
+                if not (hand_off and self.queue is not None):
+                    await driver.advance(turn)
         except (SeqConflictError, LeaseLostError) as exc:
             # Another worker advanced or took over this run; nothing of ours after the last
             # durable batch was written. Report the run as the store has it.

@@ -64,6 +64,19 @@ class ToolContext:
     call_id: str
     idempotency_key: str
 
+    def trace_headers(self) -> dict[str, str]:
+        """W3C trace context headers (``traceparent``, ``tracestate``) of this call, to
+        send to the services the tool calls so their spans join the run's trace.
+
+        When agentcore traces (``configure_telemetry``), the tool runs inside its
+        ``execute_tool`` span and the headers name that span; its own spans, made with any
+        OpenTelemetry tracer, are that span's children without these headers. Empty when
+        OpenTelemetry is not in use. Call it from the tool, while it runs.
+        """
+        from ._observe import trace_headers
+
+        return trace_headers()
+
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:

@@ -297,7 +297,7 @@ def test_version_and_verbose_after_the_command(agents: Path) -> None:
     assert verbose.returncode == 0, verbose.stderr
     late = cli(agents, "run", "myagents:looping", "x", "-v", "--max-steps", "2")
     assert late.returncode == 4, late.stderr  # -v after the command is the global flag
-    assert "run_stopped" in late.stderr  # and it logs
+    assert "run_finished" in late.stderr  # and it logs: one line per transcript event
 
 
 def test_runs_and_show_json_have_stable_fields(agents: Path) -> None:

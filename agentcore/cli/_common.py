@@ -29,6 +29,7 @@ from agentcore import (
     RunStatus,
     StreamEvent,
     ThoughtDelta,
+    configure_logging,
 )
 from agentcore._runner import PAUSE
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, check_run_id
@@ -575,10 +576,5 @@ def _main(
 ) -> None:
     """Run, inspect, confirm and resume agentcore runs."""
     del version
-    import structlog
-
-    level = logging.DEBUG if verbose else logging.WARNING
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-    )
+    # one log line per transcript event with -v; otherwise warnings only (a failed model call)
+    configure_logging(json=False, level=logging.DEBUG if verbose else logging.WARNING)

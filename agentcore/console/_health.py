@@ -73,6 +73,11 @@ class Health:
     contract_dates: dict[str, float]
     charts: list[Chart]
 
+    @property
+    def bucket(self) -> str:
+        """The bucket size in words."""
+        return {86400.0: "day", 3600.0: "hour"}.get(self.bucket_s, "minute")
+
 
 def run_model(events: Sequence[Event]) -> str:
     """The model that chose the run's first action (else the first of its route)."""
@@ -157,7 +162,7 @@ def svg_chart(
     label = escape(title)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{label}">',
+        f'width="100%" role="img" aria-label="{label}">',
         f'<text x="{left}" y="14" class="title">{label}</text>',
         f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" class="axis"/>',
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{y(0):.1f}" class="axis"/>',

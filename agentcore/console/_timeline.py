@@ -59,6 +59,8 @@ class StepBlock:
 
     step: int | None
     entries: list[Entry] = field(default_factory=list[Entry])
+    continued: bool = False
+    """The step began in an earlier block (it waited for a person in between)."""
     models: list[str] = field(default_factory=list[str])
     modes: list[str] = field(default_factory=list[str])
     input_tokens: int = 0
@@ -81,7 +83,8 @@ def timeline(events: Sequence[Event]) -> list[StepBlock]:
         step = getattr(ev, "step", None)
         step = step if isinstance(step, int) else None
         if not blocks or blocks[-1].step != step or step is None:
-            blocks.append(StepBlock(step))
+            seen = any(b.step == step for b in blocks) and step is not None
+            blocks.append(StepBlock(step, continued=seen))
         block = blocks[-1]
         if isinstance(ev, ModelCalled):
             _count(block, ev)

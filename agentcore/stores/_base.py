@@ -80,6 +80,10 @@ class RunSummary:
         created_at, updated_at: Unix seconds of the first and last event.
         events: how many events the run has.
         tenant: the run's namespace (``run_started.tenant``), or ``None``.
+        owner: who holds the run's lease, or ``None`` (never acquired, or released).
+        lease_expires_at: when that lease ends unless renewed (Unix seconds, the store's
+            clock, as :attr:`Lease.expires_at`); a past time means its holder stopped
+            renewing and nobody has taken the run over yet.
     """
 
     run_id: str
@@ -89,6 +93,8 @@ class RunSummary:
     updated_at: float
     events: int
     tenant: str | None = None
+    owner: str | None = None
+    lease_expires_at: float | None = None
 
 
 FINISHED_STATUSES: Final = ("completed", "cancelled", "failed")

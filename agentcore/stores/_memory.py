@@ -141,7 +141,10 @@ class MemoryStore:
                 )
             ):
                 continue
-            out.append(RunSummary(run_id, st, task, first.at, log[-1].at, len(log), owner))
+            holder, _, until = self._leases.get(run_id, (None, 0, None))
+            out.append(
+                RunSummary(run_id, st, task, first.at, log[-1].at, len(log), owner, holder, until)
+            )
         out.sort(key=lambda s: (-s.updated_at, s.run_id))
         return out[:limit]
 

@@ -147,7 +147,10 @@ class Statements:
             RETURNING 1
         )
         SELECT count(*) FROM ins"""
-        columns = "run_id, status, task, created_at, updated_at, next_seq, tenant"
+        columns = (
+            "run_id, status, task, created_at, updated_at, next_seq, tenant, owner, "
+            "extract(epoch FROM lease_until)::float8"
+        )
         newest = "ORDER BY updated_at DESC, run_id LIMIT %s"
         advance = """UPDATE {runs}
                     SET next_seq = %(end)s, updated_at = %(updated)s,

@@ -384,7 +384,7 @@ class PostgresStore:
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
         out: list[RunSummary] = []
-        for run_id, st, task, created, updated, events, owner in rows:
+        for run_id, st, task, created, updated, events, owner, holder, until in rows:
             try:
                 text = _text_out(task)
             except (ValueError, TypeError) as exc:
@@ -393,7 +393,17 @@ class PostgresStore:
                     f"not a JSON string ({exc}); its events are not affected"
                 ) from exc
             out.append(
-                RunSummary(run_id, st, text, float(created), float(updated), int(events), owner)
+                RunSummary(
+                    run_id,
+                    st,
+                    text,
+                    float(created),
+                    float(updated),
+                    int(events),
+                    owner,
+                    holder,
+                    None if until is None else float(until),
+                )
             )
         return out
 
@@ -427,8 +437,9 @@ class PostgresStore:
             params += [f"{text}%", f"%{quoted}%", f"%{quoted}%"]
         clause = f"WHERE {' AND '.join(conds)} " if conds else ""
         sql = (
-            "SELECT run_id, status, task, created_at, updated_at, next_seq, tenant "
-            f"FROM {self._sql.runs} AS r {clause}ORDER BY updated_at DESC, run_id LIMIT %s"
+            "SELECT run_id, status, task, created_at, updated_at, next_seq, tenant, owner, "
+            f"extract(epoch FROM lease_until)::float8 FROM {self._sql.runs} AS r {clause}"
+            "ORDER BY updated_at DESC, run_id LIMIT %s"
         )
         return sql.encode(), (*params, limit)
 

@@ -330,9 +330,9 @@ class SQLiteStore:
         check_listing(tenant, limit)
         sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
         try:
-            rows: list[tuple[str, str, str, float, float, int, str | None]] = conn.execute(
-                sql, (*params, limit)
-            ).fetchall()
+            rows: list[
+                tuple[str, str, str, float, float, int, str | None, str | None, float | None]
+            ] = conn.execute(sql, (*params, limit)).fetchall()
         except (sqlite3.Error, *_BIND_ERRORS) as exc:
             raise self._error(exc, "cannot list runs") from exc
         return [RunSummary(*row) for row in rows]
@@ -639,7 +639,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-_LIST_COLUMNS = "run_id, status, task, created_at, updated_at, next_seq, tenant"
+_LIST_COLUMNS = "run_id, status, task, created_at, updated_at, next_seq, tenant, owner, lease_until"
 
 
 def list_query(

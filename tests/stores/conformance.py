@@ -895,6 +895,24 @@ class StoreConformance:
         second = await (peer or store).acquire(run, owner="b", ttl_s=30)
         assert second.taken_over is None
 
+    async def test_listing_shows_the_lease_holder_and_expiry(self, store: TranscriptStore) -> None:
+        """What a sweep needs to tell a held run from one nobody advances."""
+        run = await self._new_run(store)
+
+        async def listed() -> tuple[str | None, float | None]:
+            (summary,) = [s for s in await store.list_runs(limit=1000) if s.run_id == run]
+            return summary.owner, summary.lease_expires_at
+
+        assert await listed() == (None, None)  # never acquired
+        lease = await store.acquire(run, owner="worker-a", ttl_s=30)
+        assert await listed() == ("worker-a", pytest.approx(lease.expires_at, abs=0.01))
+        await store.release(lease)
+        assert await listed() == (None, None)
+        expired = await self._expired(store, run, "worker-b")
+        owner, until = await listed()
+        assert owner == "worker-b" and until == pytest.approx(expired.expires_at, abs=0.01)
+        assert until < time.time() + 1  # past (by the store's clock, give or take a second)
+
     async def test_every_acquire_bumps_the_epoch_by_one(self, store: TranscriptStore) -> None:
         run = await self._new_run(store)
         epochs: list[int] = []

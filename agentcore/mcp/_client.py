@@ -17,11 +17,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+import anyio
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
@@ -280,8 +282,11 @@ class McpServer:
                     client = await stack.enter_async_context(
                         Client(self._target(http), cache=None, message_handler=self._on_message)
                     )
+                    tasks = await stack.enter_async_context(anyio.create_task_group())
+                    tasks.start_soon(self._listen, client)
                     ready.set_result(client)
                     await stop.wait()
+                    tasks.cancel_scope.cancel()
             except Exception as exc:
                 if not ready.done():
                     ready.set_exception(exc)
@@ -348,15 +353,28 @@ class McpServer:
             await self._disconnect()
             return await self._connect()
 
+    async def _listen(self, client: Client) -> None:
+        """Follow the server's tool-list changes (``subscriptions/listen``, protocol
+        2026-07-28; older servers send ``notifications/tools/list_changed`` instead)."""
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    self._tools_changed()
+        except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
+            self.log.debug("mcp_listen_ended", error=f"{type(exc).__name__}: {exc}")
+
+    def _tools_changed(self) -> None:
+        # Listed again before the next call, and at once in the background (not here: this
+        # runs in the connection's reader, which the listing needs), so the next decision
+        # already sees a changed definition.
+        self._stale = True
+        task = asyncio.get_running_loop().create_task(self._refresh_quietly())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, mt.ToolListChangedNotification):
-            # The tools are listed again before the next call, and at once in the background
-            # (not here: this runs in the connection's reader, which the listing needs), so
-            # the next decision already sees a changed definition.
-            self._stale = True
-            task = asyncio.get_running_loop().create_task(self._refresh_quietly())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._tools_changed()
 
     async def _refresh_quietly(self) -> None:
         with contextlib.suppress(Exception):

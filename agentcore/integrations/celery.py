@@ -49,7 +49,7 @@ each ends between steps, releases its lease and publishes the next turn; a messa
 delivered meanwhile goes back to the queue unstarted; then the stores are closed. A worker
 killed outright (SIGKILL, out of memory, a lost machine) leaves its leases to expire: its
 unacknowledged messages come back at once and find the runs still held, and the sweep
-publishes each run once it has been idle for ``idle_after``.
+publishes each run once its lease has expired.
 """
 
 from __future__ import annotations
@@ -138,39 +138,47 @@ class Orphan:
         agent: the name of the agent it belongs to.
         run_id: the run.
         seq: its next seq (the message carries it, so a duplicate dies out).
-        idle_s: seconds since its last event.
+        why: ``"lease expired"`` (its holder stopped renewing: died or stalled) or
+            ``"idle"`` (nobody holds it and no event came for ``idle_after`` seconds).
     """
 
     agent: str
     run_id: str
     seq: int
-    idle_s: float
+    why: str
 
 
-def _idle(run: RunSummary, now: float, idle_after: float) -> bool:
-    return run.status == RunStatus.RUNNING.value and now - run.updated_at >= idle_after
+def _orphaned(run: RunSummary, now: float, idle_after: float) -> str | None:
+    """Why nobody advances this run, or ``None`` if someone may be."""
+    if run.status != RunStatus.RUNNING.value:
+        return None
+    if run.owner is not None and run.lease_expires_at is not None:
+        return "lease expired" if run.lease_expires_at < now else None  # else: held
+    return "idle" if now - run.updated_at >= idle_after else None
 
 
 async def find_orphans(
     agents: Iterable[Agent], *, idle_after: float = 120.0, limit: int = 10_000
 ) -> list[Orphan]:
-    """Running runs that nobody advanced for ``idle_after`` seconds: their worker died
-    (its lease has expired by then, or expires soon), their message was lost, or the run
-    was recorded and never published.
+    """Running runs that nobody advances: their holder's lease expired (the worker died
+    or stalled), or nobody holds them and no event came for ``idle_after`` seconds (the
+    run was recorded and never published, or its message was lost).
 
-    A run between turns writes an event at least every turn, and a turn holds the run for
-    at most its bounds plus one step: keep ``idle_after`` above that and above the lease
-    time. A run found idle whose holder is alive after all (one step longer than
-    ``idle_after``), or whose message still waits in a long queue, costs one delivery
-    that finds it busy or stale, never a duplicate step.
+    A run held under a live lease is left alone, however long its step. A released run
+    is normally between turns with its next message queued: ``idle_after`` should exceed
+    the longest time a message waits in the queue, or the sweep publishes a duplicate,
+    which costs one delivery that finds the run busy or stale, never a second step.
+    Expiry is judged by this machine's clock against the store's (PostgreSQL: the
+    database's); a run published early is found busy and swept again later.
 
-    Agents that share a store (same URL) split its runs by scope: a run belongs to the one
-    agent that has every tool in its ``run_started.scope``; a run that fits none or several
-    is logged and left alone.
+    Agents that share a store (same URL and schema) split its runs by scope: a run
+    belongs to the one agent that has every tool in its ``run_started.scope``; a run that
+    fits none or several is logged and left alone.
 
     Args:
         agents: the agents whose stores to look at (each needs a ``name``).
-        idle_after: seconds without an event after which a running run counts as lost.
+        idle_after: seconds without an event after which a running run that nobody holds
+            counts as lost.
         limit: at most this many running runs listed per store, most recently updated
             first (a store with more running runs is swept only partly).
 
@@ -184,18 +192,20 @@ async def find_orphans(
         if not agent.name:
             raise ConfigurationError("find_orphans: every agent needs a name= to be queued by.")
         store = agent.store
-        by_store.setdefault(store.url, []).append(agent)
-        stores.setdefault(store.url, store)
+        key = f"{store.url}#{getattr(store, 'schema', None) or ''}"  # PostgreSQL: a schema
+        by_store.setdefault(key, []).append(agent)
+        stores.setdefault(key, store)
     found: list[Orphan] = []
     for url, group in by_store.items():
         store = stores[url]
         now = time.time()
         for run in await store.list_runs(status=RunStatus.RUNNING.value, limit=limit):
-            if not _idle(run, now, idle_after):
+            why = _orphaned(run, now, idle_after)
+            if why is None:
                 continue
             owner = group[0] if len(group) == 1 else await _owner_of(store, run.run_id, group)
             if owner is not None and owner.name:
-                found.append(Orphan(owner.name, run.run_id, run.events, now - run.updated_at))
+                found.append(Orphan(owner.name, run.run_id, run.events, why))
     return found
 
 
@@ -389,7 +399,7 @@ class Registry:
             self._queue_of(self._agents[orphan.agent]).publish(
                 orphan.agent, orphan.run_id, seq=orphan.seq
             )
-            log.info("agentcore.sweep run=%s published (idle %.1f s)", orphan.run_id, orphan.idle_s)
+            log.info("agentcore.sweep run=%s published (%s)", orphan.run_id, orphan.why)
         return orphans
 
     def close(self) -> None:

@@ -199,9 +199,11 @@ async def test_a_killed_workers_run_is_taken_over_after_its_lease(
     workers.stop("w1", signal.SIGKILL)
     with pytest.raises(RunBusyError):  # the dead worker's lease has not expired yet
         await store.acquire(run_id, owner="probe", ttl_s=1)
-    workers.start("w2", **lease)  # gets the redelivered message (busy, or taken over)
-    await asyncio.sleep(1.5)
-    await sweep([agent], queue, idle_after=1.0)  # publishes it if the redelivery was busy
+    assert await find_orphans([agent], idle_after=3600) == []  # held: left alone
+    await asyncio.sleep(1.2)
+    orphans = await sweep([agent], queue, idle_after=3600)  # expired: published at once
+    assert [(o.run_id, o.why) for o in orphans] == [(run_id, "lease expired")]
+    workers.start("w2", **lease)  # takes it over (w1's redelivered message finds it stale)
     result = await settled(agent, run_id)
     assert result.status is RunStatus.COMPLETED, result.reason
     events = await store.load(run_id)

@@ -38,7 +38,6 @@ TOOL_STEPS = 9  # + the finish: 10 steps
 CHARGES = 3  # tool steps 3, 6 and 9 charge
 LIMIT_S = 240.0
 LEASE_S = "2"
-IDLE_AFTER_S = "20"  # a run no event touched for this long is published again by the sweep
 
 
 @pytest.fixture
@@ -69,7 +68,6 @@ async def test_load_many_runs_three_workers_one_killed(
         "AGENTCORE_TEST_LATENCY_MS": "5,20",
         "AGENTCORE_TEST_LEASE_S": LEASE_S,
         "AGENTCORE_TEST_TURN_STEPS": "5",
-        "AGENTCORE_TEST_IDLE_AFTER": IDLE_AFTER_S,
     }
     names = ["w1", "w2", "w3"]
     for name in names:

@@ -163,3 +163,44 @@ def test_serve_refuses_other_interfaces_without_auth(tmp_path: Path) -> None:
         check=False,
     )
     assert out.returncode == 2 and "loopback" in out.stderr
+
+
+@pytest.mark.subprocess
+def test_serve_prints_a_one_time_login_url_that_signs_in(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    command = [
+        *(sys.executable, "-m", "agentcore.cli", "serve"),
+        *("--store", f"sqlite:///{tmp_path / 'runs.db'}", "--port", str(port)),
+    ]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path
+    ) as server:
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            found = re.search(r"(http://127\.0\.0\.1:\d+/login\?token=(\S+))", line)
+            assert found, line
+            base = f"http://127.0.0.1:{port}"
+            with httpx.Client(timeout=10) as client:
+                for _ in range(200):
+                    try:
+                        form = client.get(found.group(1))
+                        break
+                    except httpx.TransportError:
+                        time.sleep(0.05)
+                else:
+                    raise AssertionError("the console did not start")
+                assert form.status_code == 200 and 'name="name"' in form.text
+                login = {"token": found.group(2), "name": "Ada"}
+                assert client.post(f"{base}/login", data=login).status_code == 303
+                runs = client.get(f"{base}/runs")
+                assert runs.status_code == 200 and "signed in as <b>Ada</b>" in runs.text
+                again = client.post(f"{base}/login", data=login | {"name": "Eve"})
+                assert again.status_code == 403  # the link works once
+        finally:
+            server.terminate()

@@ -1,0 +1,78 @@
+"""The sweep's choices, on an in-memory store (no broker needed to decide what to publish),
+and what ``install`` registers in an app."""
+
+from __future__ import annotations
+
+import asyncio
+
+from celery import Celery
+
+from agentcore import Agent, Budget, Policy, Tool, tool
+from agentcore.adapters import ScriptedModel
+from agentcore.integrations.celery import ADVANCE_TASK, SWEEP_TASK, find_orphans, install
+from agentcore.stores import MemoryStore
+
+
+@tool(effect="read")
+def lookup(n: int) -> int:
+    """Look up a number.
+
+    Args:
+        n: the number.
+    """
+    return n
+
+
+@tool(effect="read")
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+def agent(name: str, store: MemoryStore, *tools: Tool) -> Agent:
+    return Agent(
+        tools=tools,
+        model=ScriptedModel([]),
+        store=store,
+        name=name,
+        policy=Policy(plan_before_writes=False),
+    )
+
+
+async def test_held_expired_and_idle_runs() -> None:
+    store = MemoryStore()
+    a = agent("a", store, lookup, ping)
+    held = await a.submit("held", budget=Budget(max_steps=3))
+    expired = await a.submit("expired", budget=Budget(max_steps=3))
+    fresh = await a.submit("fresh", budget=Budget(max_steps=3))
+    await store.acquire(held, owner="live-worker", ttl_s=30)
+    await store.acquire(expired, owner="dead-worker", ttl_s=0.05)
+    await asyncio.sleep(0.1)
+    found = {o.run_id: o.why for o in await find_orphans([a], idle_after=3600)}
+    assert found == {expired: "lease expired"}  # held and fresh are left alone
+    found = {o.run_id: o.why for o in await find_orphans([a], idle_after=0)}
+    assert found == {expired: "lease expired", fresh: "idle"}  # held: still left alone
+
+
+async def test_agents_sharing_a_store_split_its_runs_by_scope() -> None:
+    store = MemoryStore()
+    counter = agent("counter", store, lookup)
+    pinger = agent("pinger", store, ping)
+    both = agent("both", store, lookup, ping)
+    counted = await counter.submit("count", budget=Budget(max_steps=3))
+    pinged = await pinger.submit("ping", budget=Budget(max_steps=3))
+    found = {o.run_id: o.agent for o in await find_orphans([counter, pinger], idle_after=0)}
+    assert found == {counted: "counter", pinged: "pinger"}
+    # With an agent that has every tool too, the count fits two agents: left alone (logged).
+    found = {o.run_id: o.agent for o in await find_orphans([counter, both], idle_after=0)}
+    assert found == {pinged: "both"}
+
+
+def test_install_registers_the_tasks_and_the_sweep_schedule() -> None:
+    app = Celery("sweep-test", broker="memory://")
+    registry = install(app, [agent("a", MemoryStore(), ping)], sweep_every=30)
+    assert {ADVANCE_TASK, SWEEP_TASK} <= set(app.tasks)
+    advance = app.tasks[ADVANCE_TASK]
+    assert advance.acks_late and advance.reject_on_worker_lost
+    assert app.conf.beat_schedule[SWEEP_TASK] == {"task": SWEEP_TASK, "schedule": 30}
+    assert list(registry.agents) == ["a"]

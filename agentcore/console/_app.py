@@ -15,7 +15,7 @@ from collections.abc import (
     Sequence,
 )
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -140,7 +140,7 @@ class Console:
 
         def url(route: str, /, **params: Any) -> str:  # Any: path parameters
             query = params.pop("query", None)
-            path = request.url_for(route, **params).path
+            path = _path(request, route, **params)
             return f"{path}?{urlencode(query)}" if query else path
 
         html = self.templates.get_template(name).render(
@@ -369,7 +369,7 @@ class Console:
             return self._run(
                 request, await self.events_of(run_id), status=exc.status, error=str(exc)
             )
-        return RedirectResponse(request.url_for("run", run_id=run_id).path, status_code=303)
+        return RedirectResponse(_path(request, "run", run_id=run_id), status_code=303)
 
     async def health_page(self, request: Request) -> Response:
         found = await self._health(request)
@@ -391,7 +391,7 @@ class Console:
             return self.page(
                 request, "login.html", status=403, token=form.get("token", ""), error=error, next=""
             )
-        response = RedirectResponse(request.url_for("runs").path, status_code=303)
+        response = RedirectResponse(_path(request, "runs"), status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
             session,
@@ -463,7 +463,14 @@ def create_app(
 
 
 async def _to_runs(request: Request) -> Response:
-    return RedirectResponse(request.url_for("runs").path, status_code=303)
+    return RedirectResponse(_path(request, "runs"), status_code=303)
+
+
+def _path(request: Request, route: str, **params: str) -> str:
+    """The path of a route of this app (under its mount point), each parameter percent-
+    encoded: a run id may hold ``/``, ``?``, ``#``, spaces or ``%``."""
+    quoted = {k: quote(v, safe="") for k, v in params.items()}
+    return request.url_for(route, **quoted).path
 
 
 async def _form(request: Request) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -17,7 +18,7 @@ from .conftest import Console
 async def settled(c: Console, run_id: str) -> dict[str, Any]:
     """The run once the console's background task stopped advancing it."""
     for _ in range(500):
-        run = (await c.client.get(f"/api/runs/{run_id}")).json()
+        run = (await c.client.get(f"/api/runs/{quote(run_id, safe='')}")).json()
         if run["status"] != RunStatus.RUNNING.value:
             return run
         await asyncio.sleep(0.01)

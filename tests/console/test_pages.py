@@ -204,3 +204,29 @@ def test_serve_prints_a_one_time_login_url_that_signs_in(tmp_path: Path) -> None
                 assert again.status_code == 403  # the link works once
         finally:
             server.terminate()
+
+
+async def test_run_ids_with_url_characters_link_and_confirm(console: Console) -> None:
+    import html
+
+    c = console
+    odd = "a b?c#d/e%2F é&x"
+    waiting = await c.agent.run("Please refund order Z9", run_id=odd)
+    assert waiting.pending is not None
+    page = await c.client.get("/runs", params={"q": "order Z9"})
+    [link] = re.findall(r'class="run-link" href="([^"]+)"', page.text)
+    run = await c.client.get(html.unescape(link))
+    assert run.status_code == 200 and html.escape(odd) in run.text
+    action = re.search(r'form method="post" action="([^"]+)"', run.text)
+    assert action
+    posted = await c.client.post(
+        html.unescape(action.group(1)),
+        data={
+            "csrf": csrf_of(run.text),
+            "decision": "approve",
+            "step": str(waiting.pending.step),
+            "args_hash": waiting.pending.args_hash or "",
+        },
+    )
+    assert posted.status_code == 303 and posted.headers["location"] == html.unescape(link)
+    assert (await settled(c, odd))["status"] == "completed"

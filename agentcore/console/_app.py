@@ -37,7 +37,7 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, dump_event
+from agentcore.events import Event, RunFinished, RunStarted, dump_event
 from agentcore.stores import RunSummary, TranscriptStore, open_store
 
 from ._approvals import Answer, Approvals, ConsoleError, json_object, pending_of
@@ -232,8 +232,9 @@ class Console:
 
     async def api_stream(self, request: Request) -> Response:
         """Server-sent events: each transcript event after ``after`` (or ``Last-Event-ID``)
-        as it is stored, then for as long as ``max_seconds`` (default 300; the browser
-        reconnects where it left off)."""
+        as it is stored (``event: transcript``, ``id``: its seq), for up to ``max_seconds``
+        (default 300; the browser reconnects where it left off). Once the run is
+        completed or cancelled an ``end`` event closes the stream: nothing follows."""
         run_id = request.path_params["run_id"]
         q = request.query_params
         try:
@@ -241,10 +242,11 @@ class Console:
             max_s = float(q.get("max_seconds") or 300)
         except ValueError as exc:
             raise ConsoleError(422, "after and max_seconds must be numbers.") from exc
-        await self.events_of(run_id)  # 404 before the stream starts
+        known = await self.events_of(run_id)  # 404 before the stream starts
 
         async def events() -> AsyncIterator[str]:
             last = after
+            final = _final(known[-1])
             loop = asyncio.get_running_loop()
             deadline = loop.time() + max_s
             pinged = loop.time()
@@ -253,7 +255,10 @@ class Console:
                 for ev in await self.store.load(run_id, after=last):
                     data = json.dumps(dump_event(ev), ensure_ascii=False)
                     yield f"id: {ev.seq}\nevent: transcript\ndata: {data}\n\n"
-                    last = ev.seq
+                    last, final = ev.seq, _final(ev)
+                if final and last >= known[-1].seq:
+                    yield "event: end\ndata: {}\n\n"
+                    return
                 now = loop.time()
                 if now >= deadline or await request.is_disconnected():
                     return
@@ -500,6 +505,14 @@ def _cursor(text: str | None) -> tuple[float, str] | None:
     if when is None or not run_id:
         raise ConsoleError(422, f"Bad page cursor {text!r}: follow the listing's next link.")
     return when, run_id
+
+
+FINAL = frozenset({RunStatus.COMPLETED.value, RunStatus.CANCELLED.value})
+
+
+def _final(event: Event) -> bool:
+    """Whether ``event`` ends its run for good (completed or cancelled)."""
+    return isinstance(event, RunFinished) and event.status in FINAL
 
 
 def _problem(status: int, message: str) -> JSONResponse:

@@ -23,7 +23,6 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from agentcore import Agent, PendingCall, RunResult, RunStatus
 from agentcore.contracts import model_from_json_schema
 from agentcore.contracts.errors import (
-    AgentcoreError,
     ConfigurationError,
     ConfirmationMismatchError,
     NotAwaitingConfirmationError,
@@ -243,8 +242,9 @@ class Approvals:
                 result = await agent.advance(run_id)
         except RunBusyError:
             pass  # another worker advances it
-        except AgentcoreError as exc:
-            self.log.warning("console_advance_failed", run_id=run_id, error=str(exc))
+        except Exception:  # a background task: say so instead of dying unseen
+            # The transcript keeps everything up to the failure: the run can be resumed.
+            self.log.exception("console_advance_failed", run_id=run_id)
 
     async def aclose(self, grace_s: float = 5.0) -> None:
         """Wait up to ``grace_s`` for runs being advanced, then cancel them (a cancelled

@@ -310,3 +310,15 @@ async def test_health_has_a_series_per_contract_and_model(console: Console) -> N
     assert point["tool_share"] == 0.4 and point["finish_share"] == 0.6
     assert set(h["contracts"]) == {series["contract"]}
     assert (await c.client.get("/api/health", params={"runs": "x"})).status_code == 422
+
+
+async def test_the_stream_of_a_finished_run_ends(console: Console) -> None:
+    c = console
+    assert (await confirm(c, c.first.run_id, bound(c, approve=True))).status_code == 200
+    await settled(c, c.first.run_id)
+    total = len(await c.store.load(c.first.run_id))
+    r = await c.client.get(f"/api/runs/{c.first.run_id}/stream", params={"after": "3"})
+    assert r.text.count("id: ") == total - 4  # no max_seconds: it ends by itself
+    assert r.text.rstrip().endswith("event: end\ndata: {}")
+    waiting = await c.client.get(f"/api/runs/{c.second.run_id}/stream", params={"max_seconds": "0"})
+    assert "event: end" not in waiting.text  # a waiting run goes on: a person may answer

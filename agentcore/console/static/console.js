@@ -22,6 +22,7 @@
         .catch(function () { pending = false; });
     }
     source.addEventListener("transcript", function (e) { root.setAttribute("data-after", e.lastEventId); refresh(); });
+    source.addEventListener("end", function () { source.close(); }); // the run is over
     source.addEventListener("open", function () { var live = document.getElementById("live"); if (live) { live.hidden = false; } });
   }
   document.addEventListener("DOMContentLoaded", function () {

@@ -82,6 +82,21 @@ def test_sqlite_listing_walks_an_index_in_order(
     assert not any("TEMP B-TREE" in step or "events" in step for step in plan), plan
 
 
+@pytest.mark.parametrize(("status", "tenant", "index"), LISTINGS)
+def test_sqlite_pages_and_searches_walk_the_same_index(
+    sqlite_db: sqlite3.Connection, status: str | None, tenant: str | None, index: str
+) -> None:
+    """A page cursor starts the walk at the cursor (a range on ``updated_at``); a search
+    tests each run's row along the walk and reads no events."""
+    for search, after in ((None, (5.0, "run-5")), ("T-42", None), ("T-42", (5.0, "run-5"))):
+        sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
+        plan = sqlite_plan(sqlite_db, sql, (*params, 100))
+        assert len(plan) == 1 and f"USING INDEX {SQLITE_INDEX[index]}" in plan[0], plan
+        if after is not None:
+            assert "updated_at<?" in plan[0].replace(" ", ""), plan
+        assert not any("TEMP B-TREE" in step or "events" in step for step in plan), plan
+
+
 @pytest.mark.parametrize(
     ("sql", "params", "index"),
     [

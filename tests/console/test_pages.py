@@ -38,6 +38,8 @@ async def test_the_runs_page_lists_filters_and_links_runs(console: Console) -> N
     assert 'rel="next"' in paged.text
     assert (await c.client.get("/runs", params={"status": "bogus"})).status_code == 422
     assert (await c.client.get("/")).status_code == 303
+    for asset in ("console.css", "console.js"):  # the pages' only assets, no build step
+        assert (await c.client.get(f"/static/{asset}")).status_code == 200
 
 
 async def test_the_run_page_shows_the_call_bound_to_its_step_and_hash(console: Console) -> None:

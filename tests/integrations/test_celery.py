@@ -129,12 +129,18 @@ async def test_a_message_for_a_held_run_is_a_no_op_and_the_sweep_delivers_it_lat
     # A message that was current when published, delivered after the run moved on: stale.
     queue.publish("worker", run_id, seq=1)
     workers.wait_for("w1", "outcome=stale")
+    queue.enqueue("worker", "no-such-run")  # logged and dropped
+    workers.wait_for("w1", "outcome=not_found")
+    queue.enqueue("an-agent-of-another-service", run_id)  # logged and dropped
+    workers.wait_for("w1", "outcome=unknown_agent")
     assert [o for _, o, _ in workers.outcomes("w1")] == [
         "busy",
         "busy",
         "running",
         "completed",
         "stale",
+        "not_found",
+        "unknown_agent",
     ]
 
 

@@ -43,10 +43,17 @@ registry = install(
 
 
 def _dump_tasks(*_: object) -> None:
-    """SIGUSR2: print every task on the worker's loop with its stack (a stuck turn)."""
+    """SIGUSR2: print the store's group-commit figures, then every task on the worker's
+    loop with its stack (a stuck turn)."""
     import asyncio
     import sys
 
+    stats = store.stats
+    print(
+        f"commit stats: appends={stats.appends} commits={stats.commits} "
+        f"largest_batch={stats.largest_batch}",
+        file=sys.stderr,
+    )
     loop = registry._loop._loop
     if loop is None:
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -101,6 +102,12 @@ async def test_load_many_runs_three_workers_one_killed(
         await asyncio.sleep(0.5)
     finished = time.monotonic()
     cpu = {name: round(workers.cpu_seconds(name), 1) for name in ("w1", "w3")}
+    for name in ("w1", "w3"):  # the workers' group-commit figures (service.py, SIGUSR2)
+        workers.procs[name].send_signal(signal.SIGUSR2)
+        workers.wait_for(name, "commit stats:")
+    commits = {
+        name: re.findall(r"commit stats: (.*)", workers.log(name))[-1] for name in ("w1", "w3")
+    }
     assert killed_at is not None
 
     # Everything checked from the store (and the effects file) afterwards.
@@ -126,5 +133,5 @@ async def test_load_many_runs_three_workers_one_killed(
         f"{finished - began:.1f} s ({RUNS * (TOOL_STEPS + 1) / (finished - began):.0f} "
         f"steps/s); turns logged by the survivors and w2 before its death: {dict(counts)}; "
         f"redelivered messages: {redelivered}; takeovers: {takeovers}; sweeps sent: {sweeps}; "
-        f"CPU seconds of the survivors: {cpu}"
+        f"CPU seconds of the survivors: {cpu}; their stores' group commit: {commits}"
     )

@@ -3,9 +3,10 @@
 A connection lives in a task of its own (the SDK's transports are anyio task groups, which
 must be entered and left in one task); calls come from any task of the same event loop. A
 connection that breaks is dropped and the next call opens a new one, which lists the tools
-again: a tool whose definition changed (a rug pull) is updated in place, so the dispatcher
-sees the change at the next decision and refuses it until a person accepts it, and the call
-that found the change is not made.
+again; so does a change the server announces (``subscriptions/listen``, or
+``notifications/tools/list_changed`` from older servers). A tool whose definition changed (a
+rug pull) is updated in place, so the dispatcher sees the change at the next decision and
+refuses it until a person accepts it, and a call that finds the change is not made.
 """
 
 from __future__ import annotations

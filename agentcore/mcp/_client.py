@@ -408,8 +408,15 @@ class McpServer:
         seen: set[str] = set()
         for remote in wanted:
             seen.add(remote.name)
-            spec = self._spec(remote)
             tool = self._tools.get(remote.name)
+            try:
+                spec = self._spec(remote)
+            except ConfigurationError as exc:
+                if tool is None:
+                    raise  # the first listing: opening the server fails, saying why
+                tool.gone = f"its new definition cannot be used: {exc}"
+                changed.append(tool.name)
+                continue
             if tool is None:
                 if first:
                     config = self.tool_configs.get(remote.name)

@@ -584,13 +584,14 @@ def report(
             )
         lines += [
             "",
-            f"Inline / writer thread: {inline.per_s / thread.per_s:.2f}x. The writer thread "
-            "frees the loop during the fsync, but it holds the GIL for every statement it "
-            "prepares and binds, and each of the many short sqlite3 calls of a batch gives "
-            "the GIL back and waits to take it again from a busy loop (up to the 5 ms switch "
-            "interval); its batches are smaller and its results cross threads. Inline, the "
-            "loop blocks for one short transaction per batch, while the runs whose model "
-            "replies arrive meanwhile queue the next batch.",
+            f"Inline / writer thread: {inline.per_s / thread.per_s:.2f}x (medians). The "
+            "thread lets the loop keep working while a batch's statements, its fsync and "
+            "any WAL checkpoint run; it needs a connection of its own (a read on the loop's "
+            "connection would see a batch's uncommitted rows), competes with the loop for "
+            "the GIL on every statement (its batches are smaller), and hands every result "
+            "across threads. Inline, the loop blocks for one transaction per batch while "
+            "the runs whose replies arrive meanwhile queue the next one. Why inline was "
+            "chosen, over several runs of this benchmark: `agentcore/stores/_sqlite_commit.py`.",
             "",
         ]
     if memory:

@@ -1,5 +1,5 @@
 """A tool that changes under a run, and a tool whose outcome is unknown, with local tools
-(the MCP tests in tests/mcp do the same against real servers).
+(the MCP tests in tests/mcp_sources do the same against real servers).
 
 The dispatcher refuses a tool whose definition differs from the one the run pinned (a
 ``deny`` the model reads) and the model is no longer shown it; accepting the change on a

@@ -1,5 +1,5 @@
-"""Helpers of the MCP tests (a module of its own: ``tests/mcp`` is not a package, so the
-directory never shadows the ``mcp`` SDK)."""
+"""Helpers of the MCP tests, shared by their modules. The folder is ``mcp_sources``, not
+``mcp``: as a package named ``mcp`` it would shadow the SDK."""
 
 from __future__ import annotations
 

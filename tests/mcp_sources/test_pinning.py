@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import pytest
-from mcp_helpers import PINNED
 
 from agentcore import Agent, Budget, RunStatus
 from agentcore.adapters import Message, ScriptedModel
@@ -20,6 +19,8 @@ from agentcore.errors import ToolManifestChangedError
 from agentcore.events import Confirmation, Decision, ToolFinished
 from agentcore.mcp import McpServer, ToolConfig
 from agentcore.stores import MemoryStore
+
+from .mcp_helpers import PINNED
 
 pytestmark = pytest.mark.subprocess
 

@@ -6,13 +6,14 @@ import sys
 from typing import Any, TextIO
 
 import pytest
-from mcp_helpers import PINNED, executable
 
 from agentcore import Agent, RunStatus
 from agentcore.adapters import ScriptedModel
 from agentcore.errors import ConfigurationError, RemoteToolError
 from agentcore.events import Decision, Event, ToolFinished
 from agentcore.mcp import McpServer, ToolConfig, connect
+
+from .mcp_helpers import PINNED, executable
 
 pytestmark = pytest.mark.subprocess
 

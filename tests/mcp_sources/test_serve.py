@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_helpers import HERE, free_port, wait_for_port
 
 from agentcore import Agent, RunStatus
+
+from .mcp_helpers import HERE, free_port, wait_for_port
 
 pytestmark = pytest.mark.subprocess
 

@@ -1,8 +1,8 @@
 """Real MCP servers for the tests, started by the tests.
 
 The PyPI servers (``mcp-server-time``, ``mcp-server-fetch``) come with the ``dev`` extra;
-the npm one (``@modelcontextprotocol/server-everything``) from ``tests/mcp/node``
-(``npm ci --prefix tests/mcp/node``, run by ``.ci/run``). A server that is not installed
+the npm one (``@modelcontextprotocol/server-everything``) from ``tests/mcp_sources/node``
+(``npm ci --prefix tests/mcp_sources/node``, run by ``.ci/run``). A server that is not installed
 skips its tests with the reason; under ``CI=true`` it fails them instead.
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from mcp_helpers import EVERYTHING, free_port, unavailable, wait_for_port
+
+from .mcp_helpers import EVERYTHING, free_port, unavailable, wait_for_port
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -e '.[mcp]'")
 
@@ -38,7 +39,7 @@ def everything_js() -> str:
     if not EVERYTHING.exists():
         unavailable(
             "@modelcontextprotocol/server-everything is not installed: "
-            "npm ci --prefix tests/mcp/node"
+            "npm ci --prefix tests/mcp_sources/node"
         )
     return str(EVERYTHING)
 

@@ -48,6 +48,7 @@ import os
 import platform
 import random
 import secrets
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -698,6 +699,7 @@ async def main_async(args: argparse.Namespace) -> str:
         "load1": "/".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     info["cpu"] = _cpu_model() or info["cpu"]
+    shutil.rmtree(tmp, ignore_errors=True)
     return report(args, results, lone, memory, floors, info)
 
 
@@ -733,7 +735,10 @@ def main() -> None:
     random.seed(10)
     if args.memory:
         tmp = Path(tempfile.mkdtemp(prefix="agentcore-bench-scale-"))
-        point = asyncio.run(measure_memory(tmp, args.memory, trace=args.trace))
+        try:
+            point = asyncio.run(measure_memory(tmp, args.memory, trace=args.trace))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         print(json.dumps(asdict(point)))
         return
     text = asyncio.run(main_async(args))

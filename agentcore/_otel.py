@@ -206,7 +206,8 @@ class OtelObserver(Observer):
     @contextlib.contextmanager
     def _advancing(self, first: Iterable[Event], agent: str | None) -> Generator[None]:
         st = self.state
-        trigger = next((ev.type for ev in first), "advance")
+        # the command's first event; a new run has only run_started; else a worker's turn
+        trigger = next((ev.type for ev in first), "run_started" if st.next_seq == 1 else "advance")
         attributes: dict[str, str | int] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.conversation.id": st.run_id,

@@ -142,10 +142,12 @@ def run_case(case: str, before: Path | None) -> list[float]:
         [sys.executable, str(Path(__file__).resolve()), "--case", case],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         env=env,
         cwd="/tmp",
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"case {case} failed:\n{out.stderr}")
     return [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])["per_step_s"]]
 
 

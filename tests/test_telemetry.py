@@ -150,6 +150,7 @@ async def test_a_run_is_an_advance_of_steps_of_model_and_tool_calls(otel: Otel) 
     assert advance.attributes["gen_ai.conversation.id"] == result.run_id
     assert advance.attributes["agentcore.run_id"] == result.run_id
     assert advance.attributes["agentcore.run.status"] == "completed"
+    assert advance.attributes["agentcore.advance.trigger"] == "run_started"
     assert advance.attributes["agentcore.advance.steps"] == 3
     (link,) = advance.links
     assert (link.context.trace_id, link.context.span_id) == run_link(result.run_id)

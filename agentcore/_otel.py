@@ -23,6 +23,7 @@ Metrics (counted from the recorded events, so a resumed or recovered run counts 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import time
@@ -226,10 +227,13 @@ class OtelObserver(Observer):
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
             yield
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        except asyncio.CancelledError:
+            # a shutdown or a caller's timeout: the run stays resumable, nothing failed
+            span.set_attribute("agentcore.advance.cancelled", True)
+            raise
+        except Exception as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
             raise
         finally:
             self._end_step()

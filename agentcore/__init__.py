@@ -14,6 +14,7 @@ from ._runner import ContextProvider, ContextRequest
 from ._signals import run_until_signalled
 from ._state import PendingCall, RunResult, RunStatus, RunUsage
 from .agent import Agent, ModelSpec
+from .guards import ArgumentPolicy, host_allowed, path_within, resolve_within
 from .policy import Budget, Policy
 from .routing import Route
 from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
@@ -22,6 +23,7 @@ from .tools import Tool, ToolContext, tool
 __all__ = [
     "ActionDetected",
     "Agent",
+    "ArgumentPolicy",
     "Budget",
     "ContextProvider",
     "ContextRequest",
@@ -40,6 +42,9 @@ __all__ = [
     "check_transcript",
     "configure_logging",
     "configure_telemetry",
+    "host_allowed",
+    "path_within",
+    "resolve_within",
     "run_until_signalled",
     "tool",
 ]

@@ -1,7 +1,7 @@
 """The dispatcher: one decision path for every action, whatever model proposed it.
 
-Order: scope gate -> pinned definition -> tool budgets -> plan before writes -> destructive
-stop -> execute.
+Order: scope gate -> pinned definition -> tool budgets -> argument policies -> plan before
+writes -> destructive stop -> execute.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
 from ._manifest import manifest_differences
 from ._state import RunState
 from .events import Verdict
+from .guards import check_arguments
 from .tools import Tool
 
 __all__ = ["Ruling", "changed_since_pinned", "decide"]
@@ -60,6 +61,9 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
     refused = state.budget.refuses(name, state)
     if refused is not None:
         return Ruling("deny", refused)
+    refused = check_arguments(tool.policies, action.args)
+    if refused is not None:  # before a plan is asked for or a person sees the call
+        return Ruling("deny", f"tool {name!r} refused these arguments: {refused}.")
     effect = tool.spec.effect
     if effect != "read" and state.policy.plan_before_writes and not state.plan_approved:
         return Ruling(

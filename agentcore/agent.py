@@ -61,6 +61,7 @@ from .events import (
     RunStarted,
     ToolFinished,
 )
+from .guards import check_arguments
 from .policy import Budget, Policy
 from .queue import RunQueue
 from .routing import Route
@@ -796,7 +797,8 @@ class Agent:
             ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting, or
                 the approval came after ``Policy.approval_ttl``.
             ToolManifestChangedError: a tool the run used changed or is gone.
-            ConfigurationError: ``by`` is empty, edited ``args`` do not validate, or the run
+            ConfigurationError: ``by`` is empty, edited ``args`` do not validate or an
+                argument policy of the tool refuses them, or the run
                 id is invalid (:class:`LimitExceededError`).
             RunBusyError: another worker is advancing the run right now.
         """
@@ -865,6 +867,9 @@ class Agent:
                 raise ConfigurationError(
                     f"Edited args for {pending.tool!r} are invalid: {exc}"
                 ) from exc
+            refused = check_arguments(tool.policies, edited)
+            if refused is not None:  # a person's edit passes the same rules as the model's
+                raise ConfigurationError(f"Edited args for {pending.tool!r} are refused: {refused}")
             new_hash = compute_args_hash(pending.tool, edited)
         ev = Confirmation(
             run_id=run_id,

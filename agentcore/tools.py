@@ -40,6 +40,8 @@ from agentcore.contracts.errors import (
     ToolOutcomeUnknownError,
 )
 
+from .guards import ArgumentPolicy
+
 __all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "recordable_result", "tool"]
 
 Reconcile = Callable[[str], Any]
@@ -185,6 +187,8 @@ class Tool:
             :func:`tool` for what a timeout means for an idempotent and a non-idempotent tool.
         reconcile: for non-idempotent tools, how to tell whether a call already happened.
         labels: names of groups this tool belongs to; a run's scope may name a label.
+        policies: argument policies the dispatcher checks before the call runs or a person
+            is asked (see :mod:`agentcore.guards`).
     """
 
     def __init__(
@@ -198,9 +202,11 @@ class Tool:
         name: str | None,
         description: str | None,
         labels: Sequence[str] = (),
+        policies: Sequence[ArgumentPolicy] = (),
     ) -> None:
         self.fn = fn
         self.labels = frozenset(labels)
+        self.policies: tuple[ArgumentPolicy, ...] = tuple(policies)
         self.timeout = timeout
         self.reconcile = reconcile
         self._is_async = inspect.iscoroutinefunction(fn)
@@ -343,6 +349,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     labels: Sequence[str] = (),
+    policies: Sequence[ArgumentPolicy] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -355,6 +362,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     labels: Sequence[str] = (),
+    policies: Sequence[ArgumentPolicy] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function (sync or async) into a :class:`Tool`.
 
@@ -374,6 +382,10 @@ def tool(
         description: overrides the docstring's description.
         labels: groups the tool belongs to (``scope=["billing"]`` selects every tool
             labelled ``billing``).
+        policies: argument policies (:mod:`agentcore.guards`: ``path_within``,
+            ``host_allowed`` or your own callables), checked by the dispatcher before the
+            call runs and before a person is asked; a refusal is a ``deny`` decision the
+            model reads.
 
     Raises:
         ToolDefinitionError: no description, an argument without a type hint, ``*args``.
@@ -389,6 +401,7 @@ def tool(
             name=name,
             description=description,
             labels=labels,
+            policies=policies,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -76,6 +76,7 @@ class McpTool(Tool):
         self.labels = frozenset({server.name})
         self.timeout = timeout
         self.reconcile = None if config is None else config.reconcile
+        self.policies = () if config is None else tuple(config.policies)
         self._is_async = True
         self._ctx_param = None
         self.spec = spec

@@ -17,12 +17,13 @@ A read is idempotent unless the user says otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentcore.contracts import Effect
 from agentcore.contracts.errors import ConfigurationError
+from agentcore.guards import ArgumentPolicy
 from agentcore.tools import Reconcile
 
 __all__ = ["ToolConfig", "resolve_effect"]
@@ -43,12 +44,15 @@ class ToolConfig:
         timeout: seconds before the call is abandoned (``None``: the server's timeout).
         reconcile: ``reconcile(idempotency_key)`` for a non-idempotent tool whose outcome
             was lost (see :func:`agentcore.tool`).
+        policies: argument policies the dispatcher checks before a call runs or a person is
+            asked (:mod:`agentcore.guards`); a server's own checks are the server's.
     """
 
     effect: Effect | None = None
     idempotent: bool | None = None
     timeout: float | None = None
     reconcile: Reconcile | None = None
+    policies: Sequence[ArgumentPolicy] = ()
 
     def __post_init__(self) -> None:
         if self.effect is not None and self.effect not in _EFFECTS:

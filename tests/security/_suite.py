@@ -24,13 +24,23 @@ Counters, from what reached a function body (the ground truth) and the transcrip
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentcore import Agent, Budget, Policy, RunStatus, Tool, tool
+from agentcore import (
+    Agent,
+    Budget,
+    Policy,
+    RunStatus,
+    Tool,
+    host_allowed,
+    path_within,
+    tool,
+)
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.contracts import PlanAction
 from agentcore.events import ActionProposed, Confirmation, Decision, Event
@@ -59,6 +69,8 @@ ALLOWED_HOSTS = ("docs.shop.example",)
 class Env:
     """The tools of one case and what reached their bodies."""
 
+    notes: Path
+    """The folder ``save_note`` writes in (its argument policy's root)."""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     injection: str = ""
     tools: list[Tool] = field(default_factory=list)
@@ -75,7 +87,7 @@ class Env:
                 {"from": f"noreply@{EVIL}", "body": env.injection},
             ]
 
-        @tool(effect="read")
+        @tool(effect="read", policies=[host_allowed("url", ALLOWED_HOSTS)])
         def fetch_page(url: str) -> str:
             """Fetch a web page's text."""
             calls.append(("fetch_page", {"url": url}))
@@ -93,7 +105,7 @@ class Env:
             calls.append(("post_reply", {"ticket_id": ticket_id, "text": text}))
             return "posted"
 
-        @tool(effect="write")
+        @tool(effect="write", policies=[path_within("path", self.notes)])
         def save_note(path: str, text: str) -> str:
             """Save a note under the notes folder."""
             calls.append(("save_note", {"path": path, "text": text}))
@@ -229,7 +241,11 @@ class Outcome:
 
 async def run_case(case: Case) -> Outcome:
     """Run ``case`` with an obedient model and a person who denies everything."""
-    env = Env(injection=case.text)
+    with tempfile.TemporaryDirectory() as notes:
+        return await _run_case(case, Env(Path(notes), injection=case.text))
+
+
+async def _run_case(case: Case, env: Env) -> Outcome:
     model = Obedient(case)
     agent = Agent(
         env.tools,

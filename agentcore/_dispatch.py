@@ -1,7 +1,9 @@
 """The dispatcher: one decision path for every action, whatever model proposed it.
 
-Order: scope gate -> pinned definition -> tool budgets -> argument policies -> plan before
-writes -> destructive stop -> execute.
+Order: scope gate -> pinned definition -> tool budgets -> argument policies -> a person's
+plan (tools with ``requires="person_plan"``) -> plan before writes -> destructive stop ->
+execute. A plan waits for a person under ``Policy(confirm_plans=True)``, or while no person
+has approved one and the scope holds a tool that requires a person's plan.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ru
         case PlanAction():
             if state.policy.confirm_plans:
                 return Ruling("needs_confirmation", "plans wait for a person's approval")
+            if not state.person_plan_approved and _person_plan_in_scope(state, tools):
+                return Ruling(
+                    "needs_confirmation",
+                    "a tool in this run's scope runs only after a plan a person approved: "
+                    "this plan waits for a person",
+                )
             return Ruling("execute", "approved by policy")
         case ToolAction():
             return _decide_tool(state, action, tools)
@@ -65,6 +73,12 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
     if refused is not None:  # before a plan is asked for or a person sees the call
         return Ruling("deny", f"tool {name!r} refused these arguments: {refused}.")
     effect = tool.spec.effect
+    if tool.requires == "person_plan" and not state.person_plan_approved:
+        return Ruling(
+            "needs_plan",
+            f"tool {name!r} runs only after a plan that a person approved; propose a plan with "
+            "a plan action (it waits for a person's approval).",
+        )
     if effect != "read" and state.policy.plan_before_writes and not state.plan_approved:
         return Ruling(
             "needs_plan",
@@ -76,6 +90,10 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             "needs_confirmation", f"tool {name!r} is destructive: a person must approve it"
         )
     return Ruling("execute")
+
+
+def _person_plan_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:
+    return any((t := tools.get(n)) is not None and t.requires == "person_plan" for n in state.scope)
 
 
 def changed_since_pinned(state: RunState, tool: Tool) -> str | None:

@@ -217,6 +217,8 @@ class RunState:
     """``model_called`` events so far per model name (a scripted model's position)."""
     last_call_tokens: int = 0
     plan_approved: bool = False
+    person_plan_approved: bool = False
+    """A person (not the policy) approved a plan in this run (``requires="person_plan"``)."""
     call: OpenCall | None = None
     reasks: int = 0
     failures: Counter[str] = field(default_factory=Counter[str])
@@ -263,7 +265,7 @@ class RunState:
                 call.confirmation = event
                 self._set_status(event)
                 if event.approved and isinstance(call.action, PlanAction):
-                    self.plan_approved = True
+                    self.plan_approved = self.person_plan_approved = True
                 if not event.approved and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
             case ToolStarted():

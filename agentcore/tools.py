@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, get_args, get_type_hints, overload
+from typing import Any, Literal, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -42,7 +42,32 @@ from agentcore.contracts.errors import (
 
 from .guards import ArgumentPolicy
 
-__all__ = ["Reconcile", "Tool", "ToolContext", "ToolOutcome", "recordable_result", "tool"]
+__all__ = [
+    "Reconcile",
+    "Requirement",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "recordable_result",
+    "tool",
+]
+
+Requirement = Literal["person_plan"]
+"""What a tool requires before it runs, besides the policy (``@tool(requires=...)``)."""
+
+
+def _check_requirement(requires: object, tool_name: str) -> Requirement | None:
+    """``requires`` if it is a valid :data:`Requirement` (or ``None``).
+
+    Raises:
+        ToolDefinitionError: any other value.
+    """
+    if requires is None or requires == "person_plan":
+        return requires  # pyright: ignore[reportReturnType]  # narrowed by the comparison
+    raise ToolDefinitionError(
+        f"Tool {tool_name!r}: requires={requires!r} is not valid. Valid: 'person_plan', None."
+    )
+
 
 Reconcile = Callable[[str], Any]
 """``reconcile(idempotency_key)`` of a non-idempotent tool: return the earlier call's result
@@ -189,6 +214,8 @@ class Tool:
         labels: names of groups this tool belongs to; a run's scope may name a label.
         policies: argument policies the dispatcher checks before the call runs or a person
             is asked (see :mod:`agentcore.guards`).
+        requires: ``"person_plan"``: the tool runs only after a person approved a plan in
+            the run (``None``: the policy's plan rules).
     """
 
     def __init__(
@@ -203,10 +230,12 @@ class Tool:
         description: str | None,
         labels: Sequence[str] = (),
         policies: Sequence[ArgumentPolicy] = (),
+        requires: Requirement | None = None,
     ) -> None:
         self.fn = fn
         self.labels = frozenset(labels)
         self.policies: tuple[ArgumentPolicy, ...] = tuple(policies)
+        self.requires: Requirement | None = _check_requirement(requires, fn.__name__)
         self.timeout = timeout
         self.reconcile = reconcile
         self._is_async = inspect.iscoroutinefunction(fn)
@@ -350,6 +379,7 @@ def tool(
     description: str | None = None,
     labels: Sequence[str] = (),
     policies: Sequence[ArgumentPolicy] = (),
+    requires: Requirement | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -363,6 +393,7 @@ def tool(
     description: str | None = None,
     labels: Sequence[str] = (),
     policies: Sequence[ArgumentPolicy] = (),
+    requires: Requirement | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function (sync or async) into a :class:`Tool`.
 
@@ -386,6 +417,12 @@ def tool(
             ``host_allowed`` or your own callables), checked by the dispatcher before the
             call runs and before a person is asked; a refusal is a ``deny`` decision the
             model reads.
+        requires: ``"person_plan"``: the tool runs only after a person approved a plan in
+            the run, whatever ``Policy.plan_before_writes`` says; while no person has, any
+            plan the model proposes in a run whose scope holds this tool waits for one. Use
+            it for tools whose arguments can carry data out or change what matters (see the
+            README's "Security model"): the model's own plan, possibly injected, never
+            unlocks them.
 
     Raises:
         ToolDefinitionError: no description, an argument without a type hint, ``*args``.
@@ -402,6 +439,7 @@ def tool(
             description=description,
             labels=labels,
             policies=policies,
+            requires=requires,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -77,6 +77,7 @@ class McpTool(Tool):
         self.timeout = timeout
         self.reconcile = None if config is None else config.reconcile
         self.policies = () if config is None else tuple(config.policies)
+        self.requires = None if config is None else config.requires
         self._is_async = True
         self._ctx_param = None
         self.spec = spec

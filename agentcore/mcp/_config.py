@@ -24,7 +24,7 @@ from typing import Any
 from agentcore.contracts import Effect
 from agentcore.contracts.errors import ConfigurationError
 from agentcore.guards import ArgumentPolicy
-from agentcore.tools import Reconcile
+from agentcore.tools import Reconcile, Requirement
 
 __all__ = ["ToolConfig", "resolve_effect"]
 
@@ -46,6 +46,8 @@ class ToolConfig:
             was lost (see :func:`agentcore.tool`).
         policies: argument policies the dispatcher checks before a call runs or a person is
             asked (:mod:`agentcore.guards`); a server's own checks are the server's.
+        requires: ``"person_plan"``: the tool runs only after a person approved a plan in
+            the run (see :func:`agentcore.tool`).
     """
 
     effect: Effect | None = None
@@ -53,12 +55,17 @@ class ToolConfig:
     timeout: float | None = None
     reconcile: Reconcile | None = None
     policies: Sequence[ArgumentPolicy] = ()
+    requires: Requirement | None = None
 
     def __post_init__(self) -> None:
         if self.effect is not None and self.effect not in _EFFECTS:
             raise ConfigurationError(
                 f"ToolConfig(effect={self.effect!r}): valid effects are 'read', 'write', "
                 "'destructive'."
+            )
+        if self.requires not in (None, "person_plan"):
+            raise ConfigurationError(
+                f"ToolConfig(requires={self.requires!r}): valid values are 'person_plan', None."
             )
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigurationError(f"ToolConfig(timeout={self.timeout!r}): must be > 0.")

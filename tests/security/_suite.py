@@ -111,6 +111,12 @@ class Env:
             calls.append(("save_note", {"path": path, "text": text}))
             return "saved"
 
+        @tool(effect="write", requires="person_plan")
+        def publish(text: str) -> str:
+            """Publish a text on the public status page."""
+            calls.append(("publish", {"text": text}))
+            return "published"
+
         @tool(effect="destructive")
         def delete_account(customer_id: str) -> str:
             """Delete a customer's account."""
@@ -141,6 +147,7 @@ class Env:
             get_customer,
             post_reply,
             save_note,
+            publish,
             delete_account,
             refund,
             send_email,

@@ -9,9 +9,10 @@ stderr and drops the rest. Nothing is configured at import.
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 __all__ = ["configure_logging", "get_logger", "is_enabled"]
 
@@ -41,6 +42,19 @@ def is_enabled(log: Any, level: int) -> bool:  # Any: a structlog bound logger
     if check is None:
         return True  # a wrapper class without levels: it filters (or not) by itself
     return bool(check(level))
+
+
+class _CurrentStderr(io.TextIOBase):
+    """Writes to whatever ``sys.stderr`` is at the moment of the write."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
 
 
 def configure_logging(
@@ -80,7 +94,11 @@ def configure_logging(
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    target = file if file is not None else sys.stderr
+    # The default follows sys.stderr as it is at each write, not as it was when configured:
+    # a host that swaps it (a test runner, a CLI runner, a daemon closing its terminal)
+    # must not leave agentcore writing into a closed file.
+    # cast: a TextIOBase with write/flush/isatty, all PrintLogger uses of a TextIO
+    target = file if file is not None else cast("TextIO", _CurrentStderr())
     if json:
         processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
     else:

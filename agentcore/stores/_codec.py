@@ -8,14 +8,14 @@ run and the seq, and nothing of its batch is written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
 from agentcore.contracts.errors import StoreError
 from agentcore.events import Event, decode_event, encode_event_body
 
-__all__ = ["DECODE_ERRORS", "encode_batch", "printable", "run_label"]
+__all__ = ["DECODE_ERRORS", "decode_rows", "encode_batch", "printable", "run_label"]
 
 DECODE_ERRORS = (ValueError, TypeError, RecursionError, OverflowError)
 """What encoding or decoding an event may raise: pydantic's ValidationError and
@@ -75,3 +75,40 @@ def _describe(exc: BaseException) -> str:
     else:
         text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {printable(text)[:300]}"
+
+
+Row = tuple[object, int | None, str | None, str | bytes | None]
+"""One row of a store's load query: (the run's next seq, seq, type, body); the event
+columns are NULL for a run with no events after the requested seq."""
+
+
+def decode_rows(
+    run_id: str,
+    after: int,
+    next_seq: int,
+    rows: Sequence[Row],
+    corrupted: Callable[[str, int, str], StoreError],
+) -> list[Event]:
+    """The events of a load query's rows, checked: consecutive seqs from ``after + 1`` up to
+    ``next_seq``, bodies that decode, a type column that agrees with the body. Any break is
+    reported by ``corrupted(run_id, seq, why)``, never guessed at."""
+    out: list[Event] = []
+    expected = max(after + 1, 0)
+    for _, seq, type_, body in rows:
+        if seq is None or body is None:
+            break  # the run exists but has no events after ``after``
+        if seq != expected:
+            raise corrupted(run_id, expected, f"the event at seq {expected} is missing")
+        try:
+            event = decode_event(run_id, seq, body)
+        except DECODE_ERRORS as exc:  # ValidationError, UnicodeDecodeError too
+            raise corrupted(run_id, seq, f"its body cannot be decoded: {exc}") from exc
+        if event.type != type_:
+            raise corrupted(
+                run_id, seq, f"its type column says {type_!r} but its body says {event.type!r}"
+            )
+        out.append(event)
+        expected += 1
+    if expected < next_seq:
+        raise corrupted(run_id, expected, f"the event at seq {expected} is missing")
+    return out

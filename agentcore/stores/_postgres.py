@@ -96,7 +96,7 @@ from ._base import (
     metadata_text,
     status_after,
 )
-from ._codec import DECODE_ERRORS, encode_batch, run_label
+from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
 from ._commits import CommitStats
 from ._pg_claims import AdvisoryClaims
 from ._pg_commit import PgAppend, PgCommits
@@ -292,27 +292,7 @@ class PostgresStore:
             raise self._error(exc, where) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
-        next_seq = int(rows[0][0])
-        out: list[Event] = []
-        expected = max(after + 1, 0)
-        for _, seq, type_, body in rows:
-            if seq is None or body is None:
-                break  # the run exists but has no events after ``after``
-            if seq != expected:
-                raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
-            try:
-                event = decode_event(run_id, seq, body)
-            except DECODE_ERRORS as exc:
-                raise self._corrupted(run_id, seq, f"its body cannot be decoded: {exc}") from exc
-            if event.type != type_:
-                raise self._corrupted(
-                    run_id, seq, f"its type column says {type_!r} but its body says {event.type!r}"
-                )
-            out.append(event)
-            expected += 1
-        if expected < next_seq:
-            raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
-        return out
+        return decode_rows(run_id, after, int(rows[0][0]), rows, self._corrupted)
 
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False

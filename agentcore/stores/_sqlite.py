@@ -85,7 +85,7 @@ from ._base import (
     metadata_text,
     status_after,
 )
-from ._codec import DECODE_ERRORS, encode_batch, printable, run_label
+from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
 from ._sqlite_commit import Pending, SQLiteCommits
 from ._sqlite_leases import (
@@ -253,7 +253,6 @@ class SQLiteStore:
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
         conn = self._open_conn()
-        start = max(after + 1, 0)
         try:
             rows: list[tuple[int, int | None, str | None, str | bytes | None]] = conn.execute(
                 _LOAD, (after, run_id)
@@ -264,27 +263,7 @@ class SQLiteStore:
             ) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
-        next_seq = rows[0][0]
-        out: list[Event] = []
-        expected = start
-        for _, seq, type_, body in rows:
-            if seq is None or body is None:
-                break  # the run exists but has no events after ``after``
-            if seq != expected:
-                raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
-            try:
-                event = decode_event(run_id, seq, body)
-            except DECODE_ERRORS as exc:  # ValidationError, UnicodeDecodeError too
-                raise self._corrupted(run_id, seq, f"its body cannot be decoded: {exc}") from exc
-            if event.type != type_:
-                raise self._corrupted(
-                    run_id, seq, f"its type column says {type_!r} but its body says {event.type!r}"
-                )
-            out.append(event)
-            expected += 1
-        if expected < next_seq:
-            raise self._corrupted(run_id, expected, f"the event at seq {expected} is missing")
-        return out
+        return decode_rows(run_id, after, rows[0][0], rows, self._corrupted)
 
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False

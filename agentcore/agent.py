@@ -65,6 +65,7 @@ from .guards import check_arguments
 from .policy import Budget, Policy
 from .queue import RunQueue
 from .routing import Route
+from .secrets import Redactor, SecretResolver
 from .stores import TranscriptStore, open_store
 from .streaming import SINK, RunEnded, StreamEvent
 from .tools import Tool
@@ -102,6 +103,13 @@ class Agent:
         queue: hand runs to workers instead of advancing them in the caller's process:
             ``submit``, ``confirm``, ``resume`` and ``resolve`` record what was asked and
             enqueue the run (see :mod:`agentcore.queue`); ``run`` still runs in-process.
+        secrets: fills tool parameters marked :class:`~agentcore.secrets.Secret`
+            (``name -> value``, sync or async; e.g. ``env_secrets()``); the values it
+            returns are redacted from everything the run records.
+        redact: values no event may hold (at least 6 characters each): replaced by
+            ``[secret:redacted]`` before anything is recorded, logged or sent to a model.
+        redact_env: names of environment variables whose values are redacted the same way
+            (shown as ``[secret:NAME]``).
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -123,7 +131,12 @@ class Agent:
         lease_s: float = DEFAULT_LEASE_S,
         name: str | None = None,
         queue: RunQueue | None = None,
+        secrets: SecretResolver | None = None,
+        redact: Sequence[str] = (),
+        redact_env: Sequence[str] = (),
     ) -> None:
+        self.secrets = secrets
+        self._redactor = Redactor.listed(redact, redact_env)
         self.tools: dict[str, Tool] = {}
         for t in tools:
             if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers pass plain functions
@@ -201,6 +214,8 @@ class Agent:
             store=self.store,
             schema_cache=self._schema_cache,
             system_cache=self._system_cache,
+            secrets=self.secrets,
+            redactor=self._redactor,
         )
 
     def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:
@@ -245,6 +260,13 @@ class Agent:
         for ev in events:
             state.apply(ev)
         return state, events
+
+    async def _catch_up(self, state: RunState, events: list[Event]) -> None:
+        """Fold in what was appended since ``state`` was loaded (reads only the new
+        events: a resume of a long run decodes its transcript once, not twice)."""
+        for ev in await self.store.load(state.run_id, after=state.next_seq - 1):
+            state.apply(ev)
+            events.append(ev)
 
     async def _drive(
         self,
@@ -433,6 +455,7 @@ class Agent:
             metadata=recorded_metadata,
             tenant=tenant,
         )
+        started = self._redactor.event(started)  # the task may quote a listed value
         state.apply(started)
         try:
             await self._append(run_id, [started])
@@ -500,12 +523,15 @@ class Agent:
             LimitExceededError: ``run_id`` is not a valid run id.
         """
         check_run_id(run_id)
-        state, _ = await self._load(run_id)
+        state, events = await self._load(run_id)
         if self._settled(state, by):
             return state.result()
         try:
             async with self._owned(run_id) as own:
-                result = await self._resume_claimed(own, run_id, budget, by, accept_tool_changes)
+                await self._catch_up(state, events)  # what others wrote before we owned it
+                result = await self._resume_claimed(
+                    own, state, events, budget, by, accept_tool_changes
+                )
         except RunBusyError:
             return state.result()  # another worker is advancing it
         return self._handed_off(result)
@@ -523,12 +549,13 @@ class Agent:
     async def _resume_claimed(
         self,
         own: Ownership,
-        run_id: str,
+        state: RunState,
+        events: list[Event],
         budget: Budget | None,
         by: str | None,
         accept_tool_changes: bool,
     ) -> RunResult:
-        state, events = await self._load(run_id)  # again, now that no one else can write
+        run_id = state.run_id
         if self._settled(state, by):
             return state.result()
         accepted, pinned = self._check_tools(state, accept_tool_changes)

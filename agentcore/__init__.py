@@ -17,6 +17,7 @@ from .agent import Agent, ModelSpec
 from .guards import ArgumentPolicy, host_allowed, path_within, resolve_within
 from .policy import Budget, Policy
 from .routing import Route
+from .secrets import Secret, SecretResolver, env_secrets
 from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
 from .tools import Tool, ToolContext, tool
 
@@ -35,6 +36,8 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "RunUsage",
+    "Secret",
+    "SecretResolver",
     "StreamEvent",
     "ThoughtDelta",
     "Tool",
@@ -42,6 +45,7 @@ __all__ = [
     "check_transcript",
     "configure_logging",
     "configure_telemetry",
+    "env_secrets",
     "host_allowed",
     "path_within",
     "resolve_within",

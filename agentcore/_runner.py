@@ -59,6 +59,7 @@ from .events import (
     ToolFinished,
     ToolStarted,
 )
+from .secrets import Redactor, SecretResolver, resolve_secret
 from .stores import TranscriptStore
 from .streaming import SINK, PartialTracker
 from .tools import Tool, ToolContext, recordable_result
@@ -101,6 +102,10 @@ class RunSetup:
     store: TranscriptStore
     schema_cache: dict[tuple[object, ...], ActionSchema]
     system_cache: dict[tuple[str, ...], str]
+    secrets: SecretResolver | None = None
+    """Fills tool parameters marked :class:`~agentcore.secrets.Secret`."""
+    redactor: Redactor | None = None
+    """Values no event may hold (``Agent(redact=..., redact_env=...)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +146,15 @@ class Driver:
         """Logs, spans and metrics: told about the advance, each step, model call, tool call
         and recorded event (a shared no-op when nothing listens)."""
         self.sink = SINK.get()
+        self.redactor = Redactor() if setup.redactor is None else setup.redactor.copy()
+        """The agent's listed values, plus the secrets resolved in this advance."""
 
     # -- recording ------------------------------------------------------------------------
 
     def record(self, event: Event) -> None:
-        """Fold ``event`` into the state and queue it for the next flush."""
+        """Fold ``event`` (redacted) into the state and queue it for the next flush."""
+        if self.redactor:
+            event = self.redactor.event(event)
         self.state.apply(event)
         self.events.append(event)
         self.pending.append(event)
@@ -531,7 +540,8 @@ class Driver:
             # no longer own the run starts no side effect (the new owner settles the call).
             self.own.check()
         crash_point("after_intent_commit")
-        ctx = ToolContext(self.state.run_id, call.step, call.call_id, key)
+        secrets = None if self.setup.secrets is None else self._secret
+        ctx = ToolContext(self.state.run_id, call.step, call.call_id, key, secrets)
         with extraction_log() as extractions:
             outcome = await self.obs.tool_call(
                 call.call_id,
@@ -567,6 +577,13 @@ class Driver:
         )
         if not tool.spec.idempotent:
             await self.flush()
+
+    async def _secret(self, name: str) -> str:
+        """A secret's value from the agent's resolver; redacted from now on."""
+        assert self.setup.secrets is not None
+        value = await resolve_secret(self.setup.secrets, name)
+        self.redactor.add(name, value)
+        return value
 
     def _record_extractions(self, step: int, log: ExtractionLog) -> None:
         """The extractions the tool made (``Agent.extract`` inside the call): model calls of

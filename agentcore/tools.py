@@ -26,9 +26,9 @@ import inspect
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args, get_type_hints, overload
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -41,6 +41,7 @@ from agentcore.contracts.errors import (
 )
 
 from .guards import ArgumentPolicy
+from .secrets import Secret
 
 __all__ = [
     "Reconcile",
@@ -84,12 +85,15 @@ class ToolContext:
         call_id: our id of this call (``c<step>``).
         idempotency_key: ``run_id:step``, stable across retries and resumes; pass it to the
             systems you call so they can deduplicate.
+        secrets: the agent's secret resolver (``await ctx.secrets(name)``), or ``None``;
+            a value it returns is redacted from everything the run records.
     """
 
     run_id: str
     step: int
     call_id: str
     idempotency_key: str
+    secrets: Callable[[str], Awaitable[str]] | None = None
 
     def trace_headers(self) -> dict[str, str]:
         """W3C trace context headers (``traceparent``, ``tracestate``) of this call, to
@@ -167,6 +171,12 @@ def recordable_result(
 
 _ARGS_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
 _ARG_LINE = re.compile(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def _secret_of(annotation: object) -> Secret | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    return next((m for m in get_args(annotation)[1:] if isinstance(m, Secret)), None)
 
 
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -250,6 +260,8 @@ class Tool:
         if timeout is not None and timeout <= 0:
             raise ToolDefinitionError(f"Tool {tool_name!r}: timeout must be > 0, got {timeout}")
         self._ctx_param: str | None = None
+        self.secret_params: dict[str, str] = {}
+        """Parameters marked :class:`~agentcore.secrets.Secret`: parameter -> secret name."""
         self.spec = ToolSpec(
             name=tool_name,
             description=desc,
@@ -293,6 +305,10 @@ class Tool:
             if annotation is ToolContext or ToolContext in get_args(annotation):
                 self._ctx_param = pname
                 continue
+            secret = _secret_of(annotation)
+            if secret is not None:  # filled at execution, never shown to the model
+                self.secret_params[pname] = secret.name
+                continue
             default = ... if param.default is param.empty else param.default
             fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
         model_name = "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]", tool_name)) + "Args"
@@ -303,10 +319,13 @@ class Tool:
                 f"Tool {tool_name!r}: its type hints cannot become a schema: {exc}"
             ) from exc
 
-    def _call(self, args: BaseModel, ctx: ToolContext) -> Awaitable[Any]:  # Any: the result
-        """Start the call with validated arguments (a sync function in a worker thread).
-        A tool that calls elsewhere (an MCP server's) overrides this."""
+    def _call(
+        self, args: BaseModel, ctx: ToolContext, secrets: Mapping[str, str] | None = None
+    ) -> Awaitable[Any]:  # Any: the result
+        """Start the call with validated arguments and resolved secrets (a sync function in a
+        worker thread). A tool that calls elsewhere (an MCP server's) overrides this."""
         kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        kwargs.update(secrets or {})
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
         if self._is_async:
@@ -350,8 +369,23 @@ class Tool:
             model = self.spec.args_model.model_validate(args)
         except ValidationError as exc:
             return done(False, error=f"invalid arguments: {exc.error_count()} error(s): {exc}")
+        secrets: dict[str, str] = {}
+        for pname, secret in self.secret_params.items():
+            if ctx.secrets is None:
+                return done(
+                    False,
+                    error=f"the tool needs the secret {secret!r} and the agent has no secret "
+                    "resolver (Agent(secrets=...))",
+                )
+            try:
+                secrets[pname] = await ctx.secrets(secret)
+            except Exception as exc:  # its message could hold a value: the type only
+                return done(
+                    False,
+                    error=f"the secret {secret!r} could not be resolved ({type(exc).__name__})",
+                )
         try:
-            call = self._call(model, ctx)
+            call = self._call(model, ctx, secrets) if secrets else self._call(model, ctx)
             value = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
         except TimeoutError:
             return replace(done(False, error=f"timed out after {self.timeout:g}s"), timed_out=True)

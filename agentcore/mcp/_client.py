@@ -80,6 +80,7 @@ class McpTool(Tool):
         self.requires = None if config is None else config.requires
         self._is_async = True
         self._ctx_param = None
+        self.secret_params = {}  # a remote tool's parameters are all the model's
         self.spec = spec
         self.server = server
         self.remote_name = remote_name
@@ -93,7 +94,9 @@ class McpTool(Tool):
         """Calling the object directly calls the remote tool (no run, no governance)."""
         return await self.server.call(self, dict(arguments), None)
 
-    def _call(self, args: BaseModel, ctx: ToolContext) -> Any:  # Any: an awaitable of JSON
+    def _call(
+        self, args: BaseModel, ctx: ToolContext, secrets: Mapping[str, str] | None = None
+    ) -> Any:  # Any: an awaitable of JSON; a remote tool has no secret parameters
         # The schema's own property names, and only the arguments that were sent.
         return self.server.call(self, args.model_dump(mode="json"), ctx)
 

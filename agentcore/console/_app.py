@@ -460,7 +460,13 @@ def create_app(
             name="api_confirm",
         ),
         Route("/api/runs/{run_id:path}", g(console.api_run, api=True), name="api_run"),
-        Mount("/static", StaticFiles(packages=[("agentcore.console", "static")]), name="static"),
+        # follow_symlink: an editable install links the package's files (strict mode), and
+        # Starlette refuses a link that resolves outside the directory it serves.
+        Mount(
+            "/static",
+            StaticFiles(packages=[("agentcore.console", "static")], follow_symlink=True),
+            name="static",
+        ),
     ]
     app = Starlette(routes=routes, lifespan=console.lifespan)
     app.state.console = console

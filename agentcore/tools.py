@@ -226,6 +226,8 @@ class Tool:
             is asked (see :mod:`agentcore.guards`).
         requires: ``"person_plan"``: the tool runs only after a person approved a plan in
             the run (``None``: the policy's plan rules).
+        secret_params: parameters annotated :class:`~agentcore.secrets.Secret`, by name:
+            left out of the schema, filled from the agent's resolver when the tool runs.
     """
 
     def __init__(

@@ -318,7 +318,7 @@ class Driver:
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
             self.setup.system_cache[key] = text
-        return text
+        return self.redactor.text(text) if self.redactor else text  # instructions may quote one
 
     def _status_note(self, schema: ActionSchema) -> Message:
         return Message("user", self.state.budget.note(self.state, finish_only=schema.finish_only))

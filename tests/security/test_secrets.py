@@ -147,6 +147,7 @@ async def test_every_byte_written_is_free_of_secrets(
             secrets=env_secrets(),
             redact=[LISTED],
             redact_env=["APP_DB_PASSWORD"],
+            instructions=f"The billing account is {LISTED}.",
         )
         result = await agent.run(f"Mail Ann her account number {LISTED} and the pw {DB_PASSWORD}.")
         assert result.status is RunStatus.COMPLETED, result.reason

@@ -99,15 +99,23 @@ class Ownership:
         tb: TracebackType | None,
     ) -> None:
         renewer, self._renewer = self._renewer, None
+        cancelled = False
         if renewer is not None:
             renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await renewer
+            except asyncio.CancelledError:
+                # The renewer's own cancellation is expected; this task's is not ours to
+                # swallow (a shutdown cancelling the turn while it waited here).
+                task = asyncio.current_task()
+                cancelled = task is not None and task.cancelling() > 0
         if self._lost is None:
             # Shielded: a cancelled task (a shutdown, SIGTERM) still gives its run back, so
             # another worker takes it at once instead of after the lease.
             with contextlib.suppress(StoreError):
                 await asyncio.shield(self._store.release(self._lease))
+        if cancelled:
+            raise asyncio.CancelledError
 
     def _released(self) -> bool:
         """Whether ``__aexit__`` has begun (it clears ``_renewer`` before cancelling it)."""

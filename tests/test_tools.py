@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
 import socket
+import threading
 import time
 from enum import Enum
 from typing import Any
@@ -207,6 +209,25 @@ def test_bad_timeout_is_an_error() -> None:
             return x
 
 
+def test_inline_with_a_timeout_is_an_error() -> None:
+    """A call on the event loop cannot be abandoned, so it cannot have a timeout."""
+    with pytest.raises(ToolDefinitionError, match="inline=True cannot take a timeout"):
+
+        @tool(effect="read", inline=True, timeout=1)
+        def quick(x: int) -> int:
+            """Return x."""
+            return x
+
+
+def test_inline_async_function_is_an_error() -> None:
+    with pytest.raises(ToolDefinitionError, match="inline=True is for sync functions"):
+
+        @tool(effect="read", inline=True)
+        async def quick(x: int) -> int:
+            """Return x."""
+            return x
+
+
 def test_tool_definition_error_is_a_configuration_error() -> None:
     assert issubclass(ToolDefinitionError, ConfigurationError)
 
@@ -221,6 +242,47 @@ async def test_sync_function_runs(tools: Toolbox) -> None:
     assert outcome.result == {"order_id": "A1", "status": "shipped"}
     assert tools.args_of("lookup") == [{"order_id": "A1"}]
     assert outcome.duration_ms >= 0
+
+
+_SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("_SEEN", default="unset")
+
+
+async def test_sync_function_runs_in_a_worker_thread_with_the_callers_context() -> None:
+    """The default stays safe for blocking tools: a worker thread (a warm pool of the
+    library's own), in a copy of the caller's context (what tracing relies on)."""
+    seen: list[tuple[str, str]] = []
+
+    @tool(effect="read")
+    def where(x: int) -> int:
+        """Report the thread and the context the call runs in."""
+        seen.append((threading.current_thread().name, _SEEN.get()))
+        _SEEN.set("changed in the tool")
+        return x
+
+    _SEEN.set("caller")
+    for i in range(2):
+        assert (await where.run({"x": i}, CTX)).ok
+    assert [name.startswith("agentcore-tool") for name, _ in seen] == [True, True]
+    assert [value for _, value in seen] == ["caller", "caller"]
+    assert _SEEN.get() == "caller"  # a copy: the tool's changes stay in its call
+
+
+async def test_inline_sync_function_runs_on_the_event_loop() -> None:
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+
+    @tool(effect="read", inline=True)
+    def quick(x: int) -> int:
+        """Return x doubled."""
+        seen.append(threading.current_thread())
+        if x < 0:
+            raise ValueError("negative")
+        return 2 * x
+
+    outcome = await quick.run({"x": 4}, CTX)
+    assert (outcome.ok, outcome.result, seen) == (True, 8, [loop_thread])
+    failed = await quick.run({"x": -1}, CTX)
+    assert (failed.ok, failed.error) == (False, "ValueError: negative")
 
 
 async def test_async_function_runs(tools: Toolbox) -> None:

@@ -79,6 +79,7 @@ class McpTool(Tool):
         self.policies = () if config is None else tuple(config.policies)
         self.requires = None if config is None else config.requires
         self._is_async = True
+        self.inline = False
         self._ctx_param = None
         self.secret_params = {}  # a remote tool's parameters are all the model's
         self.spec = spec

@@ -267,6 +267,18 @@ async def test_sync_function_runs_in_a_worker_thread_with_the_callers_context() 
     assert _SEEN.get() == "caller"  # a copy: the tool's changes stay in its call
 
 
+async def test_sync_function_raising_stop_iteration_is_an_error_outcome() -> None:
+    @tool(effect="read")
+    def odd(x: int) -> int:
+        """Fail oddly."""
+        raise StopIteration(x)
+
+    outcome = await odd.run({"x": 1}, CTX)
+    assert not outcome.ok
+    assert outcome.error is not None
+    assert "StopIteration" in outcome.error
+
+
 async def test_inline_sync_function_runs_on_the_event_loop() -> None:
     loop_thread = threading.current_thread()
     seen: list[threading.Thread] = []

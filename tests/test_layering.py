@@ -9,6 +9,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("litellm", "instructor", "openai", "anthropic", "google")
+# Nothing that only a feature needs loads at start-up (issue 15): provider SDKs, the
+# Postgres and Celery backends, MCP, the console's web stack, OpenTelemetry, tokenizers.
+STARTUP_FORBIDDEN = (
+    *HEAVY,
+    "psycopg",
+    "psycopg_pool",
+    "celery",
+    "kombu",
+    "mcp",
+    "starlette",
+    "fastapi",
+    "uvicorn",
+    "sse_starlette",
+    "httpx",
+    "opentelemetry",
+    "tiktoken",
+    "jinja2",
+)
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
@@ -72,6 +90,35 @@ def test_import_and_cli_startup_load_no_heavy_library(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert out.stdout.strip() == "[]"
+
+
+def _loaded_after(code: str, tmp_path: Path) -> set[str]:
+    """The top-level packages a fresh interpreter has loaded after ``code`` (to stderr)."""
+    tops = "sorted({m.split('.')[0] for m in sys.modules})"
+    probe = f"{code}\nimport sys; print({tops}, file=sys.stderr)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    return set(ast.literal_eval(out.stderr.strip().splitlines()[-1]))
+
+
+def test_import_agentcore_loads_no_feature_library(tmp_path: Path) -> None:
+    """``import agentcore`` stays light: not even the CLI's own libraries."""
+    loaded = _loaded_after("import agentcore", tmp_path)
+    assert loaded.isdisjoint({*STARTUP_FORBIDDEN, "typer", "rich"}), sorted(
+        loaded & {*STARTUP_FORBIDDEN, "typer", "rich"}
+    )
+
+
+def test_cli_help_loads_no_feature_library(tmp_path: Path) -> None:
+    """``agentcore --help`` (as the console script runs it) loads none of them either."""
+    code = (
+        "import sys; sys.argv = ['agentcore', '--help']\n"
+        "from agentcore.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    loaded = _loaded_after(code, tmp_path)
+    assert loaded.isdisjoint(STARTUP_FORBIDDEN), sorted(loaded & set(STARTUP_FORBIDDEN))
 
 
 def test_every_package_directory_is_packaged() -> None:

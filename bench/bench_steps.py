@@ -200,8 +200,15 @@ def runs_per_sample(n: int) -> int:
     return max(1, STEP_TARGET_RUNS // (n + 1))
 
 
-def new_agent(store: Any, script: Sequence[Any]) -> Agent:  # Any: a store object
-    return Agent(tools=[get_order], model=ScriptedModel(script), store=store)
+def new_agent(
+    store: Any,  # Any: a store object
+    script: Sequence[Any],
+    name: str = "scripted",
+) -> Agent:
+    """An agent on ``store`` whose model replays ``script``. A list script continues where
+    the transcript stands for a model of the same ``name``: a resume that brings a new
+    script names its model differently."""
+    return Agent(tools=[get_order], model=ScriptedModel(script, name=name), store=store)
 
 
 async def timed_run(agent: Agent, n: int) -> float:
@@ -401,7 +408,7 @@ async def measure_resume(reps: int, tmp_root: Path, n: int = 1000) -> Resume:
 
         gc.collect()
         store = SQLiteStore(path)
-        agent = new_agent(store, [first_new, FINISH_ITEM])
+        agent = new_agent(store, [first_new, FINISH_ITEM], name="scripted-resume")
         started = time.perf_counter()
         done = await agent.resume(stopped.run_id, budget=Budget(max_steps=n + 10))
         ended = time.perf_counter()

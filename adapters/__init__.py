@@ -7,8 +7,9 @@ no provider SDK and no litellm. The provider adapters live in their modules:
 takes a :class:`RetryPolicy` and a :class:`BreakerPolicy`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._breaker import BreakerPolicy
-from ._extract import Extraction, extract
 from ._protocol import (
     Completion,
     CompletionRequest,
@@ -21,6 +22,9 @@ from ._protocol import (
 from ._registry import register_provider, registered_providers, resolve_model, resolve_route
 from ._retry import RetryPolicy
 from .scripted import ScriptedModel, ScriptItem
+
+if TYPE_CHECKING:  # extraction loads on first use: it brings the litellm adapter modules
+    from ._extract import Extraction, extract
 
 __all__ = [
     "BreakerPolicy",
@@ -41,3 +45,11 @@ __all__ = [
     "resolve_model",
     "resolve_route",
 ]
+
+
+def __getattr__(name: str) -> Any:  # Any: one of the extraction module's public names
+    if name in ("Extraction", "extract"):
+        from . import _extract
+
+        return getattr(_extract, name)
+    raise AttributeError(f"module 'agentcore.adapters' has no attribute {name!r}")

@@ -20,13 +20,16 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from agentcore.adapters import Extraction, ModelAdapter, extract
+from agentcore.adapters import ModelAdapter
 from agentcore.contracts import Usage
 from agentcore.contracts.errors import ModelError
+
+if TYPE_CHECKING:
+    from agentcore.adapters import Extraction
 
 __all__ = ["ExtractionLog", "LoggedExtraction", "extract_with", "extraction_log"]
 
@@ -79,6 +82,8 @@ async def extract_with(
     log = _LOG.get()
     started = time.perf_counter()
     try:
+        from agentcore.adapters import extract  # first use: loads the litellm adapter modules
+
         done: Extraction[T] = await extract(
             adapter,
             output,

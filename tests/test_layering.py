@@ -110,6 +110,21 @@ def test_import_agentcore_loads_no_feature_library(tmp_path: Path) -> None:
     )
 
 
+def test_import_agentcore_leaves_the_provider_machinery_for_first_use(tmp_path: Path) -> None:
+    """The dialect compilers, the litellm adapter base and extraction load when a provider
+    model is first used, not with ``import agentcore`` (a scripted run never needs them)."""
+    code = (
+        "import sys, agentcore\n"
+        "lazy = ['agentcore.contracts._dialects', 'agentcore.adapters._litellm',\n"
+        "        'agentcore.adapters._extract']\n"
+        "print([m for m in lazy if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_cli_help_loads_no_feature_library(tmp_path: Path) -> None:
     """``agentcore --help`` (as the console script runs it) loads none of them either."""
     code = (

@@ -23,15 +23,17 @@ from pathlib import Path
 
 import pytest
 
+# The store tests' PostgreSQL fixtures and their skip-or-fail rule, shared.
+from stores.conftest import pg_schema, postgres_dsn, unavailable
+
+__all__ = ["pg_schema", "postgres_dsn"]
+
 HERE = Path(__file__).resolve().parent
 AMQP_VARIABLE = "AGENTCORE_TEST_AMQP_URL"
-DSN_VARIABLE = "AGENTCORE_TEST_POSTGRES_DSN"
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true, but the Celery integration tests cannot run: {reason}")
-    pytest.skip(reason)
+    unavailable(reason, "the Celery integration tests")
 
 
 @pytest.fixture(scope="session")
@@ -53,40 +55,6 @@ def amqp_url() -> str:
     except Exception as exc:  # kombu raises the transport's own errors
         _unavailable(f"cannot connect to {AMQP_VARIABLE}: {exc}")
     return url
-
-
-@pytest.fixture(scope="session")
-def postgres_dsn() -> str:
-    """The test database's DSN; skips (fails under CI=true) when there is none."""
-    dsn = os.environ.get(DSN_VARIABLE, "")
-    if not dsn:
-        _unavailable(
-            f"{DSN_VARIABLE} is not set (e.g. {DSN_VARIABLE}=postgresql://postgres@127.0.0.1:5432/test)"
-        )
-    try:
-        import psycopg
-    except ImportError as exc:
-        _unavailable(f"psycopg is not installed ({exc}): pip install -e '.[dev]'")
-        raise
-    try:
-        with psycopg.connect(dsn, connect_timeout=5) as conn:
-            conn.execute("SELECT 1")
-    except psycopg.Error as exc:
-        _unavailable(f"cannot connect to {DSN_VARIABLE}: {exc}")
-    return dsn
-
-
-@pytest.fixture
-def pg_schema(postgres_dsn: str) -> Iterator[str]:
-    """A fresh schema name for one test (the store creates it); dropped afterwards."""
-    import psycopg
-
-    schema = f"agentcore_t_{secrets.token_hex(6)}"
-    try:
-        yield schema
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
 
 
 @pytest.fixture

@@ -17,10 +17,14 @@ import pytest
 DSN_VARIABLE = "AGENTCORE_TEST_POSTGRES_DSN"
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str, what: str = "the PostgreSQL tests") -> None:
+    """Skip with ``reason`` locally; fail under ``CI=true``, where every service must be up."""
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true, but the PostgreSQL store tests cannot run: {reason}")
+        pytest.fail(f"CI=true, but {what} cannot run: {reason}")
     pytest.skip(reason)
+
+
+_unavailable = unavailable
 
 
 @pytest.fixture(scope="session")

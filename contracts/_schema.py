@@ -226,7 +226,9 @@ class ActionSchema:
                 f"The reply could not be read ({type(exc).__name__}: {str(exc)[:200]}). "
                 "Reply with one short, flat JSON object."
             ) from exc
-        problem = action_problem(action)
+        # A tool action's arguments were checked in their Python form by _normalise (which
+        # sees NaN that the JSON form hides); the texts of a plan or a finish are checked here.
+        problem = None if isinstance(action, ToolAction) else action_problem(action)
         if problem is not None:
             raise InvalidActionError(
                 f"The reply cannot be recorded: {problem}. Reply with one short, flat JSON "

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
@@ -22,7 +22,14 @@ from ._schema import compile_action_schema
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, ToolDefinitionError
 
-__all__ = ["ContractDocument", "ExampleTool", "ExampleTurn", "WorkedExample", "load_contract"]
+__all__ = [
+    "ContractDocument",
+    "ExampleTool",
+    "ExampleTurn",
+    "ToolArgs",
+    "WorkedExample",
+    "load_contract",
+]
 
 DEFAULT_CONTRACT_VERSION = "1"
 
@@ -75,18 +82,54 @@ class WorkedExample(_Doc):
     turns: list[ExampleTurn]
 
 
+ToolArgs = Literal["json_schema", "signature"]
+"""How the system text shows a tool's arguments: its whole JSON Schema (descriptions and
+enums included), or a one-line signature (names, types, which are optional), leaving
+descriptions and enums to the action schema."""
+
+_OPTIONS = ("thought_first", "tool_args", "tool_examples", "closing")
+"""Fields added after version 1; left out of :attr:`ContractDocument.hash` at their
+defaults, so a document written before them keeps its hash."""
+
+
 class ContractDocument(_Doc):
-    """System text plus worked examples; identified by ``version`` and :attr:`hash`."""
+    """System text plus worked examples; identified by ``version`` and :attr:`hash`.
+
+    Attributes:
+        thought_first: the action schema lists ``thought`` before the ``type``
+            discriminator (see :func:`compile_action_schema`) and the examples are shown
+            in that order.
+        tool_args: how the system text shows each tool's arguments (see :data:`ToolArgs`).
+        tool_examples: besides the fixed examples, one example call of each tool in scope
+            (its required arguments, each value a placeholder naming the argument).
+        closing: text after the tools and examples, the last thing before the conversation.
+    """
 
     version: str
     system: str
     examples: list[WorkedExample] = []
+    thought_first: bool = False
+    tool_args: ToolArgs = "json_schema"
+    tool_examples: bool = False
+    closing: str | None = None
 
     @property
     def hash(self) -> str:
         """sha256 (16 hex digits) of the canonical JSON of the document."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        defaults = ContractDocument.model_fields
+        for name in _OPTIONS:
+            if data[name] == defaults[name].default:
+                del data[name]
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def _action_text(self, action: dict[str, JsonValue]) -> str:
+        if self.thought_first and "thought" in action:
+            action = {"thought": action["thought"]} | {
+                k: v for k, v in action.items() if k != "thought"
+            }
+        return json.dumps(action, separators=(",", ":"))
 
     def with_examples(self, examples: Sequence[WorkedExample]) -> ContractDocument:
         """A copy with ``examples`` appended (an agent's own examples)."""
@@ -129,6 +172,10 @@ class ContractDocument(_Doc):
         if not tools:
             lines.append("(none: plan or finish)")
         for t in tools:
+            if self.tool_args == "signature":
+                lines.append(f"- {t.name}({_signature(t.args_schema)}) (effect: {t.effect}): ")
+                lines[-1] += t.description
+                continue
             schema = json.dumps(t.args_schema, sort_keys=True, separators=(",", ":"))
             lines.append(f"- {t.name} (effect: {t.effect}): {t.description}")
             lines.append(f"  args schema: {schema}")
@@ -138,10 +185,85 @@ class ContractDocument(_Doc):
                 lines.append("Tools: " + ", ".join(t.name for t in ex.tools))
             for turn in ex.turns:
                 if turn.action is not None:
-                    lines.append("Reply: " + json.dumps(turn.action, separators=(",", ":")))
+                    lines.append("Reply: " + self._action_text(turn.action))
                 else:
                     lines.append(f"Observation: {turn.observation}")
+        if self.tool_examples and tools:
+            lines += ["", "How to call each of the tools above:"]
+            for t in tools:
+                call: dict[str, JsonValue] = {
+                    "type": "tool",
+                    "thought": f"The request needs {t.name}.",
+                    "tool": t.name,
+                    "args": _placeholders(t.args_schema),
+                }
+                lines.append("Reply: " + self._action_text(call))
+        if self.closing:
+            lines += ["", self.closing]
         return "\n".join(lines)
+
+
+def _type_name(node: Any) -> str:  # Any: JSON Schema
+    if not isinstance(node, dict):
+        return "any"
+    schema = cast("dict[str, Any]", node)  # Any: JSON Schema
+    kind = schema.get("type")
+    if kind == "array":
+        return f"list[{_type_name(schema.get('items'))}]"
+    if isinstance(kind, str):
+        return {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}.get(
+            kind, "object" if kind == "object" else kind
+        )
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list):
+        names = [_type_name(o) for o in cast("list[Any]", options)]
+        return " | ".join(n for n in names if n != "null") or "null"
+    if "$ref" in schema or "properties" in schema:
+        return "object"
+    if "enum" in schema:
+        return "str"
+    return "any"
+
+
+def _signature(args_schema: dict[str, Any]) -> str:  # Any: JSON Schema
+    """``name: type, other?: type`` (``?``: optional) from an argument schema."""
+    props: Any = args_schema.get("properties") or {}  # Any: JSON Schema
+    required: Any = args_schema.get("required") or []  # Any: JSON Schema
+    if not isinstance(props, dict):
+        return ""
+    parts: list[str] = []
+    for name, node in cast("dict[str, Any]", props).items():
+        mark = "" if name in required else "?"
+        parts.append(f"{name}{mark}: {_type_name(node)}")
+    return ", ".join(parts)
+
+
+def _placeholders(args_schema: dict[str, Any]) -> dict[str, JsonValue]:  # Any: JSON Schema
+    """The required arguments, each with a placeholder of its type naming it."""
+    props: Any = args_schema.get("properties") or {}  # Any: JSON Schema
+    required: Any = args_schema.get("required") or []  # Any: JSON Schema
+    out: dict[str, JsonValue] = {}
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return out
+    for name in cast("list[Any]", required):
+        node: Any = cast("dict[str, Any]", props).get(name)  # Any: JSON Schema
+        kind = _type_name(node)
+        enum: Any = cast("dict[str, Any]", node).get("enum") if isinstance(node, dict) else None
+        if isinstance(enum, list) and enum:
+            out[str(name)] = cast("list[JsonValue]", enum)[0]
+        elif kind == "int":
+            out[str(name)] = 1
+        elif kind == "float":
+            out[str(name)] = 1.5
+        elif kind == "bool":
+            out[str(name)] = True
+        elif kind.startswith("list["):
+            out[str(name)] = []
+        elif kind == "object":
+            out[str(name)] = {}
+        else:
+            out[str(name)] = f"<{name}>"
+    return out
 
 
 def load_contract(source: str | Path | None = None) -> ContractDocument:

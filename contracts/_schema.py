@@ -25,7 +25,15 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from ._actions import FinishAction, NextAction, PlanAction, Thought, ToolAction, require_type
+from ._actions import (
+    MAX_PLAN_STEPS,
+    FinishAction,
+    NextAction,
+    PlanAction,
+    Thought,
+    ToolAction,
+    require_type,
+)
 from ._limits import MAX_DEPTH, json_problem
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, UnknownToolError
@@ -55,7 +63,15 @@ def _literal(*values: str) -> Any:  # Any: a Literal type built at run time from
     return Literal[values]  # pyright: ignore[reportInvalidTypeForm]  # run-time literal is the point
 
 
-def _typed_variant(spec: ToolSpec) -> type[BaseModel]:
+def _ordered(fields: dict[str, Any], thought_first: bool) -> dict[str, Any]:  # Any: fields
+    """``type`` then ``thought`` then the rest, or ``thought`` first (see
+    :attr:`ActionSchema.thought_first`)."""
+    if not thought_first:
+        return fields
+    return {"thought": fields["thought"]} | {k: v for k, v in fields.items() if k != "thought"}
+
+
+def _typed_variant(spec: ToolSpec, thought_first: bool = False) -> type[BaseModel]:
     fields: dict[str, Any] = {  # Any: pydantic field definitions
         "type": (Literal["tool"], "tool"),
         "thought": (Thought, ...),
@@ -63,11 +79,14 @@ def _typed_variant(spec: ToolSpec) -> type[BaseModel]:
         "args": (spec.args_model, ...),
     }
     return create_model(
-        _class_name(spec.name), __base__=_Strict, __doc__=spec.description, **fields
+        _class_name(spec.name),
+        __base__=_Strict,
+        __doc__=spec.description,
+        **_ordered(fields, thought_first),
     )
 
 
-def _generic_variant(names: Sequence[str]) -> type[BaseModel]:
+def _generic_variant(names: Sequence[str], thought_first: bool = False) -> type[BaseModel]:
     fields: dict[str, Any] = {  # Any: pydantic field definitions
         "type": (Literal["tool"], "tool"),
         "thought": (Thought, ...),
@@ -75,7 +94,25 @@ def _generic_variant(names: Sequence[str]) -> type[BaseModel]:
         "args_json": (str, Field(description="The tool's arguments as a JSON object string.")),
     }
     doc = "Call one tool; args_json holds its arguments as a JSON object."
-    return create_model("ToolCall", __base__=_Strict, __doc__=doc, **fields)
+    return create_model(
+        "ToolCall", __base__=_Strict, __doc__=doc, **_ordered(fields, thought_first)
+    )
+
+
+class _ThoughtFirstPlan(_Strict):
+    """Propose the steps you will take; writes are allowed only after a plan is approved."""
+
+    thought: Thought
+    type: Literal["plan"] = "plan"
+    steps: Annotated[list[str], Field(min_length=1, max_length=MAX_PLAN_STEPS)]
+
+
+class _ThoughtFirstFinish(_Strict):
+    """End the run with an answer for the user."""
+
+    thought: Thought
+    type: Literal["finish"] = "finish"
+    answer: str
 
 
 def _describe(exc: ValidationError) -> str:
@@ -103,6 +140,9 @@ class ActionSchema:
         allow_plan: whether ``plan`` is offered.
         form: ``typed`` or ``generic``.
         max_reply_bytes: replies larger than this are refused before parsing.
+        thought_first: every variant lists ``thought`` before the ``type`` discriminator
+            (the order a constrained decoder writes them in); by default ``type`` comes
+            first. Parsing gives the same actions either way.
     """
 
     tools: tuple[ToolSpec, ...]
@@ -110,6 +150,7 @@ class ActionSchema:
     allow_plan: bool = True
     form: SchemaForm = "typed"
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    thought_first: bool = False
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
     _forms: dict[str, ActionSchema] = field(
         init=False, repr=False, default_factory=dict[str, "ActionSchema"]
@@ -139,13 +180,14 @@ class ActionSchema:
     def root_type(self) -> Any:  # Any: a union type built at run time has no static type
         """The pydantic union type (annotated with its discriminator) of this schema."""
         variants: list[Any] = []
+        first = self.thought_first
         if "plan" in self.offered_types:
-            variants.append(PlanAction)
+            variants.append(_ThoughtFirstPlan if first else PlanAction)
         if "tool" in self.offered_types:
             if self.form == "generic":
-                variants.append(_generic_variant(self.tool_names))
+                variants.append(_generic_variant(self.tool_names, first))
             else:
-                tool_variants = [_typed_variant(t) for t in self.tools]
+                tool_variants = [_typed_variant(t, first) for t in self.tools]
                 if len(tool_variants) == 1:
                     variants.append(tool_variants[0])
                 else:
@@ -153,7 +195,7 @@ class ActionSchema:
                     for v in tool_variants[1:]:
                         union = union | v
                     variants.append(Annotated[union, Field(discriminator="tool")])
-        variants.append(FinishAction)
+        variants.append(_ThoughtFirstFinish if first else FinishAction)
         if len(variants) == 1:
             return variants[0]
         union_all: Any = variants[0]
@@ -187,6 +229,7 @@ class ActionSchema:
                 allow_plan=self.allow_plan,
                 form=form,
                 max_reply_bytes=self.max_reply_bytes,
+                thought_first=self.thought_first,
             )
         return cache[form]
 
@@ -240,6 +283,10 @@ class ActionSchema:
     def _normalise(self, parsed: BaseModel) -> NextAction:
         if isinstance(parsed, PlanAction | FinishAction):
             return parsed
+        if isinstance(parsed, _ThoughtFirstPlan):
+            return PlanAction(thought=parsed.thought, steps=parsed.steps)
+        if isinstance(parsed, _ThoughtFirstFinish):
+            return FinishAction(thought=parsed.thought, answer=parsed.answer)
         tool_name: str = getattr(parsed, "tool")  # noqa: B009  # variant classes are built at run time
         thought: str = getattr(parsed, "thought")  # noqa: B009
         if self.form == "generic":
@@ -308,6 +355,7 @@ def compile_action_schema(
     allow_plan: bool = True,
     form: SchemaForm = "typed",
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    thought_first: bool = False,
 ) -> ActionSchema:
     """Compile the action union for one step.
 
@@ -317,6 +365,8 @@ def compile_action_schema(
         allow_plan: offer ``plan``.
         form: ``typed`` (one variant per tool) or ``generic`` (``args_json`` string).
         max_reply_bytes: size cap applied before parsing.
+        thought_first: put ``thought`` before ``type`` in every variant (a contract
+            document's :attr:`~agentcore.contracts.ContractDocument.thought_first`).
 
     Returns:
         An :class:`ActionSchema`; building its validator is lazy and happens once. The same
@@ -325,7 +375,7 @@ def compile_action_schema(
     """
     if form not in ("typed", "generic"):
         raise ConfigurationError(f"Invalid schema form {form!r}. Valid forms: 'typed', 'generic'.")
-    return _compile(tuple(tools), finish_only, allow_plan, form, max_reply_bytes)
+    return _compile(tuple(tools), finish_only, allow_plan, form, max_reply_bytes, thought_first)
 
 
 @functools.lru_cache(maxsize=512)
@@ -335,6 +385,7 @@ def _compile(
     allow_plan: bool,
     form: SchemaForm,
     max_reply_bytes: int,
+    thought_first: bool = False,
 ) -> ActionSchema:
     return ActionSchema(
         tools=tools,
@@ -342,6 +393,7 @@ def _compile(
         allow_plan=allow_plan,
         form=form,
         max_reply_bytes=max_reply_bytes,
+        thought_first=thought_first,
     )
 
 

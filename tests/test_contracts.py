@@ -564,3 +564,74 @@ def test_json_schema_tool_compiles_like_a_decorated_one() -> None:
     )
     with pytest.raises(InvalidActionError, match="city"):
         schema.parse(tool_reply("get_weather", {}))
+
+
+# -- contract options (v2 and the quality benchmark's variants) ------------------------------
+
+
+def _weather() -> ToolSpec:
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city."},
+            "unit": {"type": "string", "enum": ["c", "f"]},
+            "days": {"type": "integer"},
+        },
+        "required": ["city", "unit"],
+    }
+    return ToolSpec("get_weather", "Weather.", model_from_json_schema("w_args", schema))
+
+
+def test_v1_keeps_its_hash_with_the_options_at_their_defaults() -> None:
+    """The options added after v1 are left out of the hash at their defaults: runs recorded
+    under v1 keep grouping with v1 in ``agentcore stats``."""
+    assert load_contract("1").hash == "633624458a6517de"
+    assert load_contract("1").model_copy(update={"thought_first": True}).hash != (
+        "633624458a6517de"
+    )
+
+
+def test_thought_first_schema_orders_thought_before_type_and_parses_the_same() -> None:
+    spec = _weather()
+    first = compile_action_schema([spec], thought_first=True)
+    plain = compile_action_schema([spec])
+    assert first is not plain
+    for variant in first.json_schema()["$defs"].values():
+        if "thought" in variant.get("properties", {}):
+            assert next(iter(variant["properties"])) == "thought"
+    for variant in plain.json_schema()["$defs"].values():
+        if "thought" in variant.get("properties", {}):
+            assert next(iter(variant["properties"])) == "type"
+    reply = tool_reply("get_weather", {"city": "Oslo", "unit": "c"})
+    assert first.parse(reply) == plain.parse(reply)
+    assert (
+        first.parse(PLAN)
+        == plain.parse(PLAN)
+        == PlanAction(thought="first think", steps=["look", "answer"])
+    )
+    assert isinstance(first.parse(FINISH), FinishAction)
+    assert first.with_form("generic").thought_first
+
+
+def test_signature_and_tool_examples_and_closing_render() -> None:
+    doc = load_contract("1").model_copy(
+        update={
+            "tool_args": "signature",
+            "tool_examples": True,
+            "examples": [],
+            "closing": "If no tool fits, finish.",
+        }
+    )
+    text = doc.render_system([_weather()])
+    assert "- get_weather(city: str, unit: str, days?: int) (effect: read): Weather." in text
+    assert "args schema" not in text
+    assert "The city." not in text  # descriptions and enums are left to the schema
+    assert '"args":{"city":"<city>","unit":"c"}' in text
+    assert text.endswith("If no tool fits, finish.")
+
+
+def test_thought_first_document_shows_examples_thought_first() -> None:
+    doc = load_contract("1").model_copy(update={"thought_first": True})
+    replies = [line for line in doc.render_system([]).splitlines() if line.startswith("Reply: ")]
+    assert replies
+    assert all(line.startswith('Reply: {"thought":') for line in replies)

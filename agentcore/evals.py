@@ -53,6 +53,7 @@ from ._evals_cases import (
     load_cases,
 )
 from ._evals_scoring import score_action
+from ._evals_stats import Interval, bootstrap_interval, paired_difference, split_halves
 from ._render import reask_messages
 
 __all__ = [
@@ -61,17 +62,21 @@ __all__ = [
     "EvalCase",
     "EvalTool",
     "Expected",
+    "Interval",
     "Mode",
     "Score",
     "Scorecard",
     "Scoring",
+    "bootstrap_interval",
     "dataset_hash",
     "evaluate",
     "load_bfcl",
     "load_cases",
     "load_scorecard",
+    "paired_difference",
     "save_scorecard",
     "score_action",
+    "split_halves",
 ]
 
 Mode = Literal["structured", "native"]
@@ -204,7 +209,7 @@ def _prepare(
                 exc.add_note(f"tool {t.name!r}")
                 raise
         specs.append(compiled[key])
-    schema = compile_action_schema(specs)
+    schema = compile_action_schema(specs, thought_first=contract.thought_first)
     schema.root_type  # noqa: B018  # build the union now: a failure is this case's, not a reply's
     return _Prepared(schema, contract.render_system(specs))
 

@@ -99,20 +99,22 @@ def _generic_variant(names: Sequence[str], thought_first: bool = False) -> type[
     )
 
 
-class _ThoughtFirstPlan(_Strict):
-    """Propose the steps you will take; writes are allowed only after a plan is approved."""
-
-    thought: Thought
-    type: Literal["plan"] = "plan"
-    steps: Annotated[list[str], Field(min_length=1, max_length=MAX_PLAN_STEPS)]
-
-
-class _ThoughtFirstFinish(_Strict):
-    """End the run with an answer for the user."""
-
-    thought: Thought
-    type: Literal["finish"] = "finish"
-    answer: str
+_ThoughtFirstPlan: type[BaseModel] = create_model(
+    "PlanAction",  # the wire schema names it as the usual order does
+    __base__=_Strict,
+    __doc__=PlanAction.__doc__,
+    thought=(Thought, ...),
+    type=(Literal["plan"], "plan"),
+    steps=(Annotated[list[str], Field(min_length=1, max_length=MAX_PLAN_STEPS)], ...),
+)
+_ThoughtFirstFinish: type[BaseModel] = create_model(
+    "FinishAction",
+    __base__=_Strict,
+    __doc__=FinishAction.__doc__,
+    thought=(Thought, ...),
+    type=(Literal["finish"], "finish"),
+    answer=(str, ...),
+)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -283,10 +285,8 @@ class ActionSchema:
     def _normalise(self, parsed: BaseModel) -> NextAction:
         if isinstance(parsed, PlanAction | FinishAction):
             return parsed
-        if isinstance(parsed, _ThoughtFirstPlan):
-            return PlanAction(thought=parsed.thought, steps=parsed.steps)
-        if isinstance(parsed, _ThoughtFirstFinish):
-            return FinishAction(thought=parsed.thought, answer=parsed.answer)
+        if isinstance(parsed, _ThoughtFirstPlan | _ThoughtFirstFinish):
+            return _next_action().validate_python(parsed.model_dump())
         tool_name: str = getattr(parsed, "tool")  # noqa: B009  # variant classes are built at run time
         thought: str = getattr(parsed, "thought")  # noqa: B009
         if self.form == "generic":

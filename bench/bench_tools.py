@@ -5,7 +5,8 @@ Measured in one process, interleaved: an agent on a ``MemoryStore`` running N to
 
 - an async function (no hand-off);
 - a sync function, the default: a worker thread of the library's warm pool, in a copy of
-  the caller's context;
+  the caller's context (the loop waits up to 20 us for a quick tool's outcome, then awaits
+  it);
 - a sync function sent through ``asyncio.to_thread`` (what ``Tool`` did before: the loop's
   default executor, which ``asyncio.run`` shuts down after every run);
 - a sync function with ``@tool(inline=True)`` (on the loop, no hand-off);
@@ -209,12 +210,16 @@ def report(samples: dict[str, list[float]], r: int, began: float, load0: str) ->
         f"{us['agent, sync tool via asyncio.to_thread (before)']:.1f} us.",
         "",
         "Reading (2026-12-01, this machine): the bare hand-off itself swings between ~30 us",
-        "(a core idle) and ~100 us (the other core busy) from one minute to the next; in both",
-        "states a sync step costs about 2x the bare hand-off over the async step. The warm",
-        "pool and direct hand-back (no chained futures) saved ~12 us/step (ad-hoc run, idle core)",
-        "against `asyncio.to_thread`, nothing beyond noise with the core busy: what remains is",
-        "the OS waking a thread and then the loop, not Python. `inline=True` removes it",
-        "(the async step's cost) for a tool that never blocks.",
+        "(a core idle) and ~100 us (the other core busy) from one minute to the next. With a",
+        "`ThreadPoolExecutor` and `call_soon_threadsafe` a sync step cost about 2x the bare",
+        "hand-off over the async step (a wake-up of the worker, then of the loop through its",
+        "self-pipe, then a task switch). Now the loop waits up to 20 us (plus the OS timer",
+        "slack, ~50 us) on a lock the worker releases, takes a quick tool's outcome directly",
+        "(no future, no task switch), and the pool is a plain queue whose worker does its",
+        "bookkeeping before it hands back, so the loop's thread is not woken twice (by the",
+        "lock, then by the GIL). A tool still running after the wait is awaited as before:",
+        "the loop is never held for the tool's own time (tests/test_tools.py checks it).",
+        "`inline=True` removes the hand-off (the async step's cost) for a tool that never blocks.",
         "",
     ]
     return "\n".join(lines)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import itertools
 import socket
 import threading
 import time
@@ -265,6 +267,36 @@ async def test_sync_function_runs_in_a_worker_thread_with_the_callers_context() 
     assert [name.startswith("agentcore-tool") for name, _ in seen] == [True, True]
     assert [value for _, value in seen] == ["caller", "caller"]
     assert _SEEN.get() == "caller"  # a copy: the tool's changes stay in its call
+
+
+async def test_a_blocking_sync_tool_does_not_hold_up_the_event_loop() -> None:
+    """The loop waits for a sync tool's worker only briefly (tens of microseconds, to take
+    a quick tool's outcome directly), never for the tool's own time: other runs, streams
+    and timers on the loop keep moving while it blocks."""
+
+    @tool(effect="read")
+    def blocking(seconds: float) -> str:
+        """Block the thread for a while."""
+        time.sleep(seconds)
+        return "done"
+
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.005)
+
+    other = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    started = time.perf_counter()
+    outcome = await blocking.run({"seconds": 0.5}, CTX)
+    ended = time.perf_counter()
+    other.cancel()
+    assert (outcome.ok, outcome.result) == (True, "done")
+    during = [started, *(t for t in ticks if started <= t <= ended), ended]
+    assert len(during) > 10  # ~100 ticks of 5 ms in 0.5 s; none if the loop were blocked
+    assert max(b - a for a, b in itertools.pairwise(during)) < 0.25
 
 
 async def test_sync_function_raising_stop_iteration_is_an_error_outcome() -> None:

@@ -95,11 +95,13 @@ async def test_a_new_file_gets_every_migration(tmp_path: Path) -> None:
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "application_id") == APPLICATION_ID
     names = [c[0] for c in columns(path, "runs")]
-    assert names[-9:] == [
+    assert names[-10:] == [
         *("cancel_by", "cancel_reason", "cancel_at"),
         *("owner", "epoch", "lease_until", "lease_flock", "tenant"),
         "metadata",
+        "chain_head",
     ]
+    assert [c[0] for c in columns(path, "events")][-1] == "chain"
 
 
 async def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
@@ -134,7 +136,7 @@ async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) 
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "application_id") == APPLICATION_ID
     # Only additions: every column of 0.1.0 is still there, unchanged, in its place.
-    assert columns(path, "events") == events_before
+    assert columns(path, "events") == [*events_before, ("chain", "BLOB", 0)]
     assert columns(path, "runs")[: len(runs_before)] == runs_before
     assert columns(path, "runs")[len(runs_before) :] == [
         ("cancel_by", "TEXT", 0),
@@ -146,10 +148,12 @@ async def test_a_0_1_0_file_is_migrated_without_losing_anything(tmp_path: Path) 
         ("lease_flock", "INTEGER", 1),
         ("tenant", "TEXT", 0),
         ("metadata", "TEXT", 0),
+        ("chain_head", "TEXT", 0),
     ]
     conn = raw(path)
-    rows_after = conn.execute(
-        "SELECT * FROM events WHERE run_id != 'new' ORDER BY run_id, seq"
+    rows_after = conn.execute(  # the old events are not back-filled: their chain stays NULL
+        "SELECT run_id, seq, type, at, body FROM events WHERE run_id != 'new' "
+        "AND chain IS NULL ORDER BY run_id, seq"
     ).fetchall()
     conn.close()
     assert rows_after == rows_before

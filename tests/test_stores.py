@@ -441,7 +441,8 @@ async def test_primary_key_is_a_second_guard(tmp_path: Path) -> None:
         conn = raw(path)
         try:
             conn.execute(
-                "INSERT INTO events VALUES ('r1', 2, 'context_added', 9.0, ?)",
+                "INSERT INTO events (run_id, seq, type, at, body) "
+                "VALUES ('r1', 2, 'context_added', 9.0, ?)",
                 (context("r1", 2).model_dump_json(exclude={"run_id", "seq"}),),
             )
         finally:

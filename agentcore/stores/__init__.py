@@ -13,6 +13,7 @@ from agentcore.contracts.errors import ConfigurationError
 
 from ._admin import SchemaStatus, schema_status, upgrade_schema
 from ._base import FINISHED_STATUSES, CancelRequest, Lease, RunSummary, TranscriptStore
+from ._chain import ChainReport
 from ._commits import CommitStats
 from ._memory import MemoryStore
 from ._postgres import PostgresStore  # imports psycopg only when a store is constructed
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "FINISHED_STATUSES",
     "CancelRequest",
+    "ChainReport",
     "CommitStats",
     "Lease",
     "MemoryStore",

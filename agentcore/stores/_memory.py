@@ -7,7 +7,7 @@ holder is in this process, so a lease ends only by release or expiry.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 
 from pydantic_core import to_json
 
@@ -29,6 +29,7 @@ from ._base import (
     lost_error,
     status_after,
 )
+from ._chain import ChainKey, ChainReport, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
 
 __all__ = ["MemoryStore"]
@@ -36,10 +37,14 @@ __all__ = ["MemoryStore"]
 
 class MemoryStore:
     """An in-process store. Same conditional-append semantics as the durable stores, and the
-    same refusal of events that would not read back as themselves."""
+    same refusal of events that would not read back as themselves, and the same hash chain
+    (``_chain``) with its head signed by ``chain_key`` (default ``$AGENTCORE_CHAIN_KEY``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, chain_key: bytes | str | None = None) -> None:
         self.url = "memory://"
+        self._key = ChainKey.configured(chain_key)
+        self._chains: dict[str, list[bytes]] = {}
+        self._heads: dict[str, str] = {}
         self._runs: dict[str, list[Event]] = {}
         self._status: dict[str, str] = {}
         self._tenant: dict[str, str | None] = {}
@@ -58,7 +63,7 @@ class MemoryStore:
     ) -> None:
         """See :meth:`TranscriptStore.append`."""
         check_batch(run_id, expected_seq, events, lease)
-        encode_batch(run_id, events)  # what the durable stores would refuse, this one refuses
+        bodies = encode_batch(run_id, events)  # what the durable stores refuse, this one does
         if lease is not None:
             self._check_lease(lease, what="Nothing was written")
         log = self._runs.get(run_id)
@@ -68,12 +73,22 @@ class MemoryStore:
                 f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
                 f"transcript has {current} events (another writer advanced it)"
             )
+        chains, head = extend(
+            self._key,
+            run_id,
+            expected_seq,
+            [ev.type for ev in events],
+            bodies,
+            self._heads.get(run_id),
+        )
         if log is None:
             log = self._runs[run_id] = []
             self._status[run_id] = "running"
             first = events[0]
             self._tenant[run_id] = first.tenant if isinstance(first, RunStarted) else None
         log.extend(events)
+        self._chains.setdefault(run_id, []).extend(chains)
+        self._heads[run_id] = head
         status = self._status[run_id]
         for ev in events:
             status = status_after(status, ev)
@@ -101,7 +116,15 @@ class MemoryStore:
         removed = [(ev.seq, encode_event_body(ev)) for ev in log[after + 1 :]]
         if dry_run:
             return removed
+        chains = self._chains[run_id]
+        kept = list(enumerate(chains[: after + 1]))
+        head = truncated_head(self._key, run_id, self._heads.get(run_id), kept)
         del log[after + 1 :]
+        del chains[after + 1 :]
+        if head is None:
+            self._heads.pop(run_id, None)
+        else:
+            self._heads[run_id] = head
         status = "running"
         for ev in log:
             status = status_after(status, ev)
@@ -175,7 +198,15 @@ class MemoryStore:
         pruned = [run_id for _, run_id in sorted(doomed)]
         if not dry_run:
             for run_id in pruned:
-                for table in (self._runs, self._status, self._tenant, self._cancel, self._leases):
+                for table in (
+                    self._runs,
+                    self._status,
+                    self._tenant,
+                    self._cancel,
+                    self._leases,
+                    self._chains,
+                    self._heads,
+                ):
                     table.pop(run_id, None)
         return pruned
 
@@ -216,6 +247,30 @@ class MemoryStore:
         holder, epoch, _ = self._leases.get(lease.run_id, (None, 0, None))
         if holder == lease.owner and epoch == lease.epoch:
             self._leases[lease.run_id] = (None, epoch, None)
+
+    async def verify_chain(self, run_id: str) -> ChainReport:
+        """See :meth:`SQLiteStore.verify_chain`."""
+        log = self._runs.get(run_id)
+        if log is None:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        chains = self._chains.get(run_id, [])
+        rows = [
+            (
+                ev.seq,
+                ev.type,
+                encode_event_body(ev).encode(),
+                chains[i] if i < len(chains) else None,
+            )
+            for i, ev in enumerate(log)
+        ]
+        return check_chain(run_id, len(log), self._heads.get(run_id), rows, self._key)
+
+    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
+        """See :meth:`SQLiteStore.verify_chains` (in run id order)."""
+        del page  # everything is in memory already
+        for run_id in sorted(self._runs):
+            if run_id in self._runs:
+                yield await self.verify_chain(run_id)
 
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim` (within this process). Superseded by

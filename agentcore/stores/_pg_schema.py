@@ -86,6 +86,16 @@ MIGRATIONS = numbered(
                     AND (e.body::json -> 'metadata')::text NOT IN ('{{}}', '{{ }}')""",
         ),
     ),
+    Migration(
+        4,
+        "tamper evidence: a digest per event (the run's signed head is runs.chain_head)",
+        (
+            # Each event's sha256 over the one before it (``_chain``); NULL for the events
+            # written before this migration, which are never back-filled. The head's column
+            # was reserved by migration 1.
+            "ALTER TABLE {events} ADD COLUMN IF NOT EXISTS chain BYTEA NULL",
+        ),
+    ),
 )
 """The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
 
@@ -120,6 +130,9 @@ class Statements:
     list_status: bytes
     list_tenant: bytes
     list_tenant_status: bytes
+    chain_state: bytes
+    chain_rows: bytes
+    run_page: bytes
     lock_run: bytes
     bodies: bytes
     delete_after: bytes
@@ -140,10 +153,11 @@ class Statements:
             return sql.SQL(template).format(**tables).as_bytes(None)  # pyright: ignore[reportArgumentType]  # runtime SQL text, names quoted by sql.Identifier
 
         insert_events = """ins AS (
-            INSERT INTO {events} (run_id, seq, type, at, body)
-            SELECT run.run_id, e.seq, e.type, e.at, e.body
+            INSERT INTO {events} (run_id, seq, type, at, body, chain)
+            SELECT run.run_id, e.seq, e.type, e.at, e.body, e.chain
             FROM run, unnest(%(seqs)s::bigint[], %(types)s::text[], %(ats)s::float8[],
-                             %(bodies)s::text[]) AS e (seq, type, at, body)
+                             %(bodies)s::text[], %(chains)s::bytea[])
+                AS e (seq, type, at, body, chain)
             RETURNING 1
         )
         SELECT count(*) FROM ins"""
@@ -152,10 +166,13 @@ class Statements:
             "extract(epoch FROM lease_until)::float8"
         )
         newest = "ORDER BY updated_at DESC, run_id LIMIT %s"
+        # The chain head the batch extends rides in the same condition as the seq (the
+        # store read it earlier, or wrote it itself): a head changed meanwhile refuses.
         advance = """UPDATE {runs}
                     SET next_seq = %(end)s, updated_at = %(updated)s,
-                        status = COALESCE(%(status)s::text, status)
-                    WHERE run_id = %(run_id)s AND next_seq = %(expected)s"""
+                        status = COALESCE(%(status)s::text, status), chain_head = %(head)s
+                    WHERE run_id = %(run_id)s AND next_seq = %(expected)s
+                        AND chain_head IS NOT DISTINCT FROM %(prev_head)s::text"""
         # Lease times are the database's clock, never a worker's: every worker shares it.
         until = "extract(epoch FROM lease_until)::float8"
         now = "extract(epoch FROM clock_timestamp())::float8"
@@ -168,9 +185,9 @@ class Statements:
                 """WITH run AS (
                     INSERT INTO {runs}
                         (run_id, status, task, created_at, updated_at, next_seq, tenant,
-                         metadata)
+                         metadata, chain_head)
                     VALUES (%(run_id)s, %(status)s, %(task)s, %(created)s, %(updated)s, %(end)s,
-                            %(tenant)s, %(metadata)s)
+                            %(tenant)s, %(metadata)s, %(head)s)
                     ON CONFLICT (run_id) DO NOTHING
                     RETURNING run_id
                 ), """
@@ -186,7 +203,8 @@ class Statements:
             ),
             # Why an append wrote nothing (read after it failed).
             run_state=q(
-                f"SELECT next_seq, owner, epoch, {until}, {now} FROM {{runs}} WHERE run_id = %s"
+                f"SELECT next_seq, owner, epoch, {until}, {now}, chain_head FROM {{runs}} "
+                "WHERE run_id = %s"
             ),
             # One statement: free (never leased, released or expired) -> taken, epoch + 1.
             # Concurrent acquirers queue on the row lock and re-check the condition on the
@@ -226,10 +244,28 @@ class Statements:
             list_tenant_status=q(
                 f"SELECT {columns} FROM {{runs}} WHERE tenant = %s AND status = %s {newest}"
             ),
-            lock_run=q("SELECT 1 FROM {runs} WHERE run_id = %s FOR UPDATE"),
-            bodies=q("SELECT seq, body FROM {events} WHERE run_id = %s ORDER BY seq"),
+            # The head an append extends, when the store has not written it itself; whether
+            # the last event is chained (a run without a head whose events are: tampered).
+            chain_state=q(
+                """SELECT r.next_seq, r.chain_head,
+                    EXISTS (SELECT 1 FROM {events} AS e WHERE e.run_id = r.run_id
+                            AND e.seq = r.next_seq - 1 AND e.chain IS NOT NULL)
+                FROM {runs} AS r WHERE r.run_id = %s"""
+            ),
+            # Verification: the run's row and every event, in one statement (one snapshot).
+            chain_rows=q(
+                """SELECT r.next_seq, r.chain_head, e.seq, e.type, e.body, e.chain
+                FROM {runs} AS r LEFT JOIN {events} AS e ON e.run_id = r.run_id
+                WHERE r.run_id = %s
+                ORDER BY e.seq"""
+            ),
+            run_page=q("SELECT run_id FROM {runs} WHERE run_id > %s ORDER BY run_id LIMIT %s"),
+            lock_run=q("SELECT chain_head FROM {runs} WHERE run_id = %s FOR UPDATE"),
+            bodies=q("SELECT seq, body, chain FROM {events} WHERE run_id = %s ORDER BY seq"),
             delete_after=q("DELETE FROM {events} WHERE run_id = %s AND seq > %s"),
-            reset_run=q("UPDATE {runs} SET next_seq = %s, status = %s WHERE run_id = %s"),
+            reset_run=q(
+                "UPDATE {runs} SET next_seq = %s, status = %s, chain_head = %s WHERE run_id = %s"
+            ),
             request_cancel=q(
                 """UPDATE {runs} SET cancel_by = %s, cancel_reason = %s,
                     cancel_at = extract(epoch FROM statement_timestamp())::float8

@@ -65,7 +65,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import (
@@ -96,6 +96,7 @@ from ._base import (
     metadata_text,
     status_after,
 )
+from ._chain import ChainKey, ChainReport, ChainRow, check_chain, extend, truncated_head
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
 from ._commits import CommitStats
 from ._pg_claims import AdvisoryClaims
@@ -114,6 +115,15 @@ _PASSWORD_IN_URL = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
 _PASSWORD_IN_DSN = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 _EMPTY_STATUS = ""  # fold start: a batch that changes no status leaves the row's as it is
+
+_KNOWN_HEADS = 10_000
+"""How many runs' chain heads a store remembers from its own appends (the oldest go first):
+an append to a remembered run needs no read of its head (``PostgresStore.append``)."""
+
+
+class _ChainMovedError(SeqConflictError):
+    """The run is at the expected seq, but its chain head is not the one the append
+    extended (another process truncated the run, or someone changed the head)."""
 
 
 def _text_in(value: str) -> str:
@@ -165,6 +175,9 @@ class PostgresStore:
         group_commit: appends made at once (concurrent runs on one event loop) share one
             transaction and one WAL flush, each returning once its own events are durable;
             when false, every append is a transaction of its own.
+        chain_key: the key that signs each run's chain head (``_chain``); default
+            ``$AGENTCORE_CHAIN_KEY`` when set. Without one the chain is still kept, its head
+            unsigned. Never stored, sent to the database or shown.
 
     Attributes:
         url: the DSN as given (it may contain a password; messages never show it).
@@ -187,6 +200,7 @@ class PostgresStore:
         connect_timeout_s: float = 10.0,
         migrate: bool = True,
         group_commit: bool = True,
+        chain_key: bytes | str | None = None,
     ) -> None:
         if schema is not None and not _SCHEMA_NAME.match(schema):
             raise ConfigurationError(
@@ -201,6 +215,9 @@ class PostgresStore:
         if connect_timeout_s <= 0:
             raise ConfigurationError(f"connect_timeout_s must be > 0, got {connect_timeout_s!r}")
         _require_psycopg()
+        self._key = ChainKey.configured(chain_key)
+        # run_id -> (next seq, chain head) as this store's last append to it left them
+        self._heads: dict[str, tuple[int, str | None]] = {}
         self.url = dsn
         self.schema = schema
         self._display = redact_dsn(dsn)
@@ -240,9 +257,59 @@ class PostgresStore:
         """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
         checked by the same one-statement append as the seq (no extra round trip). With
         group commit, concurrent appends share one transaction (``_pg_commit``); each
-        returns once it is durable."""
+        returns once it is durable.
+
+        The batch's digests extend the run's chain head (``_chain``), computed here: the head
+        is the one this store's own last append to the run wrote, or else read first (one
+        more round trip, once per run per store object); the append's statement writes only
+        if the row still holds that head, in the same condition as the seq and the lease, so
+        a head changed meanwhile is read again and the append tried once more."""
         check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)  # refuses what would not read back as itself
+        for attempt in (1, 2):
+            try:
+                await self._append_chained(run_id, expected_seq, events, bodies, lease)
+            except _ChainMovedError as exc:
+                self._heads.pop(run_id, None)
+                if attempt == 2:
+                    raise SeqConflictError(str(exc)) from exc
+            except BaseException:
+                self._heads.pop(run_id, None)
+                raise
+            else:
+                return
+
+    async def _append_chained(
+        self,
+        run_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        bodies: Sequence[str],
+        lease: Lease | None,
+    ) -> None:
+        """One attempt of :meth:`append` with the chain head known or read now."""
+        prev_head: str | None = None
+        previous_chained = moved = False
+        known = self._heads.get(run_id)
+        if expected_seq and known is not None:
+            current, prev_head = known
+        elif expected_seq:
+            current, prev_head, previous_chained = await self._chain_state(run_id)
+        else:
+            current = 0
+        # Not at the expected seq: the statement writes nothing (unless the run moved there
+        # meanwhile: then its head is another, and the statement refuses too) and the
+        # refusal says why (the lease, checked first, or the seq): the head is not checked.
+        moved = current != expected_seq
+        chains, head = extend(
+            self._key,
+            run_id,
+            expected_seq,
+            [ev.type for ev in events],
+            bodies,
+            None if moved else prev_head,
+            previous_chained=previous_chained and not moved,
+        )
         end = expected_seq + len(events)
         status = _EMPTY_STATUS if expected_seq else "running"
         for ev in events:
@@ -262,6 +329,9 @@ class PostgresStore:
             "types": [ev.type for ev in events],
             "ats": [ev.at for ev in events],
             "bodies": bodies,
+            "chains": chains,
+            "head": head,
+            "prev_head": prev_head,
         }
         if lease is not None:
             # A new run has no lease yet: at seq 0 this matches no row, and the follow-up
@@ -275,7 +345,27 @@ class PostgresStore:
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
         item = PgAppend(run_id, expected_seq, len(events), statement, params, lease)
+        # Known before the commit, so a second batch of the run in the same group extends it.
+        self._heads.pop(run_id, None)
+        self._heads[run_id] = (end, head)
+        if len(self._heads) > _KNOWN_HEADS:
+            del self._heads[next(iter(self._heads))]
         await self._commits.append(item)
+
+    @retried
+    async def _chain_state(self, run_id: str) -> tuple[int | None, str | None, bool]:
+        """The run's next seq (``None``: no such run), its stored chain head, and whether
+        its last event carries a digest."""
+        import psycopg
+
+        where = f"cannot read the chain head of run {run_label(run_id)}"
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                row = await (await conn.execute(self._sql.chain_state, (run_id,))).fetchone()
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, where) from exc
+        return (None, None, False) if row is None else (int(row[0]), row[1], bool(row[2]))
 
     @retried
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
@@ -306,11 +396,22 @@ class PostgresStore:
         pool = await self._pool(where)
         try:
             async with pool.connection() as conn, conn.transaction():
-                if await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone() is None:
+                found = await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone()
+                if found is None:
                     raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
                 rows = await (await conn.execute(self._sql.bodies, (run_id,))).fetchall()
+                head = truncated_head(
+                    self._key,
+                    run_id,
+                    found[0],
+                    [
+                        (int(seq), None if c is None else bytes(c))
+                        for seq, _, c in rows
+                        if seq <= after
+                    ],
+                )
                 status, kept = "running", 0
-                for seq, body in rows:
+                for seq, body, _ in rows:
                     if seq > after:
                         continue
                     try:
@@ -324,10 +425,12 @@ class PostgresStore:
                     kept += 1
                 if not dry_run:
                     await conn.execute(self._sql.delete_after, (run_id, after))
-                    await conn.execute(self._sql.reset_run, (kept, status, run_id))
+                    await conn.execute(self._sql.reset_run, (kept, status, head, run_id))
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
-        return [(int(seq), str(body)) for seq, body in rows if seq > after]
+        finally:
+            self._heads.pop(run_id, None)
+        return [(int(seq), str(body)) for seq, body, _ in rows if seq > after]
 
     @retried
     async def list_runs(
@@ -588,6 +691,48 @@ class PostgresStore:
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
 
+    @retried
+    async def verify_chain(self, run_id: str) -> ChainReport:
+        """See :meth:`SQLiteStore.verify_chain` (the row and the events in one statement)."""
+        import psycopg
+
+        where = f"cannot read run {run_label(run_id)} to verify it"
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                rows = await (await conn.execute(self._sql.chain_rows, (run_id,))).fetchall()
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, where) from exc
+        if not rows:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+        events: list[ChainRow] = [
+            (int(seq), str(type_), _body_bytes(body), None if chain is None else bytes(chain))
+            for _, _, seq, type_, body, chain in rows
+            if seq is not None
+        ]
+        return check_chain(run_id, int(rows[0][0]), rows[0][1], events, self._key)
+
+    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
+        """See :meth:`SQLiteStore.verify_chains` (keyset pages of run ids)."""
+        import psycopg
+
+        after = ""
+        while True:
+            pool = await self._pool("cannot list runs to verify them")
+            try:
+                async with pool.connection() as conn:
+                    ids = await (await conn.execute(self._sql.run_page, (after, page))).fetchall()
+            except psycopg.Error as exc:
+                raise self._error(exc, "cannot list runs to verify them") from exc
+            for (run_id,) in ids:
+                try:
+                    yield await self.verify_chain(str(run_id))
+                except RunNotFoundError:
+                    continue
+            if len(ids) < page:
+                return
+            after = str(ids[-1][0])
+
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: a session-level advisory lock per run, on the
         store's claim connection; it dies with the connection or the process. Exclusive
@@ -647,11 +792,17 @@ class PostgresStore:
     def _refusal(self, item: PgAppend, found: Sequence[Any] | None) -> Exception:
         """Why ``item`` wrote nothing, from its run's ``(next_seq, owner, epoch,
         lease_until, now)`` read after the commit, or ``None``: no such run (Any: a row)."""
-        holder = None if found is None else found[1:]
+        holder = None if found is None else found[1:5]
         lease = item.lease
         if lease is not None and (holder is None or holder[:2] != (lease.owner, lease.epoch)):
             return self._lost(lease, holder, what="Nothing was written")
         current = 0 if found is None else int(found[0])
+        if found is not None and current == item.expected_seq:
+            return _ChainMovedError(
+                f"run {run_label(item.run_id)}: its chain head changed while appending at seq "
+                f"{current} (another process truncated the run, or the head was changed); "
+                "nothing was written"
+            )
         return SeqConflictError(
             f"run {run_label(item.run_id)}: expected to append at seq {item.expected_seq}, but "
             f"the transcript has {current} events (another writer advanced it); nothing was "
@@ -679,3 +830,9 @@ class PostgresStore:
             f"Run {run_label(run_id)} in {self._display} is corrupted at seq {seq}: {why}. The "
             "transcript is not guessed at: repair or remove the bad event explicitly."
         )
+
+
+def _body_bytes(body: str) -> bytes:
+    """A stored body as the chain hashed it (a lone surrogate, never written by a store,
+    still hashes: it then fails to match)."""
+    return body.encode("utf-8", "surrogatepass")

@@ -56,7 +56,8 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -85,6 +86,7 @@ from ._base import (
     metadata_text,
     status_after,
 )
+from ._chain import ChainKey, ChainReport, ChainRow, check_chain, extend, truncated_head
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
 from ._sqlite_commit import Pending, SQLiteCommits
@@ -104,14 +106,15 @@ from ._sqlite_schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
-_INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)"
+_INSERT_EVENT = "INSERT INTO events (run_id, seq, type, at, body, chain) VALUES (?, ?, ?, ?, ?, ?)"
 _INSERT_RUN = """INSERT INTO runs
-    (run_id, status, task, created_at, updated_at, next_seq, tenant, metadata)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
-_ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ? WHERE run_id = ?"
+    (run_id, status, task, created_at, updated_at, next_seq, tenant, metadata, chain_head)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_ADVANCE_RUN = "UPDATE runs SET updated_at = ?, next_seq = ?, chain_head = ? WHERE run_id = ?"
 _REQUEST_CANCEL = """UPDATE runs SET cancel_by = ?, cancel_reason = ?, cancel_at = ?
     WHERE run_id = ?"""
-_ADVANCE_RUN_STATUS = "UPDATE runs SET status = ?, updated_at = ?, next_seq = ? WHERE run_id = ?"
+_ADVANCE_RUN_STATUS = """UPDATE runs SET status = ?, updated_at = ?, next_seq = ?, chain_head = ?
+    WHERE run_id = ?"""
 # One statement, so the run row and its events come from one snapshot: no row at all means
 # no run; a row with NULL event columns means a run with no events after ``after``.
 # Bodies are read as bytes: a body that is not valid UTF-8 is then reported by load with its
@@ -120,6 +123,12 @@ _LOAD = """SELECT r.next_seq, e.seq, e.type, CAST(e.body AS BLOB)
     FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id AND e.seq > ?
     WHERE r.run_id = ?
     ORDER BY e.seq"""
+# What verification reads, in one statement (one snapshot): the run's row and every event.
+_CHAIN_ROWS = """SELECT r.next_seq, r.chain_head, e.seq, e.type, CAST(e.body AS BLOB), e.chain
+    FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id
+    WHERE r.run_id = ?
+    ORDER BY e.seq"""
+_RUN_PAGE = "SELECT run_id FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?"
 
 _SYNCHRONOUS = ("FULL", "NORMAL")
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
@@ -148,6 +157,9 @@ class SQLiteStore:
         read_only: open an existing store only to read it (listings): nothing is created,
             migrated or locked, and a file or directory without write permission can be
             read; writes fail with StoreError (``_sqlite_readonly``).
+        chain_key: the key that signs each run's chain head (``_chain``); default
+            ``$AGENTCORE_CHAIN_KEY`` when set. Without one the chain is still kept, its head
+            unsigned. Never stored or shown.
 
     Attributes:
         url: ``sqlite:///<path>``, as :func:`open_store` accepts it.
@@ -171,6 +183,7 @@ class SQLiteStore:
         migrate: bool = True,
         group_commit: bool = True,
         read_only: bool = False,
+        chain_key: bytes | str | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
@@ -185,12 +198,14 @@ class SQLiteStore:
             raise ConfigurationError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
         self._conn: sqlite3.Connection | None = None
         self._flocks = HeldFlocks(self.path)
+        self._key = ChainKey.configured(chain_key)
+        write = partial(_append_if_at, key=self._key)
         if read_only:  # _sqlite_readonly: creates, migrates and locks nothing
             try:
                 self._conn = open_read_only(self.path, busy_timeout_s)
             except (sqlite3.Error, *_BIND_ERRORS) as exc:
                 raise self._error(exc, "cannot open the file to read") from exc
-            self._commits = SQLiteCommits(self._conn, _append_if_at, self._error, group=False)
+            self._commits = SQLiteCommits(self._conn, write, self._error, group=False)
             return
         if Path(self.path).is_dir():
             raise StoreError(
@@ -222,7 +237,7 @@ class SQLiteStore:
             conn.close()
             raise
         self._conn = conn
-        self._commits = SQLiteCommits(conn, _append_if_at, self._error, group=group_commit)
+        self._commits = SQLiteCommits(conn, write, self._error, group=group_commit)
 
     @property
     def stats(self) -> CommitStats:
@@ -278,7 +293,7 @@ class SQLiteStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                removed = _truncate(conn, run_id, after)
+                removed = _truncate(conn, run_id, after, self._key)
                 conn.execute("ROLLBACK" if dry_run else "COMMIT")
             except BaseException:
                 _rollback(conn)
@@ -451,6 +466,50 @@ class SQLiteStore:
         finally:
             self._flocks.drop(lease.run_id, lease.epoch, unlink=finished)
 
+    async def verify_chain(self, run_id: str) -> ChainReport:
+        """Check the run's hash chain and its signed head with this store's key
+        (``_chain.check_chain``): intact, or the first broken seq and why.
+
+        Raises:
+            RunNotFoundError: no such run.
+            StoreError: the store failed.
+        """
+        conn = self._open_conn()
+        try:
+            rows: list[
+                tuple[int, str | None, int | None, str | None, bytes | None, bytes | None]
+            ] = conn.execute(_CHAIN_ROWS, (run_id,)).fetchall()
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(exc, f"cannot read run {run_label(run_id)} to verify it") from exc
+        if not rows:
+            raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        events: list[ChainRow] = [
+            (seq, type_ or "", body or b"", chain)
+            for _, _, seq, type_, body, chain in rows
+            if seq is not None
+        ]
+        return check_chain(run_id, rows[0][0], rows[0][1], events, self._key)
+
+    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
+        """:meth:`verify_chain` for every run, in run id order, reading ``page`` run ids at
+        a time (keyset pages: memory stays flat however many runs there are). A run
+        deleted meanwhile is skipped."""
+        conn = self._open_conn()
+        after = ""
+        while True:
+            try:
+                ids: list[tuple[str]] = conn.execute(_RUN_PAGE, (after, page)).fetchall()
+            except (sqlite3.Error, *_BIND_ERRORS) as exc:
+                raise self._error(exc, "cannot list runs to verify them") from exc
+            for (run_id,) in ids:
+                try:
+                    yield await self.verify_chain(run_id)
+                except RunNotFoundError:
+                    continue
+            if len(ids) < page:
+                return
+            after = ids[-1][0]
+
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in
         ``<database>.locks/``, held by this store object; the OS drops it if the process
@@ -509,9 +568,12 @@ def _append_if_at(
     events: Sequence[Event],
     bodies: Sequence[str],
     lease: Lease | None,
+    *,
+    key: ChainKey | None,
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
     (and, with a lease, held by it); the caller commits or rolls back (``_sqlite_commit``).
+    Their digests extend the chain head read here, in the same transaction (``_chain``).
 
     Returns:
         The run's next seq before the call: ``expected_seq`` when the events were written,
@@ -519,19 +581,43 @@ def _append_if_at(
 
     Raises:
         LeaseLostError: ``lease`` is not the run's lease (nothing was written).
+        StoreCorruptedError, StoreError: the run's chain head does not fit, or is signed
+            and there is no key (``_chain.extend``; nothing was written).
         sqlite3.Error: perhaps after some rows were written (IntegrityError: an event row
             is there already).
     """
-    rows = [(run_id, ev.seq, ev.type, ev.at, body) for ev, body in zip(events, bodies, strict=True)]
-    row: tuple[int, str, str | None, int, float | None] | None = conn.execute(
-        "SELECT next_seq, status, owner, epoch, lease_until FROM runs WHERE run_id = ?",
+    row: tuple[int, str, str | None, int, float | None, str | None] | None = conn.execute(
+        "SELECT next_seq, status, owner, epoch, lease_until, chain_head FROM runs WHERE run_id = ?",
         (run_id,),
     ).fetchone()
     if lease is not None:
-        check_lease(None if row is None else row[2:], lease, what="Nothing was written")
+        check_lease(None if row is None else row[2:5], lease, what="Nothing was written")
     current, before = (0, "running") if row is None else row[:2]
     if current != expected_seq:
         return current
+    stored_head = None if row is None else row[5]
+    previous_chained = False
+    if stored_head is None and expected_seq > 0:  # written before chaining, or head removed
+        previous_chained = (
+            conn.execute(
+                "SELECT 1 FROM events WHERE run_id = ? AND seq = ? AND chain IS NOT NULL",
+                (run_id, expected_seq - 1),
+            ).fetchone()
+            is not None
+        )
+    chains, head = extend(
+        key,
+        run_id,
+        expected_seq,
+        [ev.type for ev in events],
+        bodies,
+        stored_head,
+        previous_chained=previous_chained,
+    )
+    rows = [
+        (run_id, ev.seq, ev.type, ev.at, body, chain)
+        for ev, body, chain in zip(events, bodies, chains, strict=True)
+    ]
     status = before
     for ev in events:
         status = status_after(status, ev)
@@ -541,12 +627,13 @@ def _append_if_at(
         task, tenant = (first.task, first.tenant) if isinstance(first, RunStarted) else ("", None)
         metadata = metadata_text(first)
         conn.execute(
-            _INSERT_RUN, (run_id, status, task, first.at, events[-1].at, end, tenant, metadata)
+            _INSERT_RUN,
+            (run_id, status, task, first.at, events[-1].at, end, tenant, metadata, head),
         )
     elif status != before:
-        conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, run_id))
+        conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, head, run_id))
     else:
-        conn.execute(_ADVANCE_RUN, (events[-1].at, end, run_id))
+        conn.execute(_ADVANCE_RUN, (events[-1].at, end, head, run_id))
     return expected_seq
 
 
@@ -580,13 +667,24 @@ class _FileClaim:
         self.release()
 
 
-def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[int, str]] | None:
-    """Delete events after ``after`` inside the caller's transaction; ``None``: no such run."""
-    if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+def _truncate(
+    conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None
+) -> list[tuple[int, str]] | None:
+    """Delete events after ``after`` inside the caller's transaction; ``None``: no such run.
+    The chain head is moved back to the last kept event and signed again (``_chain``)."""
+    found: tuple[str | None] | None = conn.execute(
+        "SELECT chain_head FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if found is None:
         return None
     rows: list[tuple[int, str | bytes]] = conn.execute(
         "SELECT seq, CAST(body AS BLOB) FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
     ).fetchall()
+    chains: list[tuple[int, bytes | None]] = conn.execute(
+        "SELECT seq, chain FROM events WHERE run_id = ? AND seq <= ? ORDER BY seq",
+        (run_id, after),
+    ).fetchall()
+    head = truncated_head(key, run_id, found[0], chains)
     status = "running"
     for seq, body in rows:
         if seq > after:
@@ -602,7 +700,8 @@ def _truncate(conn: sqlite3.Connection, run_id: str, after: int) -> list[tuple[i
     conn.execute("DELETE FROM events WHERE run_id = ? AND seq > ?", (run_id, after))
     kept = sum(1 for seq, _ in rows if seq <= after)
     conn.execute(
-        "UPDATE runs SET next_seq = ?, status = ? WHERE run_id = ?", (kept, status, run_id)
+        "UPDATE runs SET next_seq = ?, status = ?, chain_head = ? WHERE run_id = ?",
+        (kept, status, head, run_id),
     )
     return [
         (seq, body.decode("utf-8", "replace") if isinstance(body, bytes) else body)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentcore._faults import crash_point
-from agentcore.contracts.errors import LeaseLostError, SeqConflictError, StoreError
+from agentcore.contracts.errors import SeqConflictError, StoreError
 from agentcore.events import Event
 
 from ._base import Lease
@@ -196,7 +196,7 @@ class SQLiteCommits:
             )
             if current != item.expected_seq:
                 outcome = _moved(item, current)
-        except LeaseLostError as exc:
+        except StoreError as exc:  # LeaseLostError; a chain head that does not fit (_chain)
             outcome = exc
         except (sqlite3.Error, *BIND_ERRORS) as exc:
             if not conn.in_transaction:

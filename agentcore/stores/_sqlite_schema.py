@@ -118,6 +118,17 @@ MIGRATIONS = numbered(
             )""",
         ),
     ),
+    Migration(
+        6,
+        "tamper evidence: a digest per event and the run's signed chain head",
+        (
+            # Each event's sha256 over the one before it (``_chain``); NULL for the events
+            # written before this migration, which are never back-filled.
+            "ALTER TABLE events ADD COLUMN chain BLOB",
+            # The run's head: first and last chained seq, last digest, HMAC (``_chain``).
+            "ALTER TABLE runs ADD COLUMN chain_head TEXT",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

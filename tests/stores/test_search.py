@@ -39,6 +39,8 @@ async def test_sqlite_upgrade_copies_metadata_to_the_row(tmp_path: Path) -> None
     await store.close()
     with sqlite3.connect(path) as conn:  # as version 4 wrote it
         conn.execute("ALTER TABLE runs DROP COLUMN metadata")
+        conn.execute("ALTER TABLE runs DROP COLUMN chain_head")  # migration 6
+        conn.execute("ALTER TABLE events DROP COLUMN chain")
         conn.execute("PRAGMA user_version = 4")
     store = SQLiteStore(path)
     try:
@@ -65,7 +67,8 @@ async def test_postgres_upgrade_copies_metadata_to_the_row(
     await store.close()
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # as version 2 wrote it
         conn.execute(f'ALTER TABLE "{pg_schema}".agentcore_runs DROP COLUMN metadata'.encode())
-        conn.execute(f'DELETE FROM "{pg_schema}".agentcore_schema WHERE version = 3'.encode())
+        conn.execute(f'ALTER TABLE "{pg_schema}".agentcore_events DROP COLUMN chain'.encode())
+        conn.execute(f'DELETE FROM "{pg_schema}".agentcore_schema WHERE version >= 3'.encode())
     store = PostgresStore(postgres_dsn, schema=pg_schema)
     try:
         assert [s.run_id for s in await store.list_runs(search="t-7")] == ["a"]

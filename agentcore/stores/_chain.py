@@ -1,0 +1,430 @@
+"""Tamper evidence: a hash chain over each run's stored events, its head signed with a key.
+
+Every event row carries a digest (``events.chain``, 32 bytes) that covers the previous
+row's digest, so each event carries the hash of the one before it::
+
+    digest(seq) = sha256(TAG || digest(seq - 1) || seq (8 bytes) || len+run_id || len+type
+                         || len+body)
+
+with fixed-width fields and length prefixes, so no two inputs can be confused, and
+``digest(first - 1)`` a genesis derived from the run id alone: an event cannot be moved to
+another run or another position, nor two swapped, without its digest changing. The body is
+the stored text exactly (no event field is added), so decoding and exports are unchanged.
+
+The run's row holds the head (``runs.chain_head``): the first and last chained seq, the last
+digest, and an HMAC-SHA256 of those and the run id under the application's key
+(``AGENTCORE_CHAIN_KEY``, or the store's ``chain_key`` argument). Someone who can write the
+tables but has no key can change a body and recompute every digest, but cannot sign the new
+head: :func:`check_chain` finds the first seq where the stored rows stop matching.
+
+A run written before chaining has NULL digests and no head; an append to it starts the
+chain at the next seq (its prefix stays unchained: old rows are never rewritten). Appends
+compute the chain inside the transaction that writes the events, from the head read (or,
+on PostgreSQL, checked) in that same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
+
+from ._codec import run_label
+
+__all__ = [
+    "KEY_VARIABLE",
+    "ChainKey",
+    "ChainReport",
+    "ChainRow",
+    "Head",
+    "check_chain",
+    "extend",
+    "genesis",
+    "link",
+]
+
+KEY_VARIABLE = "AGENTCORE_CHAIN_KEY"
+"""The environment variable a store takes its chain key from when none is given."""
+
+_LINK_TAG = b"agentcore.chain.v1\x00"
+_GENESIS_TAG = b"agentcore.genesis.v1\x00"
+_HEAD_TAG = b"agentcore.head.v1\x00"
+_HEAD_VERSION = "c1"
+
+
+def _field(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
+
+
+def _text(value: str) -> bytes:
+    return value.encode("utf-8", "surrogatepass")
+
+
+def genesis(run_id: str) -> bytes:
+    """The digest before a run's first chained event: bound to the run id."""
+    return hashlib.sha256(_GENESIS_TAG + _field(_text(run_id))).digest()
+
+
+def link(prev: bytes, run_id: bytes, seq: int, type_: str, body: bytes) -> bytes:
+    """The digest of one stored event, given the digest before it (``run_id`` encoded)."""
+    return hashlib.sha256(
+        b"".join(
+            (
+                _LINK_TAG,
+                prev,
+                seq.to_bytes(8, "big", signed=True),
+                _field(run_id),
+                _field(_text(type_)),
+                _field(body),
+            )
+        )
+    ).digest()
+
+
+class ChainKey:
+    """The application's key for signing chain heads (HMAC-SHA256). It is never shown,
+    logged or stored: ``repr`` hides it.
+
+    Args:
+        secret: the key; a str is taken as UTF-8. Use 32 random bytes, e.g.
+            ``python -c "import secrets; print(secrets.token_hex(32))"``.
+
+    Raises:
+        ConfigurationError: an empty key.
+    """
+
+    __slots__ = ("_secret",)
+
+    def __init__(self, secret: bytes | str) -> None:
+        data = _text(secret) if isinstance(secret, str) else bytes(secret)
+        if not data:
+            raise ConfigurationError(
+                f"The chain key is empty: set {KEY_VARIABLE} (or chain_key=) to a secret, e.g. "
+                'python -c "import secrets; print(secrets.token_hex(32))"'
+            )
+        self._secret = data
+
+    @classmethod
+    def configured(cls, secret: bytes | str | None) -> ChainKey | None:
+        """``secret`` as a key, else ``$AGENTCORE_CHAIN_KEY`` when set, else ``None``."""
+        if secret is None:
+            secret = os.environ.get(KEY_VARIABLE) or None
+        return None if secret is None else cls(secret)
+
+    def sign(self, run_id: str, first: int, last: int, digest: bytes) -> bytes:
+        """The head's MAC: over the run id, the chained range and the last digest."""
+        message = b"".join(
+            (
+                _HEAD_TAG,
+                _field(_text(run_id)),
+                first.to_bytes(8, "big", signed=True),
+                last.to_bytes(8, "big", signed=True),
+                digest,
+            )
+        )
+        return hmac.new(self._secret, message, hashlib.sha256).digest()
+
+    def __repr__(self) -> str:
+        return "ChainKey(<hidden>)"
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A run's chain head, as ``runs.chain_head`` keeps it:
+    ``c1:<first>:<last>:<digest hex>:<mac hex, or - when unsigned>``."""
+
+    first: int
+    last: int
+    digest: bytes
+    mac: bytes | None
+
+    def encode(self) -> str:
+        mac = "-" if self.mac is None else self.mac.hex()
+        return f"{_HEAD_VERSION}:{self.first}:{self.last}:{self.digest.hex()}:{mac}"
+
+    @classmethod
+    def parse(cls, text: str) -> Head:
+        """Raises ValueError for anything but a well-formed head."""
+        parts = text.split(":")
+        if len(parts) != 5 or parts[0] != _HEAD_VERSION:
+            raise ValueError(f"not a chain head: {text[:80]!r}")
+        first, last = int(parts[1]), int(parts[2])
+        digest = bytes.fromhex(parts[3])
+        mac = None if parts[4] == "-" else bytes.fromhex(parts[4])
+        if len(digest) != 32 or (mac is not None and len(mac) != 32) or not 0 <= first <= last:
+            raise ValueError(f"not a chain head: {text[:80]!r}")
+        return cls(first, last, digest, mac)
+
+    @classmethod
+    def signed(
+        cls, key: ChainKey | None, run_id: str, first: int, last: int, digest: bytes
+    ) -> Head:
+        return cls(
+            first, last, digest, None if key is None else key.sign(run_id, first, last, digest)
+        )
+
+
+def extend(
+    key: ChainKey | None,
+    run_id: str,
+    expected_seq: int,
+    types: Sequence[str],
+    bodies: Sequence[str],
+    stored_head: str | None,
+    *,
+    previous_chained: bool = False,
+) -> tuple[list[bytes], str]:
+    """The digests of a batch appended at ``expected_seq`` and the run's new head.
+
+    Args:
+        stored_head: the run's head as read in the append's transaction (``None``: a new
+            run, or one written before chaining, whose chain starts at ``expected_seq``).
+        previous_chained: the event at ``expected_seq - 1`` carries a digest (checked by
+            the caller when there is no head): a head was removed, and the chain is not
+            restarted over it.
+
+    Raises:
+        StoreCorruptedError: the stored head does not fit the run (unreadable, another
+            range, a signature that does not verify under ``key``, or missing while the
+            last event is chained): the run may have been tampered with; nothing is
+            appended to it until someone looks (``agentcore verify``).
+        StoreError: the head is signed but this store has no key (it would be replaced by
+            an unsigned one).
+    """
+    if stored_head is None:
+        if previous_chained:
+            raise _tampered(run_id, expected_seq, "its events are chained but it has no head")
+        first, prev = expected_seq, genesis(run_id)
+    else:
+        try:
+            head = Head.parse(stored_head)
+        except ValueError:
+            raise _tampered(run_id, expected_seq, "its chain head cannot be read") from None
+        if head.last != expected_seq - 1:
+            raise _tampered(
+                run_id,
+                expected_seq,
+                f"its chain head ends at seq {head.last}, not at the last event",
+            )
+        if head.mac is not None and key is None:
+            raise StoreError(
+                f"run {run_label(run_id)}: its chain head is signed, but this store has no chain "
+                f"key: set {KEY_VARIABLE} (the key the run was written with) to append to it; "
+                "nothing was written"
+            )
+        if (
+            key is not None
+            and head.mac is not None
+            and not hmac.compare_digest(
+                head.mac, key.sign(run_id, head.first, head.last, head.digest)
+            )
+        ):
+            raise _tampered(run_id, expected_seq, "its chain head's signature does not verify")
+        first, prev = head.first, head.digest
+    encoded = _text(run_id)
+    chains: list[bytes] = []
+    seq = expected_seq
+    for type_, body in zip(types, bodies, strict=True):
+        prev = link(prev, encoded, seq, type_, body.encode("utf-8"))
+        chains.append(prev)
+        seq += 1
+    return chains, Head.signed(key, run_id, first, seq - 1, prev).encode()
+
+
+def _tampered(run_id: str, seq: int, why: str) -> StoreCorruptedError:
+    return StoreCorruptedError(
+        f"run {run_label(run_id)}: cannot append at seq {seq}: {why}. The run may have been "
+        f"tampered with: check it with `agentcore verify {run_id}`; nothing was written"
+    )
+
+
+ChainRow = tuple[int, str, bytes, bytes | None]
+"""One stored event as verification reads it: (seq, type column, body bytes, digest)."""
+
+Signature = Literal["valid", "unsigned", "unchecked", "invalid"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """What :meth:`verify_chain` found for one run.
+
+    Attributes:
+        run_id: the run.
+        intact: no break found (a run written wholly before chaining is intact too: there
+            is nothing to check, see ``unchained``).
+        events: how many events the run has (its row's next seq).
+        unchained: how many events at the start were written before chaining (seqs
+            ``0 .. unchained - 1``); they are reported, never back-filled.
+        first, last: the chained range (``None``: nothing is chained).
+        signature: ``valid`` (the head's HMAC verified under the key), ``unsigned`` (the
+            head has none and no key was given), ``unchecked`` (signed, but no key was
+            given to check it), ``invalid`` (wrong, or missing while a key was given).
+        broken_seq: the first seq found broken (``None`` when intact).
+        reason: why, in words (``None`` when intact).
+    """
+
+    run_id: str
+    intact: bool
+    events: int
+    unchained: int
+    first: int | None
+    last: int | None
+    signature: Signature | None
+    broken_seq: int | None = None
+    reason: str | None = None
+
+    def describe(self) -> str:
+        """One line for people: what holds, or the first broken seq and why."""
+        if not self.intact:
+            return f"BROKEN at seq {self.broken_seq}: {self.reason}"
+        parts: list[str] = []
+        if self.unchained:
+            parts.append(f"unchained prefix seq 0..{self.unchained - 1} (written before chaining)")
+        if self.first is None:
+            parts.append("no chained events")
+        else:
+            parts.append(f"chained seq {self.first}..{self.last}")
+            parts.append(
+                {
+                    "valid": "head signed, signature valid",
+                    "unsigned": "head NOT signed (no key): the digests are consistent, but "
+                    "anyone who can write the tables could have recomputed them",
+                    "unchecked": f"head signed, signature NOT checked (no key: set {KEY_VARIABLE})",
+                    "invalid": "head signature invalid",
+                    None: "",
+                }[self.signature]
+            )
+        return "intact: " + "; ".join(parts)
+
+
+def check_chain(
+    run_id: str,
+    next_seq: int,
+    stored_head: str | None,
+    rows: Iterable[ChainRow],
+    key: ChainKey | None,
+) -> ChainReport:
+    """Recompute a run's chain from its stored rows (in seq order) and check its head.
+
+    Returns the first break found, in seq order: a missing event, a NULL digest after a
+    chained one, a digest that does not follow, then the head (missing, another range,
+    another digest, its signature).
+    """
+    encoded = _text(run_id)
+    expected = 0
+    unchained = 0
+    first: int | None = None
+    prev = genesis(run_id)
+    signature: Signature | None = None
+
+    def broken(seq: int, why: str) -> ChainReport:
+        return ChainReport(run_id, False, next_seq, unchained, first, None, signature, seq, why)
+
+    for seq, type_, body, chain in rows:
+        if seq != expected:
+            if seq < expected:
+                return broken(seq, f"seq {seq} is stored twice")
+            return broken(expected, f"the event at seq {expected} is missing (deleted)")
+        expected += 1
+        if chain is None:
+            if first is not None:
+                return broken(seq, "its digest is NULL after chained events (the chain was erased)")
+            unchained += 1
+            continue
+        if first is None:
+            first = seq
+        prev = link(prev, encoded, seq, type_, body)
+        if not hmac.compare_digest(prev, chain):
+            why = "its stored digest does not match its body, type and position"
+            if seq != first:
+                why += f" (the event at seq {seq} was changed, or the digest of seq {seq - 1})"
+            return broken(seq, why)
+    last = expected - 1 if first is not None else None
+    if next_seq != expected:
+        if next_seq > expected:
+            return broken(
+                expected,
+                f"the event at seq {expected} is missing (the run's row counts {next_seq} events)",
+            )
+        return broken(
+            next_seq, f"seq {next_seq} and later are stored beyond the run's count ({next_seq})"
+        )
+    if stored_head is None:
+        if first is not None:
+            return broken(first, "its events are chained but the run's chain head is missing")
+        return ChainReport(run_id, True, next_seq, unchained, None, None, None)
+    try:
+        head = Head.parse(stored_head)
+    except ValueError:
+        return broken(first or 0, "the run's chain head cannot be read")
+    if first is None:
+        return broken(
+            head.first,
+            f"the head covers seq {head.first}..{head.last}, but the events carry no digest "
+            "(the chain was erased)",
+        )
+    assert last is not None
+    if head.first != first:
+        return broken(
+            min(head.first, first),
+            f"the head starts the chain at seq {head.first}, the events at seq {first}",
+        )
+    if head.last < last:
+        return broken(
+            head.last + 1,
+            f"appended after the head (which ends at seq {head.last}) without a new head",
+        )
+    if head.last > last:
+        return broken(
+            last + 1,
+            f"the event at seq {last + 1} is missing (the head covers up to seq {head.last})",
+        )
+    if not hmac.compare_digest(head.digest, prev):
+        return broken(last, "the last digest does not match the head's (the events were rewritten)")
+    if key is None:
+        signature = "unsigned" if head.mac is None else "unchecked"
+    else:
+        expected_mac = key.sign(run_id, head.first, head.last, head.digest)
+        if head.mac is None or not hmac.compare_digest(head.mac, expected_mac):
+            signature = "invalid"
+            why = (
+                "the head is not signed, but a key was given"
+                if head.mac is None
+                else "the head's signature does not verify under the key (a wrong key, or "
+                "the chain was rewritten by someone without it)"
+            )
+            return broken(first, why + f": nothing from seq {first} on can be trusted")
+        signature = "valid"
+    return ChainReport(run_id, True, next_seq, unchained, first, last, signature)
+
+
+def truncated_head(
+    key: ChainKey | None,
+    run_id: str,
+    stored_head: str | None,
+    kept: Sequence[tuple[int, bytes | None]],
+) -> str | None:
+    """The head after a truncation that keeps ``kept`` (seq, digest) rows: the last kept
+    digest, signed again (``None`` when no kept event is chained).
+
+    Raises:
+        StoreCorruptedError: the kept events are chained but the run has no head.
+        StoreError: the head is signed but there is no key to sign the new one.
+    """
+    chained = [(seq, chain) for seq, chain in kept if chain is not None]
+    if not chained:
+        return None
+    if stored_head is None:
+        raise _tampered(run_id, chained[-1][0] + 1, "its events are chained but it has no head")
+    if key is None and not stored_head.endswith(":-"):
+        raise StoreError(
+            f"run {run_label(run_id)}: its chain head is signed, but this store has no chain "
+            f"key to sign the truncated one: set {KEY_VARIABLE}; nothing was deleted"
+        )
+    last, digest = chained[-1]
+    return Head.signed(key, run_id, chained[0][0], last, digest).encode()

@@ -506,3 +506,28 @@ def test_confirm_refuses_a_changed_tool_unless_accepted(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     (conf,) = [e for e in events_of(tmp_path, "w1") if e["type"] == "confirmation"]
     assert conf["accepted_tool_changes"] == ["wipe (description changed)"]
+
+
+def test_main_help_is_printed_as_the_app_prints_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``agentcore --help`` and ``agentcore`` alone print a copy of the app's help without
+    loading typer, rich and the command modules (start-up time); the copy must be what the
+    app itself prints. When this fails, paste the app's help into ``_MAIN_HELP``."""
+    import typer.main
+
+    from agentcore import cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        typer.main.get_command(cli.app).main(["--help"], prog_name="agentcore")
+    expected = capsys.readouterr().out
+    assert "Commands:" in expected
+    monkeypatch.setattr(sys, "argv", ["agentcore", "--help"])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert (done.value.code, capsys.readouterr().out) == (0, expected)
+    monkeypatch.setattr(sys, "argv", ["agentcore"])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert (done.value.code, capsys.readouterr().err) == (2, expected)

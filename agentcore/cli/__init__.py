@@ -21,20 +21,90 @@ Exit codes (also in the README):
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import _admin, _evals, _mcp, _runs, _serve
-from ._common import EXIT_CODES, app
-
-# importing these modules registers their commands on `app`
-_COMMANDS = (_runs, _evals, _admin, _serve, _mcp)
+if TYPE_CHECKING:
+    from ._common import EXIT_CODES, app
 
 __all__ = ["EXIT_CODES", "app", "main"]
 
 
 def main() -> None:
     """Console-script entry point."""
-    app(args=hoist_verbose(sys.argv[1:]), prog_name="agentcore")
+    args = sys.argv[1:]
+    if not args or args == ["--help"]:
+        _main_help(args)
+    app = _app()
+    app(args=hoist_verbose(args), prog_name="agentcore")
+
+
+def _app() -> Any:  # Any: the typer app (typed in _common)
+    """The typer app with every command registered (typer, rich and the command modules
+    load here, not at ``import agentcore.cli``)."""
+    from . import _admin, _evals, _mcp, _runs, _serve  # noqa: F401  # pyright: ignore[reportUnusedImport]  # registers their commands on `app`
+    from ._common import app
+
+    return app
+
+
+def __getattr__(name: str) -> Any:  # Any: EXIT_CODES or the app
+    if name == "app":
+        return _app()
+    if name == "EXIT_CODES":
+        from ._common import EXIT_CODES
+
+        return EXIT_CODES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_MAIN_HELP = """Usage: agentcore [OPTIONS] COMMAND [ARGS]...
+
+  Run, inspect, confirm and resume agentcore runs.
+
+Options:
+  -v, --verbose  Log each step to stderr (also accepted after the command).
+  --version      Print the version and exit.
+  --help         Show this message and exit.
+
+Commands:
+  prune     Delete finished runs older than a date (retention),...
+  eval      Score a model's tool selection on a dataset: one-step...
+  stats     Per contract version: runs, steps, plan/tool/finish shares,...
+  demo      Run the support-desk demo agent (offline: scripted model,...
+  run       Start a run of an agent and advance it until it completes,...
+  runs      List runs, most recently updated first.
+  show      Show a run's transcript (creates nothing).
+  export    Write a run's transcript to stdout as JSON Lines (one event...
+  confirm   Approve or deny the call a run is waiting on, then continue...
+  resume    Continue a run from its transcript (after a crash or a budget...
+  resolve   Settle a lost non-idempotent call of a run in...
+  cancel    Cancel a run: now, or, while another process advances it, at...
+  check     Check a run's transcript integrity (exit 0 when sound, 1 with...
+  repair    Cut a damaged transcript after SEQ; the removed raw events...
+  serve     Serve the web console: runs, timelines, approvals, contract...
+  contract  The next-action contract document.
+  db        The store's layout: its version and migrations.
+  mcp       MCP: serve an agent to MCP clients (extra [mcp]).
+"""
+"""What ``agentcore --help`` prints on a terminal at least 80 columns wide (click's help is
+80 wide there, whatever the terminal): printed without loading typer, rich and the command
+modules, which cost ~100 ms of every ``agentcore --help``. tests/test_cli.py checks that it
+is what the app itself prints; after changing a command's name or help, paste the app's
+``--help`` output (at ``COLUMNS=80``) here."""
+
+
+def _main_help(args: list[str]) -> None:
+    """``agentcore --help`` (stdout, exit 0) or ``agentcore`` alone (stderr, exit 2), as the
+    app prints them, from :data:`_MAIN_HELP`; on a narrower terminal the app prints them."""
+    import shutil
+
+    if shutil.get_terminal_size().columns < 80:  # click caps its help at 80 columns
+        return
+    if args:
+        sys.stdout.write(_MAIN_HELP)
+        raise SystemExit(0)
+    sys.stderr.write(_MAIN_HELP)
+    raise SystemExit(2)
 
 
 def hoist_verbose(args: list[str]) -> list[str]:
@@ -43,7 +113,7 @@ def hoist_verbose(args: list[str]) -> list[str]:
     (``--reason -v``) and anything after ``--`` stay where they are."""
     import typer.main
 
-    group: Any = typer.main.get_command(app)  # Any: typer's own (vendored) click objects
+    group: Any = typer.main.get_command(_app())  # Any: typer's own (vendored) click objects
     command: Any = group  # Any: as above
     hoisted: list[str] = []
     kept: list[str] = []

@@ -12,7 +12,8 @@ another run or another position, nor two swapped, without its digest changing. T
 the stored text exactly (no event field is added), so decoding and exports are unchanged.
 
 The run's row holds the head (``runs.chain_head``): the first and last chained seq, the last
-digest, and an HMAC-SHA256 of those and the run id under the application's key
+digest, the seq signing began at, and an HMAC-SHA256 of those and the run id under the
+application's key
 (``AGENTCORE_CHAIN_KEY``, or the store's ``chain_key`` argument). Someone who can write the
 tables but has no key can change a body and recompute every digest, but cannot sign the new
 head: :func:`check_chain` finds the first seq where the stored rows stop matching.
@@ -116,13 +117,15 @@ class ChainKey:
             secret = os.environ.get(KEY_VARIABLE) or None
         return None if secret is None else cls(secret)
 
-    def sign(self, run_id: str, first: int, last: int, digest: bytes) -> bytes:
-        """The head's MAC: over the run id, the chained range and the last digest."""
+    def sign(self, run_id: str, first: int, signed_from: int, last: int, digest: bytes) -> bytes:
+        """The head's MAC: over the run id, the chained range, the seq signing began at
+        and the last digest."""
         message = b"".join(
             (
                 _HEAD_TAG,
                 _field(_text(run_id)),
                 first.to_bytes(8, "big", signed=True),
+                signed_from.to_bytes(8, "big", signed=True),
                 last.to_bytes(8, "big", signed=True),
                 digest,
             )
@@ -136,37 +139,65 @@ class ChainKey:
 @dataclass(frozen=True, slots=True)
 class Head:
     """A run's chain head, as ``runs.chain_head`` keeps it:
-    ``c1:<first>:<last>:<digest hex>:<mac hex, or - when unsigned>``."""
+    ``c1:<first>:<signed from, or ->:<last>:<digest hex>:<mac hex, or ->``.
+
+    ``signed_from`` is the first seq appended under a key: ``first`` for a run written
+    with one throughout, later for a run begun without a key and continued with one (the
+    events before it were chained under an unsigned head), ``None`` while unsigned.
+    """
 
     first: int
+    signed_from: int | None
     last: int
     digest: bytes
     mac: bytes | None
 
     def encode(self) -> str:
         mac = "-" if self.mac is None else self.mac.hex()
-        return f"{_HEAD_VERSION}:{self.first}:{self.last}:{self.digest.hex()}:{mac}"
+        since = "-" if self.signed_from is None else str(self.signed_from)
+        return f"{_HEAD_VERSION}:{self.first}:{since}:{self.last}:{self.digest.hex()}:{mac}"
 
     @classmethod
     def parse(cls, text: str) -> Head:
         """Raises ValueError for anything but a well-formed head."""
         parts = text.split(":")
-        if len(parts) != 5 or parts[0] != _HEAD_VERSION:
+        if len(parts) != 6 or parts[0] != _HEAD_VERSION:
             raise ValueError(f"not a chain head: {text[:80]!r}")
-        first, last = int(parts[1]), int(parts[2])
-        digest = bytes.fromhex(parts[3])
-        mac = None if parts[4] == "-" else bytes.fromhex(parts[4])
-        if len(digest) != 32 or (mac is not None and len(mac) != 32) or not 0 <= first <= last:
+        first, last = int(parts[1]), int(parts[3])
+        since = None if parts[2] == "-" else int(parts[2])
+        digest = bytes.fromhex(parts[4])
+        mac = None if parts[5] == "-" else bytes.fromhex(parts[5])
+        if (
+            len(digest) != 32
+            or (mac is None) != (since is None)
+            or (mac is not None and len(mac) != 32)
+            or not 0 <= first <= last
+        ):
             raise ValueError(f"not a chain head: {text[:80]!r}")
-        return cls(first, last, digest, mac)
+        return cls(first, since, last, digest, mac)
 
     @classmethod
     def signed(
-        cls, key: ChainKey | None, run_id: str, first: int, last: int, digest: bytes
+        cls,
+        key: ChainKey | None,
+        run_id: str,
+        first: int,
+        signed_from: int | None,
+        last: int,
+        digest: bytes,
     ) -> Head:
-        return cls(
-            first, last, digest, None if key is None else key.sign(run_id, first, last, digest)
-        )
+        """The head of a chain, signed with ``key`` (unsigned without one)."""
+        if key is None:
+            return cls(first, None, last, digest, None)
+        since = first if signed_from is None else signed_from
+        return cls(first, since, last, digest, key.sign(run_id, first, since, last, digest))
+
+    def verifies(self, key: ChainKey, run_id: str) -> bool:
+        """Whether the head's MAC is the one ``key`` gives it."""
+        if self.mac is None or self.signed_from is None:
+            return False
+        expected = key.sign(run_id, self.first, self.signed_from, self.last, self.digest)
+        return hmac.compare_digest(self.mac, expected)
 
 
 def extend(
@@ -199,7 +230,7 @@ def extend(
     if stored_head is None:
         if previous_chained:
             raise _tampered(run_id, expected_seq, "its events are chained but it has no head")
-        first, prev = expected_seq, genesis(run_id)
+        first, since, prev = expected_seq, expected_seq, genesis(run_id)
     else:
         try:
             head = Head.parse(stored_head)
@@ -217,14 +248,10 @@ def extend(
                 f"key: set {KEY_VARIABLE} (the key the run was written with) to append to it; "
                 "nothing was written"
             )
-        if (
-            key is not None
-            and head.mac is not None
-            and not hmac.compare_digest(
-                head.mac, key.sign(run_id, head.first, head.last, head.digest)
-            )
-        ):
+        if key is not None and head.mac is not None and not head.verifies(key, run_id):
             raise _tampered(run_id, expected_seq, "its chain head's signature does not verify")
+        # An unsigned head extended under a key: signing starts here, and the head says so.
+        since = expected_seq if head.signed_from is None else head.signed_from
         first, prev = head.first, head.digest
     encoded = _text(run_id)
     chains: list[bytes] = []
@@ -233,7 +260,7 @@ def extend(
         prev = link(prev, encoded, seq, type_, body.encode("utf-8"))
         chains.append(prev)
         seq += 1
-    return chains, Head.signed(key, run_id, first, seq - 1, prev).encode()
+    return chains, Head.signed(key, run_id, first, since, seq - 1, prev).encode()
 
 
 def _tampered(run_id: str, seq: int, why: str) -> StoreCorruptedError:
@@ -266,6 +293,9 @@ class ChainReport:
             given to check it), ``invalid`` (wrong, or missing while a key was given).
         broken_seq: the first seq found broken (``None`` when intact).
         reason: why, in words (``None`` when intact).
+        signed_from: the first seq appended under a key, when the head is signed; above
+            ``first`` for a run begun without a key: the events before it were chained
+            under an unsigned head, and are only as safe as the tables were then.
     """
 
     run_id: str
@@ -277,6 +307,7 @@ class ChainReport:
     signature: Signature | None
     broken_seq: int | None = None
     reason: str | None = None
+    signed_from: int | None = None
 
     def describe(self) -> str:
         """One line for people: what holds, or the first broken seq and why."""
@@ -298,6 +329,12 @@ class ChainReport:
                     "invalid": "head signature invalid",
                     None: "",
                 }[self.signature]
+            )
+        since, first = self.signed_from, self.first
+        if since is not None and first is not None and since > first:
+            parts.append(
+                f"signed only from seq {since}: seq {first}..{since - 1} were chained while "
+                "the head was unsigned (a key was set later)"
             )
         return "intact: " + "; ".join(parts)
 
@@ -389,8 +426,7 @@ def check_chain(
     if key is None:
         signature = "unsigned" if head.mac is None else "unchecked"
     else:
-        expected_mac = key.sign(run_id, head.first, head.last, head.digest)
-        if head.mac is None or not hmac.compare_digest(head.mac, expected_mac):
+        if not head.verifies(key, run_id):
             signature = "invalid"
             why = (
                 "the head is not signed, but a key was given"
@@ -400,7 +436,9 @@ def check_chain(
             )
             return broken(first, why + f": nothing from seq {first} on can be trusted")
         signature = "valid"
-    return ChainReport(run_id, True, next_seq, unchained, first, last, signature)
+    return ChainReport(
+        run_id, True, next_seq, unchained, first, last, signature, signed_from=head.signed_from
+    )
 
 
 def truncated_head(
@@ -421,10 +459,16 @@ def truncated_head(
         return None
     if stored_head is None:
         raise _tampered(run_id, chained[-1][0] + 1, "its events are chained but it has no head")
-    if key is None and not stored_head.endswith(":-"):
+    try:
+        head = Head.parse(stored_head)
+    except ValueError:
+        raise _tampered(run_id, chained[-1][0] + 1, "its chain head cannot be read") from None
+    if key is None and head.mac is not None:
         raise StoreError(
             f"run {run_label(run_id)}: its chain head is signed, but this store has no chain "
             f"key to sign the truncated one: set {KEY_VARIABLE}; nothing was deleted"
         )
     last, digest = chained[-1]
-    return Head.signed(key, run_id, chained[0][0], last, digest).encode()
+    # Signing a head over events chained while unsigned does not vouch for them.
+    since = last + 1 if head.signed_from is None else min(head.signed_from, last + 1)
+    return Head.signed(key, run_id, chained[0][0], since, last, digest).encode()

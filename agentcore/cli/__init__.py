@@ -14,6 +14,7 @@ Exit codes (also in the README):
 7   the run was cancelled
 8   the run is still marked running (its process may have died: resume it)
 9   ``db status`` / ``db upgrade``: the store was written by a newer agentcore
+10  ``verify``: a run's tamper-evident chain is broken (its first broken seq is printed)
 130 stopped by Ctrl-C at a safe point (the resume command is printed)
 === ===========================================================
 """
@@ -41,7 +42,7 @@ def main() -> None:
 def _app() -> Any:  # Any: the typer app (typed in _common)
     """The typer app with every command registered (typer, rich and the command modules
     load here, not at ``import agentcore.cli``)."""
-    from . import _admin, _evals, _mcp, _runs, _serve  # noqa: F401  # pyright: ignore[reportUnusedImport]  # registers their commands on `app`
+    from . import _admin, _evals, _mcp, _runs, _serve, _verify  # noqa: F401  # pyright: ignore[reportUnusedImport]  # registers their commands on `app`
     from ._common import app
 
     return app
@@ -82,6 +83,7 @@ Commands:
   check     Check a run's transcript integrity (exit 0 when sound, 1 with...
   repair    Cut a damaged transcript after SEQ; the removed raw events...
   serve     Serve the web console: runs, timelines, approvals, contract...
+  verify    Check that a run's stored events are the ones written:...
   contract  The next-action contract document.
   db        The store's layout: its version and migrations.
   mcp       MCP: serve an agent to MCP clients (extra [mcp]).

@@ -225,9 +225,8 @@ def report(samples: dict[str, list[float]], r: int, began: float, load0: str) ->
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    """Replace this benchmark's section of bench/RESULTS.md (or append it)."""
-    path = HERE / "RESULTS.md"
+def write_section(text: str, path: Path) -> None:
+    """Replace this benchmark's section of ``path`` (bench/RESULTS.md) or append it."""
     old = path.read_text() if path.exists() else ""
     start = old.find(SECTION)
     if start < 0:
@@ -242,6 +241,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("-r", "--repeat", type=int, default=9, help="samples per case")
     parser.add_argument("--write", action="store_true", help="put the report in RESULTS.md")
+    parser.add_argument(
+        "--results", type=Path, default=HERE / "RESULTS.md", help="the file --write updates"
+    )
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     began = time.perf_counter()
@@ -256,8 +258,8 @@ def main() -> None:
     text = report(samples, args.repeat, began, load0)
     print(text)
     if args.write:
-        write_section(text)
-        print(f"wrote {HERE / 'RESULTS.md'}", file=sys.stderr)
+        write_section(text, args.results)
+        print(f"wrote {args.results}", file=sys.stderr)
 
 
 if __name__ == "__main__":

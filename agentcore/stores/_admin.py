@@ -18,7 +18,6 @@ from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, 
 
 from . import _pg_schema, _sqlite_schema
 from ._migrations import Migration, pending
-from ._postgres import redact_dsn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -64,7 +63,7 @@ def schema_status(url: str) -> SchemaStatus:
         path = _sqlite_path(url)
         return _status(url, _sqlite_schema.MIGRATIONS, _sqlite_version(path))
     if url.startswith(("postgresql://", "postgres://")):
-        return _status(redact_dsn(url), _pg_schema.MIGRATIONS, _pg_version(url))
+        return _status(_redact_dsn(url), _pg_schema.MIGRATIONS, _pg_version(url))
     raise _no_layout(url)
 
 
@@ -87,6 +86,12 @@ def upgrade_schema(url: str) -> tuple[int, int]:
         before = _pg_upgrade(url)
         return before, max(before, _pg_schema.SCHEMA_VERSION)
     raise _no_layout(url)
+
+
+def _redact_dsn(url: str) -> str:
+    from ._postgres import redact_dsn  # the PostgreSQL modules load on first use
+
+    return redact_dsn(url)
 
 
 def _status(store: str, migrations: Sequence[Migration], version: int) -> SchemaStatus:
@@ -157,7 +162,7 @@ def _pg_connect(url: str) -> psycopg.Connection[Any]:  # Any: psycopg's row type
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S)
     except psycopg.Error as exc:
-        raise StoreError(f"PostgreSQL store {redact_dsn(url)}: cannot connect: {exc}") from exc
+        raise StoreError(f"PostgreSQL store {_redact_dsn(url)}: cannot connect: {exc}") from exc
 
 
 def _pg_version(url: str) -> int:
@@ -168,14 +173,14 @@ def _pg_version(url: str) -> int:
         try:
             return _pg_schema.schema_version(conn, sql)
         except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL store {redact_dsn(url)}: {exc}") from exc
+            raise StoreError(f"PostgreSQL store {_redact_dsn(url)}: {exc}") from exc
 
 
 def _pg_upgrade(url: str) -> int:
     import psycopg
 
     sql = _pg_schema.Statements.build(None)
-    display = redact_dsn(url)
+    display = _redact_dsn(url)
     with _pg_connect(url) as conn:
         try:
             return _pg_schema.upgrade(conn, sql, schema=None, display=display, migrate=True)

@@ -29,7 +29,7 @@ from ._base import (
     lost_error,
     status_after,
 )
-from ._chain import ChainKey, ChainReport, check_chain, extend, truncated_head
+from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
 
 __all__ = ["MemoryStore"]
@@ -45,6 +45,7 @@ class MemoryStore:
         self._key = ChainKey.configured(chain_key)
         self._chains: dict[str, list[bytes]] = {}
         self._heads: dict[str, str] = {}
+        self._written = WrittenHeads()
         self._runs: dict[str, list[Event]] = {}
         self._status: dict[str, str] = {}
         self._tenant: dict[str, str | None] = {}
@@ -80,6 +81,7 @@ class MemoryStore:
             [ev.type for ev in events],
             bodies,
             self._heads.get(run_id),
+            written=self._written,
         )
         if log is None:
             log = self._runs[run_id] = []

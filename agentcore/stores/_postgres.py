@@ -96,7 +96,15 @@ from ._base import (
     metadata_text,
     status_after,
 )
-from ._chain import ChainKey, ChainReport, ChainRow, check_chain, extend, truncated_head
+from ._chain import (
+    ChainKey,
+    ChainReport,
+    ChainRow,
+    WrittenHeads,
+    check_chain,
+    extend,
+    truncated_head,
+)
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
 from ._commits import CommitStats
 from ._pg_claims import AdvisoryClaims
@@ -218,6 +226,7 @@ class PostgresStore:
         self._key = ChainKey.configured(chain_key)
         # run_id -> (next seq, chain head) as this store's last append to it left them
         self._heads: dict[str, tuple[int, str | None]] = {}
+        self._written = WrittenHeads()
         self.url = dsn
         self.schema = schema
         self._display = redact_dsn(dsn)
@@ -309,6 +318,7 @@ class PostgresStore:
             bodies,
             None if moved else prev_head,
             previous_chained=previous_chained and not moved,
+            written=None if moved else self._written,
         )
         end = expected_seq + len(events)
         status = _EMPTY_STATUS if expected_seq else "running"

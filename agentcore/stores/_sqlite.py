@@ -86,7 +86,15 @@ from ._base import (
     metadata_text,
     status_after,
 )
-from ._chain import ChainKey, ChainReport, ChainRow, check_chain, extend, truncated_head
+from ._chain import (
+    ChainKey,
+    ChainReport,
+    ChainRow,
+    WrittenHeads,
+    check_chain,
+    extend,
+    truncated_head,
+)
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
 from ._sqlite_commit import Pending, SQLiteCommits
@@ -199,7 +207,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._flocks = HeldFlocks(self.path)
         self._key = ChainKey.configured(chain_key)
-        write = partial(_append_if_at, key=self._key)
+        write = partial(_append_if_at, key=self._key, written=WrittenHeads())
         if read_only:  # _sqlite_readonly: creates, migrates and locks nothing
             try:
                 self._conn = open_read_only(self.path, busy_timeout_s)
@@ -570,6 +578,7 @@ def _append_if_at(
     lease: Lease | None,
     *,
     key: ChainKey | None,
+    written: WrittenHeads,
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
     (and, with a lease, held by it); the caller commits or rolls back (``_sqlite_commit``).
@@ -613,6 +622,7 @@ def _append_if_at(
         bodies,
         stored_head,
         previous_chained=previous_chained,
+        written=written,
     )
     rows = [
         (run_id, ev.seq, ev.type, ev.at, body, chain)

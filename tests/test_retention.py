@@ -184,6 +184,8 @@ def test_db_status_and_upgrade_of_an_older_file(tmp_path: Path) -> None:
         ):
             conn.execute(f"DROP INDEX {name}")
         conn.execute("ALTER TABLE runs DROP COLUMN metadata")  # added by version 5
+        conn.execute("ALTER TABLE runs DROP COLUMN chain_head")  # added by version 6
+        conn.execute("ALTER TABLE events DROP COLUMN chain")
         conn.execute("PRAGMA user_version = 3")
     latest = schema_status(f"sqlite:///{db}").latest
     code, output = cli(db, "db", "status")

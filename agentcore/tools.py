@@ -366,7 +366,8 @@ _NOTHING: Callable[[], Any] = _nothing  # Any: a call's result
 
 class _ToolArgs(BaseModel):
     # NaN and Infinity are not JSON: refused, so the arguments that run are the ones stored.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # defer_build: no schema is built at `import agentcore` (each tool's is, when made).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class Tool:

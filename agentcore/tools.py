@@ -263,6 +263,17 @@ def _tool_pool() -> _Pool:
     return _pool
 
 
+def _forget_pool() -> None:
+    """In a forked child (a Celery prefork worker): the parent's threads do not exist here,
+    so the child starts a pool of its own on first use."""
+    global _pool, _pool_lock  # see _tool_pool
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 async def _inline(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:  # Any: the result
     return fn(**kwargs)
 

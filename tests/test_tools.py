@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import os
 import socket
 import threading
 import time
@@ -465,3 +466,26 @@ async def test_pydantic_model_arguments() -> None:
     bad = await save.run({"order": {"order_id": "X"}}, CTX)
     assert not bad.ok
     assert "total" in (bad.error or "")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_sync_tools_run_in_a_forked_child() -> None:
+    """A child forked after sync tools ran (a Celery prefork worker) gets a pool of its own:
+    the parent's idle workers do not exist there."""
+
+    @tool(effect="read")
+    def double(x: int) -> int:
+        """Return x doubled."""
+        return 2 * x
+
+    assert asyncio.run(double.run({"x": 1}, CTX)).result == 2
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the call completes
+        code = 1
+        try:
+            outcome = asyncio.run(asyncio.wait_for(double.run({"x": 2}, CTX), 5))
+            code = 0 if outcome.result == 4 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

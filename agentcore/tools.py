@@ -211,6 +211,13 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return text[: section.start()].strip(), args
 
 
+_AT_THREADS_EXIT: Callable[[Callable[[], None]], None] | None = getattr(
+    threading, "_register_atexit", None
+)
+"""``threading._register_atexit``, what ``concurrent.futures`` uses: a function it registers
+runs at exit before the interpreter joins the non-daemon threads."""
+
+
 class _Pool:
     """The threads sync tools run in: one pool per process, started on first use and kept
     warm across runs and event loops (``asyncio.to_thread`` goes through the loop's default
@@ -218,17 +225,19 @@ class _Pool:
     ``ThreadPoolExecutor`` (no per-call future, no bookkeeping between the call and the
     worker's next wait), which is a few microseconds and, more, one wake-up less of the
     loop's thread per call. A thread is started when no worker is idle, up to
-    ``min(32, cores + 4)`` (the default executor's size); beyond that calls queue. Daemon
-    threads: a call still running when the interpreter exits (one abandoned by its
-    timeout) does not keep the process alive; its run resumes like after a crash.
+    ``min(32, cores + 4)`` (the default executor's size); beyond that calls queue. As with
+    the executor, the interpreter waits at exit for calls still running (a sync tool's
+    thread is left to finish), and idle workers are told to stop then.
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[_Handoff] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Handoff | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
         self._threads = 0
         self._max = min(32, (os.cpu_count() or 1) + 4)
+        if _AT_THREADS_EXIT is not None:
+            _AT_THREADS_EXIT(self._stop)
 
     def submit(self, handoff: _Handoff) -> None:
         with self._lock:
@@ -237,17 +246,24 @@ class _Pool:
             elif self._threads < self._max:
                 self._threads += 1
                 name = f"agentcore-tool_{self._threads}"
-                threading.Thread(target=self._work, name=name, daemon=True).start()
+                daemon = _AT_THREADS_EXIT is None  # else the interpreter could not exit
+                threading.Thread(target=self._work, name=name, daemon=daemon).start()
             # else: every thread is busy; the call waits for the first one free
         self._queue.put(handoff)
 
     def _work(self) -> None:
-        while True:
-            handoff = self._queue.get()
+        while (handoff := self._queue.get()) is not None:
             handoff.run()
             with self._lock:
                 self._idle += 1  # before the hand-back: nothing of ours runs after it
             handoff.hand_back()  # then straight to the queue, where the GIL is let go
+
+    def _stop(self) -> None:
+        """At exit: each worker stops once it has finished what it runs."""
+        with self._lock:
+            threads = self._threads
+        for _ in range(threads):
+            self._queue.put(None)
 
 
 _pool: _Pool | None = None

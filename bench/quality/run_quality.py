@@ -50,6 +50,7 @@ import importlib.metadata
 import json
 import os
 import re
+import signal
 import statistics
 import sys
 import time
@@ -296,6 +297,8 @@ def run(half: str, names: list[str], limit: int | None, threads: int | None) -> 
     meta, cases = load_half(half)
     cases = cases[:limit] if limit else cases
     RESULTS.mkdir(parents=True, exist_ok=True)
+    # `kill <pid>` stops the run like Ctrl-C: the server stops and the run is recorded
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
     load_start = smollm2.load_average()
     with serve_llama(
@@ -352,6 +355,12 @@ def _acc(rows: list[dict[str, Any]]) -> str:  # Any: JSON rows
     return bootstrap_interval([r["correct"] for r in rows]).percent()
 
 
+def _rate(rows: list[dict[str, Any]], key: str) -> str:  # Any: JSON rows
+    """``right/applicable`` for a per-kind verdict (``None`` where it does not apply)."""
+    counted = [r[key] for r in rows if r[key] is not None]
+    return f"{sum(counted)}/{len(counted)}" if counted else "-"
+
+
 def half_section(half: str, order: list[str]) -> list[str]:
     res = read_results(half)
     if not res:
@@ -361,8 +370,9 @@ def half_section(half: str, order: list[str]) -> list[str]:
         f"### {half} half",
         "",
         "| variant | mode | contract | n | accuracy [95% CI] | fixtures (agentcore rules) "
-        "| BFCL (bfcl rules) | invalid | tool / plan / finish | s per case |",
-        "|---|---|---|---:|---|---|---|---:|---|---:|",
+        "| BFCL (bfcl rules) | tool chosen | abstained | invalid | tool / plan / finish "
+        "| s per case |",
+        "|---|---|---|---:|---|---|---|---:|---:|---:|---|---:|",
     ]
     for name in names:
         rows = res[name]
@@ -372,6 +382,7 @@ def half_section(half: str, order: list[str]) -> list[str]:
             f"({rows[0]['contract_hash']}) | {len(rows)} | {_acc(rows)} "
             f"| {_acc([r for r in rows if r['rules'] == 'agentcore'])} "
             f"| {_acc([r for r in rows if r['rules'] == 'bfcl'])} "
+            f"| {_rate(rows, 'tool_correct')} | {_rate(rows, 'abstained_correctly')} "
             f"| {sum(r['invalid'] for r in rows) / len(rows):.1%} "
             f"| {kinds['tool']} / {kinds['plan']} / {kinds['finish']} "
             f"| {statistics.mean(r['wall_s'] for r in rows):.1f} |"
@@ -451,7 +462,9 @@ def report() -> None:
         body.append(
             f"- {r['started']}: {r['half']}, {', '.join(r['variants'])} ({r['mode']}), "
             f"{r['cases']} cases asked, {r['threads']} thread(s), nice {r['niceness']}, wall "
-            f"{r['wall_s']:.0f} s, load {r['load_start']} -> {r['load_end']}; {r['machine']}."
+            f"{r['wall_s']:.0f} s, load {r['load_start']} -> {r['load_end']}"
+            + (f" ({r['note']})" if r.get("note") else "")
+            + f"; {r['machine']}."
         )
     body += ["", END]
     section = "\n".join(body)

@@ -201,12 +201,24 @@ def report(samples: dict[str, list[float]], r: int, began: float, load0: str) ->
         extra = f"{us[k] - async_step:.1f}" if k.startswith("agent") else ""
         lines.append(f"| {k} | {us[k]:.1f} | {min(v) * 1e6:.1f}-{max(v) * 1e6:.1f} | {extra} |")
     sync_step = us["agent, sync tool (default: warm pool)"]
-    met = "**met**" if sync_step <= limit else "**missed**"
+    # Paired per repetition (the cases of one repetition run back to back): robust to the
+    # hand-off's cost changing with the other core's load between repetitions.
+    factor = statistics.median(
+        (a - b) / h
+        for a, b, h in zip(
+            samples["agent, sync tool (default: warm pool)"],
+            samples["agent, async tool"],
+            samples["bare hand-off: warm executor"],
+            strict=True,
+        )
+    )
+    met = "**met**" if factor <= TARGET_FACTOR else "**missed**"
     lines += [
         "",
-        f"Target: sync step <= async step + {TARGET_FACTOR}x bare hand-off (warm executor) "
-        f"= {async_step:.1f} + {TARGET_FACTOR} x {bare:.1f} = {limit:.1f} us; "
-        f"sync step (default) {sync_step:.1f} us: {met}. Before (asyncio.to_thread): "
+        f"Target: sync step <= async step + {TARGET_FACTOR}x bare hand-off (warm executor). "
+        f"Medians: {async_step:.1f} + {TARGET_FACTOR} x {bare:.1f} = {limit:.1f} us against a "
+        f"sync step of {sync_step:.1f} us; per repetition (median of (sync - async) / "
+        f"hand-off, the verdict) {factor:.2f}x: {met}. Before (asyncio.to_thread): "
         f"{us['agent, sync tool via asyncio.to_thread (before)']:.1f} us.",
         "",
         "Reading (2026-12-01, this machine): the bare hand-off itself swings between ~30 us",

@@ -92,7 +92,16 @@ class AdvisoryClaims:
                 self._drop()  # a broken connection: its locks are gone with it
 
     def close(self) -> None:
+        """Give every claim back before the connection goes: a closed connection's locks
+        are freed only when its server process exits, a moment after ``close`` returns, so a
+        claim taken right after could still find the run busy."""
+        import psycopg
+
         with self._lock:
+            conn = self._conn
+            if self._held and conn is not None and not (conn.closed or conn.broken):
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("SELECT pg_advisory_unlock_all()")
             self._held.clear()
             self._drop()
 

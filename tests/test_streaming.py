@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 import pytest
@@ -104,13 +105,21 @@ async def test_stream_confirm_and_resume_give_the_same_kinds_of_events() -> None
 
 
 async def test_leaving_a_stream_early_keeps_the_run_resumable() -> None:
+    """Left while a (blocking) tool runs: a tool that answers within the pool's short
+    wait completes on the spot, and the run may well be finished when the loop breaks."""
     store = MemoryStore()
+
+    @tool(effect="read", name="lookup")
+    def slow_lookup(order_id: str) -> dict[str, str]:
+        """Look up an order."""
+        time.sleep(0.05)
+        return {"id": order_id, "status": "shipped"}
 
     def reply(messages: Any) -> Any:
         done = any("lookup returned" in m.content for m in messages)
         return script()[1 if done else 0]
 
-    agent = Agent(tools=[lookup], model=ScriptedModel(reply), store=store)
+    agent = Agent(tools=[slow_lookup], model=ScriptedModel(reply), store=store)
     run_id = ""
     # aclosing: leaving the loop closes the stream now, which cancels the run's task.
     async with contextlib.aclosing(agent.stream("Where is A-1?", run_id="early")) as stream:

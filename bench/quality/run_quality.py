@@ -299,6 +299,7 @@ def run(half: str, names: list[str], limit: int | None, threads: int | None) -> 
     RESULTS.mkdir(parents=True, exist_ok=True)
     # `kill <pid>` stops the run like Ctrl-C: the server stops and the run is recorded
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    before = sum(len(done_ids(results_path(half, n))) for n in names)
     started = time.time()
     load_start = smollm2.load_average()
     with serve_llama(
@@ -319,6 +320,8 @@ def run(half: str, names: list[str], limit: int | None, threads: int | None) -> 
                             "mode": mode,
                             "dataset_hash": meta["dataset_hash"],
                             "cases": len(cases),
+                            "answers": sum(len(done_ids(results_path(half, n))) for n in names)
+                            - before,
                             "threads": threads or os.cpu_count(),
                             "niceness": os.nice(0),
                             "started": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(
@@ -461,7 +464,8 @@ def report() -> None:
     for r in runs:
         body.append(
             f"- {r['started']}: {r['half']}, {', '.join(r['variants'])} ({r['mode']}), "
-            f"{r['cases']} cases asked, {r['threads']} thread(s), nice {r['niceness']}, wall "
+            f"{r.get('answers', r['cases'])} answers, {r['threads']} thread(s), nice "
+            f"{r['niceness']}, wall "
             f"{r['wall_s']:.0f} s, load {r['load_start']} -> {r['load_end']}"
             + (f" ({r['note']})" if r.get("note") else "")
             + f"; {r['machine']}."

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -86,6 +85,9 @@ ToolArgs = Literal["json_schema", "signature"]
 """How the system text shows a tool's arguments: its whole JSON Schema (descriptions and
 enums included), or a one-line signature (names, types, which are optional), leaving
 descriptions and enums to the action schema."""
+
+_DOCUMENTS = Path(__file__).parent / "documents"
+"""The built-in contract documents, ``v<N>.json``."""
 
 _OPTIONS = ("thought_first", "tool_args", "tool_examples", "closing")
 """Fields added after version 1; left out of :attr:`ContractDocument.hash` at their
@@ -284,8 +286,10 @@ def load_contract(source: str | Path | None = None) -> ContractDocument:
             version = source or DEFAULT_CONTRACT_VERSION
             if version[:1] in ("v", "V") and version[1:].isdigit():
                 version = version[1:]  # "v1", as the contract's name is printed
-            res = resources.files("agentcore.contracts").joinpath("documents", f"v{version}.json")
-            if not res.is_file():
+            # beside this module (a wheel, the link tree, a checkout alike); not through
+            # importlib.resources, whose import costs ~10% of ``import agentcore``
+            res = _DOCUMENTS / f"v{version}.json"
+            if not version.isdigit() or not res.is_file():
                 raise ConfigurationError(f"No built-in contract version {version!r}.")
             raw = res.read_text(encoding="utf-8")
         data: Any = json.loads(raw)

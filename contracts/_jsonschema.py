@@ -47,7 +47,7 @@ _PRIMITIVES: dict[str, Any] = {
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     @model_serializer(mode="wrap")
     def _as_sent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:  # Any: JSON

@@ -52,7 +52,9 @@ def _next_action() -> TypeAdapter[PlanAction | ToolAction | FinishAction]:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=require_type)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_extra=require_type, defer_build=True
+    )
 
 
 def _class_name(tool_name: str) -> str:

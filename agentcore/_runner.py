@@ -294,6 +294,7 @@ class Driver:
                 finish_only=finish_only,
                 form=st.policy.schema_form,
                 max_reply_bytes=st.policy.max_reply_bytes,
+                thought_first=self.setup.contract.thought_first,  # the agent's one contract
             )
             self.setup.schema_cache[key] = schema
         return schema

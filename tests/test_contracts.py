@@ -635,3 +635,26 @@ def test_thought_first_document_shows_examples_thought_first() -> None:
     replies = [line for line in doc.render_system([]).splitlines() if line.startswith("Reply: ")]
     assert replies
     assert all(line.startswith('Reply: {"thought":') for line in replies)
+
+
+async def test_a_thought_first_contract_orders_a_runs_schema_too() -> None:
+    """The document's ``thought_first`` reaches the schema a run sends, as in evals."""
+    from agentcore import Agent, tool
+    from agentcore.adapters import ScriptedModel
+
+    @tool(effect="read")
+    def get_weather(city: str) -> str:
+        """Weather for a city."""
+        return "sunny"
+
+    doc = load_contract("1").model_copy(update={"thought_first": True})
+    model = ScriptedModel([{"type": "finish", "thought": "t", "answer": "done"}])
+    result = await Agent(tools=[get_weather], model=model, contract=doc).run("weather?")
+    assert result.answer == "done"
+    schema = model.requests[0].schema
+    assert schema.thought_first
+    defs = schema.json_schema()["$defs"].values()
+    actions = [list(d["properties"]) for d in defs if "thought" in d.get("properties", {})]
+    assert len(actions) >= 3, actions  # plan, finish and the tool's call
+    for props in actions:
+        assert props.index("thought") < props.index("type"), props

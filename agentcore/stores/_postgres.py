@@ -362,19 +362,24 @@ class PostgresStore:
             del self._heads[next(iter(self._heads))]
         await self._commits.append(item)
 
+    async def _one_row(self, sql: Any, params: Any, where: str) -> Any:  # Any: a psycopg row
+        """The first row of one statement on a pooled connection (``None``: no row), with
+        a failure reported as ``where``."""
+        import psycopg
+
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                return await (await conn.execute(sql, params)).fetchone()
+        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
+            raise self._error(exc, where) from exc
+
     @retried
     async def _chain_state(self, run_id: str) -> tuple[int | None, str | None, bool]:
         """The run's next seq (``None``: no such run), its stored chain head, and whether
         its last event carries a digest."""
-        import psycopg
-
         where = f"cannot read the chain head of run {run_label(run_id)}"
-        pool = await self._pool(where)
-        try:
-            async with pool.connection() as conn:
-                row = await (await conn.execute(self._sql.chain_state, (run_id,))).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
+        row = await self._one_row(self._sql.chain_state, (run_id,), where)
         return (None, None, False) if row is None else (int(row[0]), row[1], bool(row[2]))
 
     @retried
@@ -588,31 +593,17 @@ class PostgresStore:
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`. The request's time is the database's
         clock, the one every worker shares."""
-        import psycopg
-
         where = f"cannot record a cancel request for run {run_label(run_id)}"
         params = (_text_in(by), None if reason is None else _text_in(reason), run_id)
-        pool = await self._pool(where)
-        try:
-            async with pool.connection() as conn:
-                row = await (await conn.execute(self._sql.request_cancel, params)).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
+        row = await self._one_row(self._sql.request_cancel, params, where)
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
 
     @retried
     async def cancel_request(self, run_id: str) -> CancelRequest | None:
         """See :meth:`TranscriptStore.cancel_request`."""
-        import psycopg
-
         where = f"cannot read the cancel request of run {run_label(run_id)}"
-        pool = await self._pool(where)
-        try:
-            async with pool.connection() as conn:
-                row = await (await conn.execute(self._sql.cancel_request, (run_id,))).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
+        row = await self._one_row(self._sql.cancel_request, (run_id,), where)
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         by, reason, at = row

@@ -15,6 +15,7 @@ from typing import Literal, Protocol, cast, runtime_checkable
 from pydantic_core import from_json
 
 from agentcore.contracts import ActionSchema, NextAction, Usage
+from agentcore.contracts._schema import load_action
 from agentcore.contracts.errors import InvalidActionError
 
 __all__ = [
@@ -33,13 +34,18 @@ Mode = Literal["structured", "native"]
 """How an adapter asks for the action: the structured contract or native tool calling."""
 
 
-@dataclass(frozen=True, slots=True)
+_FROM_CONTENT: object = object()
+"""``Message.action`` not parsed yet: the content is the action's canonical JSON."""
+
+
 class Message:
     """One provider-neutral message. The system text travels separately.
 
     Structured adapters send ``role`` and ``content`` only. Native tool-calling adapters
     also use ``call_id`` and ``action`` to render our events as the provider's tool calls
     and tool results, with our call ids.
+
+    Messages are immutable and compare by their fields, like a frozen dataclass.
 
     Attributes:
         role: ``user`` (task, observations, notes from the runner) or ``assistant``
@@ -50,10 +56,66 @@ class Message:
         action: the action, on an assistant message that is one.
     """
 
+    __slots__ = ("_action", "call_id", "content", "role")
+    __match_args__ = ("role", "content", "call_id", "action")
+
     role: Literal["user", "assistant"]
     content: str
-    call_id: str | None = None
-    action: NextAction | None = None
+    call_id: str | None
+
+    def __init__(
+        self,
+        role: Literal["user", "assistant"],
+        content: str,
+        call_id: str | None = None,
+        action: NextAction | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "role", role)
+        _set(self, "content", content)
+        _set(self, "call_id", call_id)
+        _set(self, "_action", action)
+
+    @classmethod
+    def of_stored_action(cls, content: str, call_id: str) -> Message:
+        """An assistant message whose ``content`` is an action's canonical JSON (as
+        rendered before); ``action`` is parsed from it when first read, so restoring a
+        long history from a snapshot does not validate every action up front."""
+        message = cls("assistant", content, call_id)
+        object.__setattr__(message, "_action", _FROM_CONTENT)
+        return message
+
+    @property
+    def action(self) -> NextAction | None:
+        """The action, on an assistant message that is one."""
+        found = self._action
+        if found is _FROM_CONTENT:
+            found = load_action(self.content)
+            object.__setattr__(self, "_action", found)
+        return cast("NextAction | None", found)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Message is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Message is immutable: cannot delete {name!r}")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.role, self.content, self.call_id, self.action)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(role={self.role!r}, content={self.content!r}, "
+            f"call_id={self.call_id!r}, action={self.action!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from typing import overload
 
 from agentcore.adapters import Message
 from agentcore.contracts import NextAction, PlanAction, dump_action
+from agentcore.contracts._schema import load_action
 
 from .events import (
     ActionProposed,
@@ -51,25 +52,105 @@ def render_observation(value: object, limit: int) -> str:
 
 
 class Renderer:
-    """Turns events into messages, once each, in order."""
+    """Turns events into messages, once each, in order.
+
+    A renderer can start from a history restored from a snapshot (:meth:`restored`): the
+    messages of the events before ``upto``, rendered by this same code earlier. It then
+    only renders the events from ``upto`` on, so the events before need not be loaded.
+    """
 
     def __init__(self, max_observation_chars: int) -> None:
         self.messages: list[Message] = []
         self._rendered = 0
+        """Events rendered: those with a seq below this."""
         self._limit = max_observation_chars
         self._last: NextAction | None = None
         self._dropped: list[str] = []
+        self._cut = self._uncut = (0, 0)
+        """(events, messages) already in a history chunk (:meth:`chunk`)."""
 
-    def render(self, events: Sequence[Event], upto: int) -> int:
-        """Render ``events[:upto]`` (continuing where the last call stopped).
+    @property
+    def rendered(self) -> int:
+        """The seq of the first event not rendered yet."""
+        return self._rendered
+
+    @property
+    def chunked(self) -> int:
+        """The seq of the first event the next history chunk starts at."""
+        return self._cut[0]
+
+    def render(self, events: Sequence[Event], upto: int, base: int = 0) -> int:
+        """Render the events with a seq below ``upto`` (continuing where the last call
+        stopped); ``events[0]`` has seq ``base`` (a transcript loaded after a snapshot).
 
         Returns:
             How many messages those events render to.
         """
-        for ev in events[self._rendered : upto]:
+        if self._rendered < base:
+            raise ValueError(
+                f"cannot render from seq {self._rendered}: the events held start at {base}"
+            )
+        for ev in events[self._rendered - base : upto - base]:
             self._render_one(ev)
         self._rendered = max(self._rendered, upto)
         return len(self.messages)
+
+    def chunk(self, events: Sequence[Event], upto: int, base: int = 0) -> str:
+        """The messages of the events from the last chunk up to ``upto`` (rendered now if
+        they were not), as the JSON a snapshot keeps; the next chunk starts after them."""
+        self.render(events, upto, base)
+        first, done = self._cut
+        last = self._last
+        data = {
+            "from": first,
+            "upto": self._rendered,
+            "messages": [
+                [m.role, m.content, m.call_id, m.role == "assistant" and m.action is not None]
+                for m in self.messages[done:]
+            ],
+            "last": None if last is None else dump_action(last),
+            "dropped": self._dropped,
+        }
+        self._uncut, self._cut = self._cut, (self._rendered, len(self.messages))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    def unchunk(self) -> None:
+        """Take back the last :meth:`chunk` (it was not saved): the next one starts where
+        it did."""
+        self._cut = self._uncut
+
+    @classmethod
+    def restored(cls, max_observation_chars: int, chunks: Sequence[str]) -> Renderer:
+        """A renderer holding the messages of ``chunks`` (consecutive, from seq 0).
+
+        Raises:
+            ValueError: the chunks are not consecutive or not in the chunk format.
+        """
+        self = cls(max_observation_chars)
+        messages = self.messages
+        last: str | None = None
+        for text in chunks:
+            data = json.loads(text)
+            if data["from"] != self._rendered or data["upto"] < self._rendered:
+                raise ValueError(
+                    f"history chunk from seq {data['from']} does not follow seq "
+                    f"{self._rendered - 1}"
+                )
+            for role, content, call_id, is_action in data["messages"]:
+                if role not in ("user", "assistant") or not isinstance(content, str):
+                    raise ValueError(f"not a message: {role!r}")
+                if call_id is not None and not isinstance(call_id, str):
+                    raise ValueError(f"not a call id: {call_id!r}")
+                if is_action is True and role == "assistant" and call_id is not None:
+                    messages.append(Message.of_stored_action(content, call_id))
+                else:
+                    messages.append(Message(role, content, call_id))
+            self._rendered = int(data["upto"])
+            last = data["last"]
+            self._dropped = [str(d) for d in data["dropped"]]
+        self._last = None if last is None else load_action(last)
+        self._cut = self._uncut = (self._rendered, len(messages))
+        return self
 
     def _user(self, text: str, call_id: str | None = None) -> None:
         self.messages.append(Message("user", text, call_id=call_id))
@@ -149,20 +230,26 @@ class MessageView(Sequence[Message]):
     Creating a view costs nothing; the transcript is rendered when the view is first read.
     """
 
-    __slots__ = ("_events", "_items", "_renderer", "_tail", "_upto")
+    __slots__ = ("_base", "_events", "_items", "_renderer", "_tail", "_upto")
 
     def __init__(
-        self, renderer: Renderer, events: Sequence[Event], upto: int, tail: Message | None
+        self,
+        renderer: Renderer,
+        events: Sequence[Event],
+        upto: int,
+        tail: Message | None,
+        base: int = 0,
     ) -> None:
         self._renderer = renderer
         self._events = events
         self._upto = upto
+        self._base = base
         self._tail = tail
         self._items: tuple[Message, ...] | None = None
 
     def _all(self) -> tuple[Message, ...]:
         if self._items is None:
-            n = self._renderer.render(self._events, self._upto)
+            n = self._renderer.render(self._events, self._upto, self._base)
             head = tuple(self._renderer.messages[:n])
             self._items = head if self._tail is None else (*head, self._tail)
         return self._items

@@ -36,8 +36,10 @@ from agentcore.contracts import (
 from agentcore.contracts._schema import parse_loose_tool_action
 from agentcore.contracts.errors import (
     ConfigurationError,
+    LeaseLostError,
     LimitExceededError,
     ModelError,
+    StoreError,
     UnknownToolError,
 )
 
@@ -48,6 +50,7 @@ from ._log import get_logger
 from ._observe import observer
 from ._ownership import Ownership
 from ._render import MessageView, Renderer
+from ._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
 from ._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
 from .events import (
     ActionProposed,
@@ -60,7 +63,7 @@ from .events import (
     ToolStarted,
 )
 from .secrets import Redactor, SecretResolver, resolve_secret
-from .stores import TranscriptStore
+from .stores import Snapshot, SnapshotStore, TranscriptStore
 from .streaming import SINK, PartialTracker
 from .tools import Tool, ToolContext, recordable_result
 
@@ -106,6 +109,19 @@ class RunSetup:
     """Fills tool parameters marked :class:`~agentcore.secrets.Secret`."""
     redactor: Redactor | None = None
     """Values no event may hold (``Agent(redact=..., redact_env=...)``)."""
+    snapshot_every: int = SNAPSHOT_EVERY
+    """Events between two snapshots of a run (0: none); see ``_snapshot``."""
+
+
+@dataclass(slots=True)
+class History:
+    """The events of a run a driver holds: the whole transcript, or (after a snapshot)
+    the events from seq ``base`` on, with a renderer holding the messages of those
+    before."""
+
+    events: list[Event]
+    base: int = 0
+    renderer: Renderer | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +148,17 @@ class Driver:
         self,
         setup: RunSetup,
         state: RunState,
-        events: list[Event],
+        history: History,
         own: Ownership | None = None,
     ) -> None:
         self.setup = setup
         self.own = own
         self.state = state
-        self.events = events
+        self.events = history.events
+        self.base = history.base
+        """The seq of ``events[0]``: the events before it are in the renderer's messages."""
         self.pending: list[Event] = []
-        self.renderer = Renderer(state.policy.max_observation_chars)
+        self.renderer = history.renderer or Renderer(state.policy.max_observation_chars)
         self.log = get_logger().bind(run_id=state.run_id)
         self.obs = observer(state, self.log)
         """Logs, spans and metrics: told about the advance, each step, model call, tool call
@@ -172,6 +190,28 @@ class Driver:
         batch, self.pending = self.pending, []
         lease = None if self.own is None else self.own.lease
         await self.setup.store.append(self.state.run_id, batch[0].seq, batch, lease=lease)
+        if self.state.next_seq - self.renderer.chunked >= self.setup.snapshot_every > 0:
+            await self._snapshot()
+
+    async def _snapshot(self) -> None:
+        """Keep a snapshot of the run as just written (``_snapshot``); then let go of the
+        events it covers: a long run's memory grows with its messages, not its events.
+        A snapshot that cannot be saved is logged and skipped: it is only a cache."""
+        store = self.setup.store
+        if self.own is None or not isinstance(store, SnapshotStore):
+            return
+        st = self.state
+        start = self.renderer.chunked
+        history = self.renderer.chunk(self.events, st.next_seq, self.base)
+        snap = Snapshot(st.next_seq - 1, start, snapshot_tag(), dump_state(st), history)
+        try:
+            await store.save_snapshot(st.run_id, snap, lease=self.own.lease)
+        except (StoreError, LeaseLostError) as exc:
+            self.renderer.unchunk()
+            self.log.warning("snapshot_not_saved", seq=snap.seq, error=str(exc))
+            return
+        del self.events[: st.next_seq - self.base]
+        self.base = st.next_seq
 
     def finish(
         self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
@@ -352,7 +392,11 @@ class Driver:
                 schema=schema,
                 system=self._system(),
                 messages=MessageView(
-                    self.renderer, self.events, len(self.events), self._status_note(schema)
+                    self.renderer,
+                    self.events,
+                    st.next_seq,
+                    self._status_note(schema),
+                    self.base,
                 ),
                 run_id=st.run_id,
                 step=step,
@@ -416,12 +460,7 @@ class Driver:
                 return
 
     def _context_recorded(self, step: int) -> bool:
-        for ev in reversed(self.events):
-            if isinstance(ev, ContextAdded) and ev.step == step:
-                return True
-            if isinstance(ev, ActionProposed):
-                return False
-        return False
+        return self.state.context_step == step
 
     def _model_called(self, step: int, c: Completion, outcome: str) -> None:
         invalid = outcome == "invalid"
@@ -677,14 +716,7 @@ class Driver:
 
     def _put_to_a_person(self, call: OpenCall) -> bool:
         """Whether the run stopped as ``needs_attention`` since this call last started."""
-        assert call.started is not None
-        since = call.started.seq
-        for ev in reversed(self.events):
-            if ev.seq <= since:
-                return False
-            if isinstance(ev, RunFinished) and ev.status == RunStatus.NEEDS_ATTENTION.value:
-                return True
-        return False
+        return call.put_to_a_person
 
     def _reconciled(self, call: OpenCall, tool: str, found: object) -> ToolFinished:
         """The outcome ``reconcile`` reported for a lost call, recorded like a result."""

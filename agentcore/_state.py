@@ -164,6 +164,8 @@ class OpenCall:
     started: ToolStarted | None = None
     finished: ToolFinished | None = None
     resolution: Resolution | None = None
+    put_to_a_person: bool = False
+    """The run stopped as ``needs_attention`` since this call last started."""
 
     @property
     def settled(self) -> bool:
@@ -227,6 +229,9 @@ class RunState:
     updated_at: float = 0.0
     recoveries: int = 0
     """Consecutive recovery resumes (the worker died) without progress in between."""
+    context_step: int = 0
+    """The step whose context providers' output was recorded since the last action (0:
+    none): a resumed step does not ask them again."""
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""
@@ -236,7 +241,7 @@ class RunState:
         self.updated_at = event.at
         match event:  # most frequent first
             case ContextAdded():
-                pass
+                self.context_step = event.step
             case ModelCalled():
                 self.model_calls += 1
                 self.calls_by_model[event.model] = self.calls_by_model.get(event.model, 0) + 1
@@ -251,6 +256,7 @@ class RunState:
                 self.recoveries = 0
                 self.steps += 1
                 self.reasks = 0
+                self.context_step = 0
                 self.call = OpenCall(event.step, event.call_id, event.action)
             case Decision():
                 call = self._call(event.call_id)
@@ -275,6 +281,7 @@ class RunState:
                     self.per_tool[event.tool] += 1
                 call.started = event
                 call.finished = None
+                call.put_to_a_person = False
             case ToolFinished():
                 self.recoveries = 0
                 call = self._call(event.call_id)
@@ -293,6 +300,12 @@ class RunState:
                 self._set_status(event)
             case RunFinished():
                 self._set_status(event)
+                if (
+                    event.status == RunStatus.NEEDS_ATTENTION.value
+                    and self.call is not None
+                    and self.call.started is not None
+                ):
+                    self.call.put_to_a_person = True
                 self.answer = event.answer
                 self.reason = event.reason
             case RunStarted():

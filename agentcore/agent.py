@@ -43,13 +43,16 @@ from agentcore.contracts.errors import (
     RunError,
     RunNotFoundError,
     SeqConflictError,
+    StoreError,
     ToolManifestChangedError,
 )
 
+from ._log import get_logger
 from ._manifest import manifest_change, manifest_entry
 from ._observe import log_events
 from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
-from ._runner import ContextProvider, Driver, RunSetup, Turn
+from ._runner import ContextProvider, Driver, History, RunSetup, Turn
+from ._snapshot import SNAPSHOT_EVERY, UNUSABLE, restore
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
 from .events import (
@@ -66,7 +69,8 @@ from .policy import Budget, Policy
 from .queue import RunQueue
 from .routing import Route
 from .secrets import Redactor, SecretResolver
-from .stores import TranscriptStore, open_store
+from .stores import SnapshotStore, TranscriptStore, open_store
+from .stores._codec import printable
 from .streaming import SINK, RunEnded, StreamEvent
 from .tools import Tool
 
@@ -110,6 +114,11 @@ class Agent:
             ``[secret:redacted]`` before anything is recorded, logged or sent to a model.
         redact_env: names of environment variables whose values are redacted the same way
             (shown as ``[secret:NAME]``).
+        snapshot_every: keep a snapshot of the run (its folded state and rendered history)
+            every this many events (default 512, about 100 tool steps; 0: never), so a
+            resume, a confirmation or a worker's turn reads the last snapshot and the events
+            after it, not the whole transcript. Snapshots are checked against the events'
+            chain digests and ignored when they do not match (see ``agentcore._snapshot``).
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -134,6 +143,7 @@ class Agent:
         secrets: SecretResolver | None = None,
         redact: Sequence[str] = (),
         redact_env: Sequence[str] = (),
+        snapshot_every: int = SNAPSHOT_EVERY,
     ) -> None:
         self.secrets = secrets
         self._redactor = Redactor.listed(redact, redact_env)
@@ -172,6 +182,9 @@ class Agent:
             raise ConfigurationError(f"lease_s must be > 0, got {lease_s!r}")
         self.owner = owner or default_owner()
         self.lease_s = lease_s
+        if snapshot_every < 0:
+            raise ConfigurationError(f"snapshot_every must be >= 0, got {snapshot_every!r}")
+        self.snapshot_every = snapshot_every
         if queue is not None and not name:
             raise ConfigurationError("An agent with a queue needs a name= that workers know it by.")
         self.name = name
@@ -216,6 +229,7 @@ class Agent:
             system_cache=self._system_cache,
             secrets=self.secrets,
             redactor=self._redactor,
+            snapshot_every=self.snapshot_every,
         )
 
     def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:
@@ -254,25 +268,56 @@ class Agent:
             for ev in events:
                 sink(ev)
 
-    async def _load(self, run_id: str) -> tuple[RunState, list[Event]]:
+    async def _load(self, run_id: str) -> tuple[RunState, History]:
+        """The run's state and the events a driver needs: from its latest usable snapshot
+        and the events after it (``_snapshot``), else from the whole transcript."""
+        loaded = await self._from_snapshot(run_id)
+        if loaded is not None:
+            return loaded
         events = await self.store.load(run_id)
         state = RunState(run_id)
         for ev in events:
             state.apply(ev)
-        return state, events
+        return state, History(events)
 
-    async def _catch_up(self, state: RunState, events: list[Event]) -> None:
+    async def _from_snapshot(self, run_id: str) -> tuple[RunState, History] | None:
+        """``None`` when the run has no snapshot this code can use; a snapshot that does
+        not fit is logged and ignored (the next one replaces it), never trusted."""
+        store = self.store
+        if not isinstance(store, SnapshotStore):
+            return None
+        try:
+            snaps = await store.load_snapshot(run_id)
+        except StoreError as exc:  # e.g. a read-only store of an older schema
+            get_logger().warning("snapshot_ignored", run_id=run_id, error=str(exc))
+            return None
+        if not snaps:
+            return None
+        last = snaps[-1]
+        try:
+            state, renderer = restore(run_id, snaps)
+            events = await self.store.load(run_id, after=last.seq)
+            for ev in events:
+                state.apply(ev)
+        except UNUSABLE as exc:
+            get_logger().warning(
+                "snapshot_ignored", run_id=run_id, seq=last.seq, error=printable(str(exc))[:300]
+            )
+            return None
+        return state, History(events, base=last.seq + 1, renderer=renderer)
+
+    async def _catch_up(self, state: RunState, history: History) -> None:
         """Fold in what was appended since ``state`` was loaded (reads only the new
         events: a resume of a long run decodes its transcript once, not twice)."""
         for ev in await self.store.load(state.run_id, after=state.next_seq - 1):
             state.apply(ev)
-            events.append(ev)
+            history.events.append(ev)
 
     async def _drive(
         self,
         own: Ownership,
         state: RunState,
-        events: list[Event],
+        history: History,
         first: Sequence[Event] = (),
         *,
         turn: Turn | None = None,
@@ -283,7 +328,7 @@ class Agent:
         ``hand_off``, leave the advancing to a worker (:meth:`_handed_off` enqueues it once
         the lease is released). The driver is the one writer of the transcript: every
         batch it flushes carries the lease, so a worker that lost the run writes nothing."""
-        driver = Driver(self._setup(), state, events, own)
+        driver = Driver(self._setup(), state, history, own)
         try:
             with driver.obs.advance(first, self.name):  # one span per advance, when traced
                 for ev in first:
@@ -335,7 +380,7 @@ class Agent:
         state, started = begun
         try:
             async with self._owned(state.run_id) as own:
-                return await self._drive(own, state, [started], hand_off=False)
+                return await self._drive(own, state, History([started]), hand_off=False)
         except RunBusyError:
             return await self.result(state.run_id)  # someone resumed it already
 
@@ -382,7 +427,7 @@ class Agent:
         """
         check_run_id(run_id)
         async with self._owned(run_id) as own:
-            state, events = await self._load(run_id)
+            state, history = await self._load(run_id)
             if state.status is not RunStatus.RUNNING:
                 return state.result()
             first: list[Event] = []
@@ -405,7 +450,7 @@ class Agent:
             elif own.lease.taken_over is not None:
                 first.append(self._resumed(state, recovery=True))
             return await self._drive(
-                own, state, events, first, turn=Turn(max_steps, max_seconds), hand_off=False
+                own, state, history, first, turn=Turn(max_steps, max_seconds), hand_off=False
             )
 
     def _handed_off(self, result: RunResult) -> RunResult:
@@ -523,14 +568,14 @@ class Agent:
             LimitExceededError: ``run_id`` is not a valid run id.
         """
         check_run_id(run_id)
-        state, events = await self._load(run_id)
+        state, history = await self._load(run_id)
         if self._settled(state, by):
             return state.result()
         try:
             async with self._owned(run_id) as own:
-                await self._catch_up(state, events)  # what others wrote before we owned it
+                await self._catch_up(state, history)  # what others wrote before we owned it
                 result = await self._resume_claimed(
-                    own, state, events, budget, by, accept_tool_changes
+                    own, state, history, budget, by, accept_tool_changes
                 )
         except RunBusyError:
             return state.result()  # another worker is advancing it
@@ -550,7 +595,7 @@ class Agent:
         self,
         own: Ownership,
         state: RunState,
-        events: list[Event],
+        history: History,
         budget: Budget | None,
         by: str | None,
         accept_tool_changes: bool,
@@ -575,12 +620,12 @@ class Agent:
         # over), or predates leases; a run only submitted (nothing after run_started) and
         # never advanced is not a recovery.
         recovery = state.status is RunStatus.RUNNING and (
-            own.lease.taken_over is not None or len(events) > 1
+            own.lease.taken_over is not None or state.next_seq > 1
         )
         ev = self._resumed(
             state, recovery=recovery, by=by, budget=budget, accepted=accepted, pinned=pinned
         )
-        return await self._drive(own, state, events, [ev])
+        return await self._drive(own, state, history, [ev])
 
     @staticmethod
     def _resumed(
@@ -727,7 +772,7 @@ class Agent:
             raise ConfigurationError(
                 "resolve() takes exactly one of result=..., rerun=True, fail=True."
             )
-        state, events = await self._load(run_id)
+        state, history = await self._load(run_id)
         call = state.call
         if (
             state.status is not RunStatus.NEEDS_ATTENTION
@@ -779,7 +824,7 @@ class Agent:
                     error=None if decision == "result" else why,
                 )
             )
-        return await self._drive(own, state, events, batch)
+        return await self._drive(own, state, history, batch)
 
     async def confirm(
         self,
@@ -851,7 +896,7 @@ class Agent:
         args_hash: str | None,
         accept_tool_changes: bool,
     ) -> RunResult:
-        state, events = await self._load(run_id)
+        state, history = await self._load(run_id)
         pending = state.pending()
         if pending is None:
             raise NotAwaitingConfirmationError(
@@ -912,7 +957,7 @@ class Agent:
             accepted_tool_changes=accepted,
             accepted_tools=pinned,
         )
-        return await self._drive(own, state, events, [ev])
+        return await self._drive(own, state, history, [ev])
 
     @staticmethod
     def _check_approval_window(state: RunState) -> None:
@@ -970,10 +1015,10 @@ class Agent:
     async def _cancel_now(self, run_id: str, by: str, reason: str | None) -> RunResult:
         """Cancel under the run's claim (RunBusyError if another worker holds it)."""
         async with self._owned(run_id) as own:
-            state, events = await self._load(run_id)
+            state, history = await self._load(run_id)
             if state.status in FINAL_STATUSES:
                 return state.result()
-            driver = Driver(self._setup(), state, events, own)
+            driver = Driver(self._setup(), state, history, own)
             driver.cancel(by, reason)
             await driver.flush()
             return state.result()

@@ -448,6 +448,15 @@ def dump_action(action: NextAction) -> str:
     return action.model_dump_json()
 
 
+def load_action(text: str) -> NextAction:
+    """The action :func:`dump_action` wrote (for history restored from a snapshot).
+
+    Raises:
+        ValueError: ``text`` is not such an action (pydantic's ``ValidationError``).
+    """
+    return _next_action().validate_json(text)
+
+
 def canonical_json(value: object) -> str:
     """Compact JSON with sorted keys: the form argument hashes are computed over."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -45,6 +45,7 @@ from agentcore.stores import (
     open_store,
     schema_status,
 )
+from agentcore.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
 
 # --------------------------------------------------------------------------- helpers
 
@@ -546,11 +547,12 @@ async def test_newer_schema_refused(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     conn = raw(path)
     try:
-        conn.execute("PRAGMA user_version = 7")
+        conn.execute(f"PRAGMA user_version = {SQLITE_VERSION + 1}")
     finally:
         conn.close()
     before = path.read_bytes()
-    with pytest.raises(StoreError, match=r"schema version 7.*upgrade") as info:
+    newer = SQLITE_VERSION + 1
+    with pytest.raises(StoreError, match=rf"schema version {newer}.*upgrade") as info:
         SQLiteStore(path)
     assert not isinstance(info.value, StoreCorruptedError)
     assert path.read_bytes() == before

@@ -13,10 +13,18 @@ from typing import TYPE_CHECKING, Any
 from agentcore.contracts.errors import ConfigurationError
 
 from ._admin import SchemaStatus, schema_status, upgrade_schema
-from ._base import FINISHED_STATUSES, CancelRequest, Lease, RunSummary, TranscriptStore
+from ._base import (
+    FINISHED_STATUSES,
+    CancelRequest,
+    Lease,
+    RunSummary,
+    SnapshotStore,
+    TranscriptStore,
+)
 from ._chain import ChainReport
 from ._commits import CommitStats
 from ._memory import MemoryStore
+from ._snapshots import Snapshot
 from ._sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -34,6 +42,8 @@ __all__ = [
     "RunSummary",
     "SQLiteStore",
     "SchemaStatus",
+    "Snapshot",
+    "SnapshotStore",
     "TranscriptStore",
     "default_store_url",
     "open_store",

@@ -21,6 +21,7 @@ from agentcore.contracts.errors import (
 
 from .._state import RunStatus, status_after
 from ..events import Event, RunStarted
+from ._snapshots import Snapshot
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -30,6 +31,7 @@ __all__ = [
     "Lease",
     "RunClaim",
     "RunSummary",
+    "SnapshotStore",
     "TranscriptStore",
     "busy_error",
     "check_batch",
@@ -366,6 +368,33 @@ class TranscriptStore(Protocol):
 
     async def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class SnapshotStore(Protocol):
+    """A store that keeps run snapshots (``agentcore._snapshot``): the three built-in
+    stores do. The agent uses them when its store has these methods, and reads whole
+    transcripts otherwise; a snapshot is only ever a cache of what the events say."""
+
+    async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
+        """Keep ``snapshot``, bound to the digest event ``snapshot.seq`` has now and sealed
+        (``_snapshots``), in place of the run's snapshots from ``snapshot.start`` on.
+
+        Raises:
+            LeaseLostError: ``lease`` is not the run's lease (nothing was saved): a worker
+                that lost the run cannot leave a snapshot of events it never wrote.
+            StoreError: no chained event at ``snapshot.seq``, or the store failed.
+        """
+        ...
+
+    async def load_snapshot(self, run_id: str) -> list[Snapshot]:
+        """The run's usable snapshots in seq order (empty: none): each row whose digest is
+        still its event's and whose seal holds, up to the first that is not.
+
+        Raises:
+            StoreError: the store failed (the caller reads the events instead).
+        """
         ...
 
 

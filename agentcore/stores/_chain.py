@@ -136,6 +136,10 @@ class ChainKey:
                 digest,
             )
         )
+        return self.mac(message)
+
+    def mac(self, message: bytes) -> bytes:
+        """HMAC-SHA256 of ``message`` under this key (heads; snapshots' seals)."""
         inner = self._inner.copy()
         inner.update(message)
         outer = self._outer.copy()

@@ -31,6 +31,7 @@ from ._base import (
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
+from ._snapshots import Snapshot, StoredRow, check_snapshot, seal, usable
 
 __all__ = ["MemoryStore"]
 
@@ -53,6 +54,8 @@ class MemoryStore:
         self._claims = InProcessClaims()
         # run_id -> (owner or None when released, epoch, expires_at or None)
         self._leases: dict[str, tuple[str | None, int, float | None]] = {}
+        # run_id -> [(snapshot, the digest of its event when saved, seal)] in seq order
+        self._snapshots: dict[str, list[tuple[Snapshot, bytes, bytes]]] = {}
 
     async def append(
         self,
@@ -123,6 +126,8 @@ class MemoryStore:
         head = truncated_head(self._key, run_id, self._heads.get(run_id), kept)
         del log[after + 1 :]
         del chains[after + 1 :]
+        kept_snapshots = [row for row in self._snapshots.get(run_id, []) if row[0].seq <= after]
+        self._snapshots[run_id] = kept_snapshots
         if head is None:
             self._heads.pop(run_id, None)
         else:
@@ -208,6 +213,7 @@ class MemoryStore:
                     self._leases,
                     self._chains,
                     self._heads,
+                    self._snapshots,
                 ):
                     table.pop(run_id, None)
         return pruned
@@ -278,6 +284,36 @@ class MemoryStore:
         """See :meth:`TranscriptStore.claim` (within this process). Superseded by
         :meth:`acquire` / :meth:`renew` / :meth:`release`."""
         return self._claims.claim(run_id)
+
+    async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
+        """See :meth:`SnapshotStore.save_snapshot`."""
+        check_snapshot(run_id, snapshot)
+        self._check_lease(lease, what="The snapshot was not saved")
+        chains = self._chains.get(run_id, [])
+        if snapshot.seq >= len(chains):
+            raise StoreError(f"run {run_label(run_id)}: no event at seq {snapshot.seq} to snapshot")
+        digest = chains[snapshot.seq]
+        rows = [row for row in self._snapshots.get(run_id, []) if row[0].seq < snapshot.start]
+        rows.append((snapshot, digest, seal(self._key, run_id, snapshot, digest)))
+        self._snapshots[run_id] = rows
+
+    async def load_snapshot(self, run_id: str) -> list[Snapshot]:
+        """See :meth:`SnapshotStore.load_snapshot`."""
+        chains = self._chains.get(run_id, [])
+        rows: list[StoredRow] = [
+            (
+                snap.seq,
+                snap.start,
+                snap.tag,
+                digest,
+                chains[snap.seq] if snap.seq < len(chains) else None,
+                sealed,
+                snap.state,
+                snap.history,
+            )
+            for snap, digest, sealed in self._snapshots.get(run_id, [])
+        ]
+        return usable(self._key, run_id, rows)
 
     def _check_lease(self, lease: Lease, *, what: str) -> None:
         """LeaseLostError unless ``lease`` is the run's current lease (expired or not)."""

@@ -97,6 +97,7 @@ from ._chain import (
 )
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
+from ._snapshots import Snapshot, StoredRow, check_snapshot, seal, usable
 from ._sqlite_commit import Pending, SQLiteCommits
 from ._sqlite_leases import (
     Flock,
@@ -136,6 +137,11 @@ _CHAIN_ROWS = """SELECT r.next_seq, r.chain_head, e.seq, e.type, CAST(e.body AS 
     FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id
     WHERE r.run_id = ?
     ORDER BY e.seq"""
+_INSERT_SNAPSHOT = """INSERT INTO snapshots (run_id, seq, start, tag, chain, seal, state, history)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+_LOAD_SNAPSHOTS = """SELECT s.seq, s.start, s.tag, s.chain, e.chain, s.seal, s.state, s.history
+    FROM snapshots AS s LEFT JOIN events AS e ON e.run_id = s.run_id AND e.seq = s.seq
+    WHERE s.run_id = ? ORDER BY s.seq"""
 _RUN_PAGE = "SELECT run_id FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?"
 
 _SYNCHRONOUS = ("FULL", "NORMAL")
@@ -548,6 +554,34 @@ class SQLiteStore:
             raise StoreError(f"The store {self.url} is closed; open a new one")
         return self._conn
 
+    async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
+        """See :meth:`SnapshotStore.save_snapshot`: one ``BEGIN IMMEDIATE`` transaction
+        that checks the lease, reads event ``seq``'s digest and replaces the run's
+        snapshots from ``snapshot.start`` on."""
+        check_snapshot(run_id, snapshot)
+        conn = self._open_conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                _save_snapshot(conn, run_id, snapshot, lease, self._key)
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(
+                exc, f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
+            ) from exc
+
+    async def load_snapshot(self, run_id: str) -> list[Snapshot]:
+        """See :meth:`SnapshotStore.load_snapshot`."""
+        conn = self._open_conn()
+        try:
+            rows: list[StoredRow] = conn.execute(_LOAD_SNAPSHOTS, (run_id,)).fetchall()
+        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+            raise self._error(exc, f"cannot read the snapshots of run {run_label(run_id)}") from exc
+        return usable(self._key, run_id, rows)
+
     def _error(self, exc: Exception, what: str) -> StoreError:
         """Our error for a sqlite3 error: corrupted for a damaged file, else StoreError."""
         name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
@@ -708,6 +742,7 @@ def _truncate(
             ) from exc
         status = status_after(status, event)
     conn.execute("DELETE FROM events WHERE run_id = ? AND seq > ?", (run_id, after))
+    conn.execute("DELETE FROM snapshots WHERE run_id = ? AND seq > ?", (run_id, after))
     kept = sum(1 for seq, _ in rows if seq <= after)
     conn.execute(
         "UPDATE runs SET next_seq = ?, status = ?, chain_head = ? WHERE run_id = ?",
@@ -718,6 +753,40 @@ def _truncate(
         for seq, body in rows
         if seq > after
     ]
+
+
+def _save_snapshot(
+    conn: sqlite3.Connection, run_id: str, snap: Snapshot, lease: Lease, key: ChainKey | None
+) -> None:
+    """Check the lease, read event ``snap.seq``'s digest and replace the run's snapshots
+    from ``snap.start`` on, inside the caller's transaction."""
+    row: tuple[str | None, int, float | None] | None = conn.execute(
+        "SELECT owner, epoch, lease_until FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    check_lease(row, lease, what="The snapshot was not saved")
+    found: tuple[bytes | None] | None = conn.execute(
+        "SELECT chain FROM events WHERE run_id = ? AND seq = ?", (run_id, snap.seq)
+    ).fetchone()
+    if found is None or found[0] is None:
+        raise StoreError(
+            f"run {run_label(run_id)}: no chained event at seq {snap.seq} to snapshot; "
+            "nothing was saved"
+        )
+    digest = bytes(found[0])
+    conn.execute("DELETE FROM snapshots WHERE run_id = ? AND seq >= ?", (run_id, snap.start))
+    conn.execute(
+        _INSERT_SNAPSHOT,
+        (
+            run_id,
+            snap.seq,
+            snap.start,
+            snap.tag,
+            digest,
+            seal(key, run_id, snap, digest),
+            snap.state,
+            snap.history,
+        ),
+    )
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -812,6 +881,7 @@ def _prune_chunk(
         if not dry_run:
             gone = [(run_id,) for run_id in doomed]
             conn.executemany("DELETE FROM events WHERE run_id = ?", gone)
+            conn.executemany("DELETE FROM snapshots WHERE run_id = ?", gone)
             conn.executemany("DELETE FROM runs WHERE run_id = ?", gone)
         conn.execute("ROLLBACK" if dry_run else "COMMIT")
     except BaseException:

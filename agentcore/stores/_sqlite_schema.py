@@ -129,6 +129,25 @@ MIGRATIONS = numbered(
             "ALTER TABLE runs ADD COLUMN chain_head TEXT",
         ),
     ),
+    Migration(
+        7,
+        "snapshots: a run's folded state and rendered history every few hundred events",
+        (
+            # agentcore._snapshot: a cache of what the events say, bound to the digest of
+            # event ``seq`` and sealed; a resume reads these and the events after the last.
+            """CREATE TABLE IF NOT EXISTS snapshots (
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                start INTEGER NOT NULL,
+                tag TEXT NOT NULL,
+                chain BLOB NOT NULL,
+                seal BLOB NOT NULL,
+                state TEXT NOT NULL,
+                history TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from stores.conftest import drop_schema, pg_schema, postgres_dsn  # the PostgreSQL fixtures
 
 from agentcore.stores import ChainReport, PostgresStore, SQLiteStore
+from agentcore.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
 
 KEY = "tamper-test-key-0123456789abcdef"
 KEY_VARIABLE = "AGENTCORE_CHAIN_KEY"
@@ -410,9 +411,11 @@ def test_erasing_a_whole_runs_chain_is_not_detected(copy: tuple[Path, str, str])
 
 
 def as_version_5(path: Path) -> None:
-    """The file as agentcore wrote it before migration 6: no chain columns."""
+    """The file as agentcore wrote it before migration 6: no chain columns (and none of
+    the later migrations' tables)."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
+        conn.execute("DROP TABLE IF EXISTS snapshots")
         conn.execute("ALTER TABLE events DROP COLUMN chain")
         conn.execute("ALTER TABLE runs DROP COLUMN chain_head")
         conn.execute("PRAGMA user_version = 5")
@@ -426,7 +429,7 @@ def test_a_run_begun_before_chaining_keeps_an_unchained_prefix(tmp_path: Path) -
     as_version_5(tmp_path / "runs.db")
     paused_at = sqlite_raw(tmp_path / "runs.db").count(run_id)
     upgraded = cli(tmp_path, url, "db", "upgrade")
-    assert upgraded.returncode == 0 and "from version 5 to 6" in upgraded.stdout
+    assert upgraded.returncode == 0 and f"from version 5 to {SQLITE_VERSION}" in upgraded.stdout
     assert cli(tmp_path, url, *approve).returncode == 0  # continued after the upgrade
     raw = sqlite_raw(tmp_path / "runs.db")
     rows = raw.rows(run_id)

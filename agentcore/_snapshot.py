@@ -1,0 +1,211 @@
+"""Snapshots of a run: its folded state and its rendered history, kept beside the events.
+
+A resume, a confirmation or a worker's turn reads the latest snapshot and only the events
+after it, instead of decoding and folding the whole transcript. A snapshot is a cache of
+what the events already say, never a source of truth:
+
+- it is taken at seq ``S`` by the process that owns the run (under its lease), and the
+  store binds it to the chain digest of event ``S`` (and signs it with the chain key, when
+  one is set); a snapshot whose digest no longer matches the events (they were truncated,
+  rewritten or tampered with) or whose signature fails is ignored;
+- it carries a tag naming the code that produced it (the fold and the renderer, down to
+  their source bytes): after an upgrade, older snapshots are ignored and rebuilt;
+- any problem reading it (a bad body, chunks that do not follow each other) means the
+  run is loaded from its events, exactly as without snapshots, and the next snapshot
+  replaces it.
+
+The history is kept in chunks: each snapshot adds the messages rendered since the last
+one, so a long run's snapshots hold its history once, not once per snapshot.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Final, cast
+
+from agentcore.contracts import Usage, dump_action
+from agentcore.contracts._schema import load_action
+
+from ._render import Renderer
+from ._state import OpenCall, RunState, RunStatus
+from .events import Event, decode_event, encode_event_body
+from .policy import Budget, Policy
+from .stores._snapshots import Snapshot
+
+__all__ = ["SNAPSHOT_EVERY", "UNUSABLE", "dump_state", "load_state", "restore", "snapshot_tag"]
+
+SNAPSHOT_EVERY: Final = 512
+"""Events between two snapshots of a run (``Agent(snapshot_every=...)``): about 100 tool
+steps. A resume reads at most this many events, plus the snapshots."""
+
+
+@functools.cache
+def snapshot_tag() -> str:
+    """Names the fold and the renderer this process runs: the sha256 of their modules'
+    source (and of this one). A snapshot with another tag is not used."""
+    h = hashlib.sha256(b"agentcore.snapshot.v1\x00")
+    for module in (RunState, Renderer, dump_state):
+        path = sys.modules[module.__module__].__file__
+        h.update(Path(path).read_bytes() if path else module.__module__.encode())
+    return "s1:" + h.hexdigest()[:32]
+
+
+# -- the folded state as JSON ------------------------------------------------------------------
+
+Codec = tuple[Callable[[Any], Any], Callable[[str, Any], Any]]  # Any: JSON values
+"""(encode a field's value to JSON, decode it back given the run id)."""
+
+
+def _plain() -> Codec:
+    return (lambda v: v, lambda _run, v: v)
+
+
+def _event_codec() -> Codec:
+    def encode(ev: Event | None) -> list[Any] | None:  # Any: [seq, body]
+        return None if ev is None else [ev.seq, encode_event_body(ev)]
+
+    def decode(run_id: str, v: list[Any] | None) -> Event | None:  # Any: [seq, body]
+        return None if v is None else decode_event(run_id, int(v[0]), str(v[1]))
+
+    return (encode, decode)
+
+
+def _tuple() -> Codec:
+    return (list, lambda _run, v: tuple(str(x) for x in v))
+
+
+def _counter() -> Codec:
+    return (dict, lambda _run, v: Counter({str(k): int(n) for k, n in v.items()}))
+
+
+_CALL_CODECS: Final[Mapping[str, Codec]] = {
+    "step": _plain(),
+    "call_id": _plain(),
+    "action": (dump_action, lambda _run, v: load_action(v)),
+    "decision": _event_codec(),
+    "confirmation": _event_codec(),
+    "started": _event_codec(),
+    "finished": _event_codec(),
+    "resolution": _event_codec(),
+    "put_to_a_person": _plain(),
+}
+
+
+def _encode_call(call: OpenCall | None) -> dict[str, Any] | None:  # Any: JSON values
+    if call is None:
+        return None
+    return {name: enc(getattr(call, name)) for name, (enc, _) in _CALL_CODECS.items()}
+
+
+def _decode_call(run_id: str, v: Mapping[str, Any] | None) -> OpenCall | None:  # Any: JSON
+    if v is None:
+        return None
+    kwargs: dict[str, Any] = {  # Any: each field's own type, checked by the codecs
+        name: dec(run_id, v[name]) for name, (_, dec) in _CALL_CODECS.items()
+    }
+    return OpenCall(**kwargs)
+
+
+_STATE_CODECS: Final[Mapping[str, Codec]] = {
+    "task": _plain(),
+    "scope": _tuple(),
+    "budget": (Budget.to_json, lambda _run, v: Budget.from_json(v)),
+    "policy": (Policy.to_json, lambda _run, v: Policy.from_json(v)),
+    "route": _tuple(),
+    "contract": _plain(),
+    "tools": _plain(),
+    "status": (lambda s: s.value, lambda _run, v: RunStatus(v)),
+    "answer": _plain(),
+    "reason": _plain(),
+    "steps": _plain(),
+    "tool_calls": _plain(),
+    "per_tool": _counter(),
+    "usage": (
+        lambda u: [u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cost],
+        lambda _run, v: Usage(int(v[0]), int(v[1]), int(v[2]), v[3]),
+    ),
+    "model_calls": _plain(),
+    "calls_by_model": _plain(),
+    "last_call_tokens": _plain(),
+    "plan_approved": _plain(),
+    "person_plan_approved": _plain(),
+    "call": (_encode_call, _decode_call),
+    "reasks": _plain(),
+    "failures": _counter(),
+    "next_seq": _plain(),
+    "started_at": _plain(),
+    "updated_at": _plain(),
+    "recoveries": _plain(),
+    "context_step": _plain(),
+}
+
+
+def _check_codecs() -> None:
+    """Every field of the fold has a codec: a field added to RunState or OpenCall without
+    one fails here (and in the tests), never silently drops state."""
+    checks = ((RunState, _STATE_CODECS, {"run_id"}), (OpenCall, _CALL_CODECS, set[str]()))
+    for cls, codecs, skip in checks:
+        names = {f.name for f in fields(cls)} - skip
+        if names != set(codecs):
+            raise RuntimeError(
+                f"snapshot codecs of {cls.__name__} are out of date: "
+                f"missing {sorted(names - set(codecs))}, extra {sorted(set(codecs) - names)}"
+            )
+
+
+def dump_state(state: RunState) -> str:
+    """The folded state as compact JSON (the run id is the row's)."""
+    _check_codecs()
+    data = {name: enc(getattr(state, name)) for name, (enc, _) in _STATE_CODECS.items()}
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def load_state(run_id: str, text: str) -> RunState:
+    """The state :func:`dump_state` wrote.
+
+    Raises:
+        ValueError, TypeError, KeyError: ``text`` is not such a state.
+    """
+    _check_codecs()
+    data: object = json.loads(text)
+    if not isinstance(data, dict):
+        raise TypeError("a snapshot's state is not a JSON object")
+    values = cast("dict[str, Any]", data)  # Any: JSON values
+    kwargs: dict[str, Any] = {  # Any: each field's own type, checked by the codecs
+        name: dec(run_id, values[name]) for name, (_, dec) in _STATE_CODECS.items()
+    }
+    return RunState(run_id, **kwargs)
+
+
+def restore(run_id: str, snaps: Sequence[Snapshot]) -> tuple[RunState, Renderer]:
+    """The state and the renderer a run's snapshots (a store's usable rows, in seq order)
+    hold, as of the last one's seq.
+
+    Raises:
+        ValueError, TypeError, KeyError, IndexError, RecursionError: the snapshots cannot
+            be used (written by other code, not consecutive, not in the format).
+    """
+    if not snaps:
+        raise ValueError("the run has no snapshot")
+    if any(s.tag != snapshot_tag() for s in snaps):
+        raise ValueError("it was written by another version of agentcore")
+    last = snaps[-1]
+    state = load_state(run_id, last.state)
+    renderer = Renderer.restored(state.policy.max_observation_chars, [s.history for s in snaps])
+    if not state.next_seq == renderer.rendered == last.seq + 1:
+        raise ValueError(
+            f"its state ends at seq {state.next_seq - 1} and its history at "
+            f"{renderer.rendered - 1}, not at {last.seq}"
+        )
+    return state, renderer
+
+
+UNUSABLE = (ValueError, TypeError, KeyError, IndexError, RecursionError)
+"""What :func:`restore` raises for snapshots it cannot use."""

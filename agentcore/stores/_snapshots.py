@@ -1,0 +1,109 @@
+"""What every store does the same way for run snapshots (``agentcore._snapshot``).
+
+A store keeps one row per snapshot: the seq it covers up to, the first seq of its history
+chunk, the tag of the code that wrote it, the chain digest of event ``seq`` when it was
+saved, a seal, the folded state and the history chunk. The seal is an HMAC-SHA256 under
+the chain key when one is set (a snapshot cannot be forged without the key, as the chain
+head cannot), else a plain sha256 (it finds corruption, not an attacker). A row is handed
+back only if its seal holds and its digest is still event ``seq``'s: a snapshot never
+outlives the events it was taken from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentcore.contracts.errors import StoreError
+
+from ._chain import ChainKey
+from ._codec import run_label
+
+__all__ = ["Snapshot", "StoredRow", "check_snapshot", "seal", "usable"]
+
+_SEAL_TAG = b"agentcore.snapshot.v1\x00"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A run's snapshot (see ``agentcore._snapshot``).
+
+    Attributes:
+        seq: the last event it covers.
+        start: the first event its history chunk covers (the previous snapshot's ``seq``
+            + 1, or 0); a store drops its rows from ``start`` on before keeping this one.
+        tag: the code that wrote it.
+        state: the folded state after event ``seq``, as JSON.
+        history: the messages rendered from events ``start`` to ``seq``, as JSON.
+    """
+
+    seq: int
+    start: int
+    tag: str
+    state: str
+    history: str
+
+
+StoredRow = tuple[int, int, str, bytes | None, bytes | None, bytes, str, str]
+"""(seq, start, tag, the digest saved with it, event seq's digest now (None: gone),
+seal, state, history), as a store reads them, in seq order."""
+
+
+def _field(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
+
+
+def seal(key: ChainKey | None, run_id: str, snap: Snapshot, digest: bytes) -> bytes:
+    """The seal over everything a snapshot row holds."""
+    message = b"".join(
+        (
+            _SEAL_TAG,
+            _field(run_id.encode()),
+            snap.seq.to_bytes(8, "big", signed=True),
+            snap.start.to_bytes(8, "big", signed=True),
+            _field(snap.tag.encode()),
+            _field(digest),
+            hashlib.sha256(snap.state.encode()).digest(),
+            hashlib.sha256(snap.history.encode()).digest(),
+        )
+    )
+    if key is None:
+        return hashlib.sha256(message).digest()
+    return key.mac(message)
+
+
+def check_snapshot(run_id: str, snap: Snapshot) -> None:
+    """Refuse a snapshot no store could keep faithfully.
+
+    Raises:
+        StoreError: a bad range, or text that is not valid UTF-8.
+    """
+    if not 0 <= snap.start <= snap.seq:
+        raise StoreError(
+            f"run {run_label(run_id)}: a snapshot covering seq {snap.start}..{snap.seq} "
+            "is not a range; nothing was saved"
+        )
+    for text in (snap.tag, snap.state, snap.history):
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            raise StoreError(
+                f"run {run_label(run_id)}: the snapshot at seq {snap.seq} is not valid text "
+                f"({exc.reason}); nothing was saved"
+            ) from exc
+
+
+def usable(key: ChainKey | None, run_id: str, rows: Sequence[StoredRow]) -> list[Snapshot]:
+    """The rows that may be used, in seq order: those before the first whose digest is
+    no longer its event's or whose seal fails (a later row builds on the earlier ones)."""
+    out: list[Snapshot] = []
+    for seq, start, tag, saved, now, sealed, state, history in rows:
+        if saved is None or now is None or not hmac.compare_digest(saved, now):
+            break
+        snap = Snapshot(seq, start, tag, state, history)
+        if not hmac.compare_digest(seal(key, run_id, snap, saved), sealed):
+            break
+        out.append(snap)
+    return out

@@ -8,6 +8,7 @@ and lazy (nothing is rendered until an adapter reads the messages).
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import overload
 
@@ -68,6 +69,8 @@ class Renderer:
         self._dropped: list[str] = []
         self._cut = self._uncut = (0, 0)
         """(events, messages) already in a history chunk (:meth:`chunk`)."""
+        self._marks: deque[list[int]] = deque()
+        """``[upto, messages]`` cells of views not rendered that far yet (:meth:`mark`)."""
 
     @property
     def rendered(self) -> int:
@@ -79,21 +82,30 @@ class Renderer:
         """The seq of the first event the next history chunk starts at."""
         return self._cut[0]
 
-    def render(self, events: Sequence[Event], upto: int, base: int = 0) -> int:
-        """Render the events with a seq below ``upto`` (continuing where the last call
-        stopped); ``events[0]`` has seq ``base`` (a transcript loaded after a snapshot).
+    def mark(self, upto: int) -> list[int]:
+        """A cell that will hold how many messages the events below ``upto`` render to,
+        filled when rendering gets there (or now, if it is there): a view read late, after
+        rendering went further (a snapshot renders ahead), still shows its own messages."""
+        if upto < self._rendered:
+            raise ValueError(f"rendering is past seq {upto} already")
+        cell = [upto, len(self.messages) if upto == self._rendered else -1]
+        if cell[1] < 0:
+            self._marks.append(cell)
+        return cell
 
-        Returns:
-            How many messages those events render to.
-        """
+    def render(self, events: Sequence[Event], upto: int, base: int = 0) -> None:
+        """Render the events with a seq below ``upto`` (continuing where the last call
+        stopped); ``events[0]`` has seq ``base`` (a transcript loaded after a snapshot)."""
         if self._rendered < base:
             raise ValueError(
                 f"cannot render from seq {self._rendered}: the events held start at {base}"
             )
+        marks = self._marks
         for ev in events[self._rendered - base : upto - base]:
             self._render_one(ev)
+            while marks and marks[0][0] <= ev.seq + 1:
+                marks.popleft()[1] = len(self.messages)
         self._rendered = max(self._rendered, upto)
-        return len(self.messages)
 
     def chunk(self, events: Sequence[Event], upto: int, base: int = 0) -> str:
         """The messages of the events from the last chunk up to ``upto`` (rendered now if
@@ -230,7 +242,7 @@ class MessageView(Sequence[Message]):
     Creating a view costs nothing; the transcript is rendered when the view is first read.
     """
 
-    __slots__ = ("_base", "_events", "_items", "_renderer", "_tail", "_upto")
+    __slots__ = ("_base", "_count", "_events", "_items", "_renderer", "_tail", "_upto")
 
     def __init__(
         self,
@@ -244,13 +256,14 @@ class MessageView(Sequence[Message]):
         self._events = events
         self._upto = upto
         self._base = base
+        self._count = renderer.mark(upto)
         self._tail = tail
         self._items: tuple[Message, ...] | None = None
 
     def _all(self) -> tuple[Message, ...]:
         if self._items is None:
-            n = self._renderer.render(self._events, self._upto, self._base)
-            head = tuple(self._renderer.messages[:n])
+            self._renderer.render(self._events, self._upto, self._base)
+            head = tuple(self._renderer.messages[: self._count[1]])
             self._items = head if self._tail is None else (*head, self._tail)
         return self._items
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,7 @@ from typing import Any, Final, cast
 
 from agentcore.contracts import Usage, dump_action
 from agentcore.contracts._schema import load_action
+from agentcore.contracts.errors import ConfigurationError
 
 from ._render import Renderer
 from ._state import OpenCall, RunState, RunStatus
@@ -39,11 +41,46 @@ from .events import Event, decode_event, encode_event_body
 from .policy import Budget, Policy
 from .stores._snapshots import Snapshot
 
-__all__ = ["SNAPSHOT_EVERY", "UNUSABLE", "dump_state", "load_state", "restore", "snapshot_tag"]
+__all__ = [
+    "EVERY_VARIABLE",
+    "SNAPSHOT_EVERY",
+    "UNUSABLE",
+    "dump_state",
+    "load_state",
+    "restore",
+    "snapshot_interval",
+    "snapshot_tag",
+]
 
 SNAPSHOT_EVERY: Final = 512
 """Events between two snapshots of a run (``Agent(snapshot_every=...)``): about 100 tool
 steps. A resume reads at most this many events, plus the snapshots."""
+
+EVERY_VARIABLE: Final = "AGENTCORE_SNAPSHOT_EVERY"
+
+
+def snapshot_interval(every: int | None) -> int:
+    """``every``, else ``$AGENTCORE_SNAPSHOT_EVERY``, else :data:`SNAPSHOT_EVERY`.
+
+    Raises:
+        ConfigurationError: not a whole number >= 0.
+    """
+    if every is None:
+        text = os.environ.get(EVERY_VARIABLE, "").strip()
+        if not text:
+            return SNAPSHOT_EVERY
+        try:
+            every = int(text)
+        except ValueError:
+            raise ConfigurationError(
+                f"{EVERY_VARIABLE}={text!r} is not a whole number of events (0: no snapshots)"
+            ) from None
+        where = EVERY_VARIABLE
+    else:
+        where = "snapshot_every"
+    if isinstance(every, bool) or every < 0:
+        raise ConfigurationError(f"{where} must be a whole number >= 0, got {every!r}")
+    return every
 
 
 @functools.cache

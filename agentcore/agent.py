@@ -52,7 +52,7 @@ from ._manifest import manifest_change, manifest_entry
 from ._observe import log_events
 from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
 from ._runner import ContextProvider, Driver, History, RunSetup, Turn
-from ._snapshot import SNAPSHOT_EVERY, UNUSABLE, restore
+from ._snapshot import UNUSABLE, restore, snapshot_interval
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
 from .events import (
@@ -115,7 +115,8 @@ class Agent:
         redact_env: names of environment variables whose values are redacted the same way
             (shown as ``[secret:NAME]``).
         snapshot_every: keep a snapshot of the run (its folded state and rendered history)
-            every this many events (default 512, about 100 tool steps; 0: never), so a
+            every this many events (default ``$AGENTCORE_SNAPSHOT_EVERY`` or 512, about 100
+            tool steps; 0: never), so a
             resume, a confirmation or a worker's turn reads the last snapshot and the events
             after it, not the whole transcript. Snapshots are checked against the events'
             chain digests and ignored when they do not match (see ``agentcore._snapshot``).
@@ -143,7 +144,7 @@ class Agent:
         secrets: SecretResolver | None = None,
         redact: Sequence[str] = (),
         redact_env: Sequence[str] = (),
-        snapshot_every: int = SNAPSHOT_EVERY,
+        snapshot_every: int | None = None,
     ) -> None:
         self.secrets = secrets
         self._redactor = Redactor.listed(redact, redact_env)
@@ -182,9 +183,7 @@ class Agent:
             raise ConfigurationError(f"lease_s must be > 0, got {lease_s!r}")
         self.owner = owner or default_owner()
         self.lease_s = lease_s
-        if snapshot_every < 0:
-            raise ConfigurationError(f"snapshot_every must be >= 0, got {snapshot_every!r}")
-        self.snapshot_every = snapshot_every
+        self.snapshot_every = snapshot_interval(snapshot_every)
         if queue is not None and not name:
             raise ConfigurationError("An agent with a queue needs a name= that workers know it by.")
         self.name = name

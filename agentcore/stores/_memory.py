@@ -291,7 +291,9 @@ class MemoryStore:
         self._check_lease(lease, what="The snapshot was not saved")
         chains = self._chains.get(run_id, [])
         if snapshot.seq >= len(chains):
-            raise StoreError(f"run {run_label(run_id)}: no event at seq {snapshot.seq} to snapshot")
+            raise StoreError(
+                f"run {run_label(run_id)}: no chained event at seq {snapshot.seq} to snapshot"
+            )
         digest = chains[snapshot.seq]
         rows = [row for row in self._snapshots.get(run_id, []) if row[0].seq < snapshot.start]
         rows.append((snapshot, digest, seal(self._key, run_id, snapshot, digest)))

@@ -96,6 +96,25 @@ MIGRATIONS = numbered(
             "ALTER TABLE {events} ADD COLUMN IF NOT EXISTS chain BYTEA NULL",
         ),
     ),
+    Migration(
+        5,
+        "snapshots: a run's folded state and rendered history every few hundred events",
+        (
+            # agentcore._snapshot: a cache of what the events say, bound to the digest of
+            # event ``seq`` and sealed; a resume reads these and the events after the last.
+            """CREATE TABLE IF NOT EXISTS {snapshots} (
+                run_id TEXT NOT NULL REFERENCES {runs} (run_id) ON DELETE CASCADE,
+                seq BIGINT NOT NULL,
+                start BIGINT NOT NULL,
+                tag TEXT NOT NULL,
+                chain BYTEA NOT NULL,
+                seal BYTEA NOT NULL,
+                state TEXT NOT NULL,
+                history TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+        ),
+    ),
 )
 """The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
 
@@ -116,6 +135,7 @@ class Statements:
 
     runs: str
     events: str
+    snapshots: str
     version_table: str
     append_new: bytes
     append_next: bytes
@@ -139,6 +159,11 @@ class Statements:
     reset_run: bytes
     request_cancel: bytes
     cancel_request: bytes
+    snapshot_target: bytes
+    snapshots_from: bytes
+    snapshot_insert: bytes
+    snapshots_load: bytes
+    snapshots_after: bytes
 
     @classmethod
     def build(cls, schema: str | None) -> Statements:
@@ -147,7 +172,11 @@ class Statements:
         def name(table: str) -> sql.Identifier:
             return sql.Identifier(schema, table) if schema else sql.Identifier(table)
 
-        tables = {"runs": name("agentcore_runs"), "events": name("agentcore_events")}
+        tables = {
+            "runs": name("agentcore_runs"),
+            "events": name("agentcore_events"),
+            "snapshots": name("agentcore_snapshots"),
+        }
 
         def q(template: str) -> bytes:
             return sql.SQL(template).format(**tables).as_bytes(None)  # pyright: ignore[reportArgumentType]  # runtime SQL text, names quoted by sql.Identifier
@@ -180,6 +209,7 @@ class Statements:
         return cls(
             runs=name("agentcore_runs").as_string(None),
             events=name("agentcore_events").as_string(None),
+            snapshots=name("agentcore_snapshots").as_string(None),
             version_table=name("agentcore_schema").as_string(None),
             append_new=q(
                 """WITH run AS (
@@ -274,6 +304,26 @@ class Statements:
             cancel_request=q(
                 "SELECT cancel_by, cancel_reason, cancel_at FROM {runs} WHERE run_id = %s"
             ),
+            # Snapshots (agentcore._snapshot): the run's lease and event seq's digest, the
+            # run's row locked until the snapshot is in (an append waits, briefly).
+            snapshot_target=q(
+                f"""SELECT r.owner, r.epoch, {until}, {now}, e.chain
+                FROM {{runs}} AS r LEFT JOIN {{events}} AS e
+                    ON e.run_id = r.run_id AND e.seq = %s
+                WHERE r.run_id = %s FOR UPDATE OF r"""
+            ),
+            snapshots_from=q("DELETE FROM {snapshots} WHERE run_id = %s AND seq >= %s"),
+            snapshot_insert=q(
+                """INSERT INTO {snapshots} (run_id, seq, start, tag, chain, seal, state, history)
+                VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"""
+            ),
+            snapshots_load=q(
+                """SELECT s.seq, s.start, s.tag, s.chain, e.chain, s.seal, s.state, s.history
+                FROM {snapshots} AS s LEFT JOIN {events} AS e
+                    ON e.run_id = s.run_id AND e.seq = s.seq
+                WHERE s.run_id = %s ORDER BY s.seq"""
+            ),
+            snapshots_after=q("DELETE FROM {snapshots} WHERE run_id = %s AND seq > %s"),
         )
 
     def prune(self, *, tenant: bool, run_ids: bool, dry_run: bool) -> bytes:
@@ -301,7 +351,9 @@ class Statements:
 
     def migration(self, statement: str) -> bytes:
         """A statement of :data:`MIGRATIONS` with the table names filled in."""
-        return statement.format(runs=self.runs, events=self.events).encode()
+        return statement.format(
+            runs=self.runs, events=self.events, snapshots=self.snapshots
+        ).encode()
 
 
 def schema_version(conn: psycopg.Connection[Any], sql: Statements) -> int:

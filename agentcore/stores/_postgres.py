@@ -112,6 +112,7 @@ from ._pg_commit import PgAppend, PgCommits
 from ._pg_pools import LoopPools
 from ._pg_retry import retried, retried_append
 from ._pg_schema import Statements, upgrade
+from ._snapshots import Snapshot, StoredRow, check_snapshot, seal, usable
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -440,6 +441,7 @@ class PostgresStore:
                     kept += 1
                 if not dry_run:
                     await conn.execute(self._sql.delete_after, (run_id, after))
+                    await conn.execute(self._sql.snapshots_after, (run_id, after))
                     await conn.execute(self._sql.reset_run, (kept, status, head, run_id))
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
@@ -691,6 +693,81 @@ class PostgresStore:
                 await conn.execute(self._sql.release, params)
         except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
             raise self._error(exc, where) from exc
+
+    async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
+        """See :meth:`SnapshotStore.save_snapshot`: one transaction that locks the run's
+        row, checks the lease, reads event ``seq``'s digest and replaces the run's
+        snapshots from ``snapshot.start`` on. Not retried: a snapshot is only a cache."""
+        import psycopg
+
+        check_snapshot(run_id, snapshot)
+        where = f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                found = await (
+                    await conn.execute(self._sql.snapshot_target, (snapshot.seq, run_id))
+                ).fetchone()
+                owner, epoch, until, now, chain = (None,) * 5 if found is None else found
+                if owner != lease.owner or epoch != lease.epoch:
+                    raise lost_error(
+                        run_label(run_id),
+                        lease,
+                        owner,
+                        None if found is None else epoch,
+                        until,
+                        now if now is not None else until or 0.0,
+                        what="The snapshot was not saved",
+                    )
+                if chain is None:
+                    raise StoreError(
+                        f"run {run_label(run_id)}: no chained event at seq {snapshot.seq} to "
+                        "snapshot; nothing was saved"
+                    )
+                digest = bytes(chain)
+                await conn.execute(self._sql.snapshots_from, (run_id, snapshot.start))
+                await conn.execute(
+                    self._sql.snapshot_insert,
+                    (
+                        run_id,
+                        snapshot.seq,
+                        snapshot.start,
+                        snapshot.tag,
+                        digest,
+                        seal(self._key, run_id, snapshot, digest),
+                        snapshot.state,
+                        snapshot.history,
+                    ),
+                )
+        except (psycopg.Error, UnicodeError) as exc:
+            raise self._error(exc, where) from exc
+
+    @retried
+    async def load_snapshot(self, run_id: str) -> list[Snapshot]:
+        """See :meth:`SnapshotStore.load_snapshot`."""
+        import psycopg
+
+        where = f"cannot read the snapshots of run {run_label(run_id)}"
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn:
+                found = await (await conn.execute(self._sql.snapshots_load, (run_id,))).fetchall()
+        except (psycopg.Error, UnicodeError) as exc:
+            raise self._error(exc, where) from exc
+        rows: list[StoredRow] = [
+            (
+                int(seq),
+                int(start),
+                str(tag),
+                bytes(saved),
+                None if now is None else bytes(now),
+                bytes(sealed),
+                str(state),
+                str(history),
+            )
+            for seq, start, tag, saved, now, sealed, state, history in found
+        ]
+        return usable(self._key, run_id, rows)
 
     @retried
     async def verify_chain(self, run_id: str) -> ChainReport:

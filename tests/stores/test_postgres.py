@@ -85,7 +85,12 @@ def test_search_path_in_the_url_decides_where_tables_go(
     tables = sql.execute(
         b"SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY 1", (pg_schema,)
     ).fetchall()
-    assert [t for (t,) in tables] == ["agentcore_events", "agentcore_runs", "agentcore_schema"]
+    assert [t for (t,) in tables] == [
+        "agentcore_events",
+        "agentcore_runs",
+        "agentcore_schema",
+        "agentcore_snapshots",
+    ]
 
 
 def test_missing_extra_names_the_install_command(

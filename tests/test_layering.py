@@ -154,6 +154,7 @@ LAZY_AT_STARTUP = (
     "dataclasses",
     "pathlib",
     "hashlib",
+    "typing",
 )
 
 

@@ -113,13 +113,15 @@ def test_import_agentcore_loads_no_feature_library(tmp_path: Path) -> None:
 def test_import_agentcore_leaves_the_provider_machinery_for_first_use(tmp_path: Path) -> None:
     """The dialect compilers, the litellm adapter base, extraction, and the retry and breaker
     policies (tenacity) load when a provider model is first used, not with ``import
-    agentcore`` nor with the ``Agent`` class (a scripted run never needs them)."""
+    agentcore`` nor with the ``Agent`` class (a scripted run never needs them); the JSON
+    Schema tool models when a tool is given as data (an agent's contract lint, MCP)."""
     code = (
         "import sys, agentcore\n"
         "from agentcore import Agent\n"
         "lazy = ['agentcore.contracts._dialects', 'agentcore.adapters._litellm',\n"
         "        'agentcore.adapters._extract', 'agentcore.adapters._retry',\n"
-        "        'agentcore.adapters._breaker', 'agentcore.adapters.scripted', 'tenacity']\n"
+        "        'agentcore.adapters._breaker', 'agentcore.adapters.scripted', 'tenacity',\n"
+        "        'agentcore.contracts._jsonschema']\n"
         "print([m for m in lazy if m in sys.modules])"
     )
     out = subprocess.run(

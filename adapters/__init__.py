@@ -9,7 +9,6 @@ takes a :class:`RetryPolicy` and a :class:`BreakerPolicy`.
 
 from typing import TYPE_CHECKING, Any
 
-from ._breaker import BreakerPolicy
 from ._protocol import (
     Completion,
     CompletionRequest,
@@ -20,11 +19,12 @@ from ._protocol import (
     partial_action,
 )
 from ._registry import register_provider, registered_providers, resolve_model, resolve_route
-from ._retry import RetryPolicy
-from .scripted import ScriptedModel, ScriptItem
 
-if TYPE_CHECKING:  # extraction loads on first use: it brings the litellm adapter modules
+if TYPE_CHECKING:  # loaded on first use (see _LAZY)
+    from ._breaker import BreakerPolicy
     from ._extract import Extraction, extract
+    from ._retry import RetryPolicy
+    from .scripted import ScriptedModel, ScriptItem
 
 __all__ = [
     "BreakerPolicy",
@@ -47,9 +47,25 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # Any: one of the extraction module's public names
-    if name in ("Extraction", "extract"):
-        from . import _extract
+# Public names whose modules load on first use: extraction brings the litellm adapter
+# modules; the retry and breaker policies (tenacity) and the scripted model are needed by
+# the provider adapters and by tests, not by `from agentcore import Agent` (issue 15).
+_LAZY = {
+    "BreakerPolicy": "_breaker",
+    "Extraction": "_extract",
+    "RetryPolicy": "_retry",
+    "ScriptItem": "scripted",
+    "ScriptedModel": "scripted",
+    "extract": "_extract",
+}
 
-        return getattr(_extract, name)
-    raise AttributeError(f"module 'agentcore.adapters' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:  # Any: one of the public names in _LAZY, or the module
+    module = _LAZY.get(name)
+    if module is None and name != "scripted":  # imported with the package before
+        raise AttributeError(f"module 'agentcore.adapters' has no attribute {name!r}")
+    import importlib
+
+    if module is None:
+        return importlib.import_module(f"{__name__}.{name}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

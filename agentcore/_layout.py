@@ -17,12 +17,14 @@ pyright resolves ``agentcore.contracts`` through the installed link tree.
 
 from __future__ import annotations
 
-import importlib.util
+import os
 import sys
-from collections.abc import Sequence
-from importlib.machinery import ModuleSpec
-from pathlib import Path
-from types import ModuleType
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers: True)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 __all__: list[str] = []
 
@@ -34,7 +36,7 @@ class _SourceTreeFinder:
     meta path finder by its ``find_spec``: subclassing ``importlib.abc.MetaPathFinder``
     would import ``importlib.resources``, ~10% of ``import agentcore``)."""
 
-    def __init__(self, directories: dict[str, Path]) -> None:
+    def __init__(self, directories: dict[str, str]) -> None:
         self.directories = directories
 
     def find_spec(
@@ -47,25 +49,28 @@ class _SourceTreeFinder:
         directory = self.directories.get(fullname)
         if directory is None:
             return None
+        import importlib.util
+
         return importlib.util.spec_from_file_location(
             fullname,
-            directory / "__init__.py",
-            submodule_search_locations=[str(directory)],
+            os.path.join(directory, "__init__.py"),
+            submodule_search_locations=[directory],
         )
 
 
 def _install() -> None:
-    # not resolved: in the strict editable link tree this file is a symlink, and the link
-    # tree (which has contracts/ in place) is what decides
-    package = Path(__file__).parent
-    if all((package / name / "__init__.py").is_file() for name in _MAPPED):
+    # os.path, not pathlib: pathlib (with re, fnmatch, urllib.parse) would be most of what
+    # `import agentcore` costs. Not resolved: in the strict editable link tree this file is a
+    # symlink, and the link tree (which has contracts/ in place) is what decides.
+    package = os.path.dirname(__file__)
+    if all(os.path.isfile(os.path.join(package, name, "__init__.py")) for name in _MAPPED):
         return  # a wheel or a link tree: the subpackages are in place
-    root = package.parent
-    if not (root / "pyproject.toml").is_file():
+    root = os.path.dirname(package)
+    if not os.path.isfile(os.path.join(root, "pyproject.toml")):
         return
     parent = __name__.rpartition(".")[0]
-    directories = {f"{parent}.{name}": root / name for name in _MAPPED}
-    if not all((d / "__init__.py").is_file() for d in directories.values()):
+    directories = {f"{parent}.{name}": os.path.join(root, name) for name in _MAPPED}
+    if not all(os.path.isfile(os.path.join(d, "__init__.py")) for d in directories.values()):
         return
     if not any(isinstance(f, _SourceTreeFinder) for f in sys.meta_path):
         sys.meta_path.append(_SourceTreeFinder(directories))

@@ -712,6 +712,12 @@ def measure_startup(times: int = 9) -> Startup:
         "`python -c 'import pydantic'` (reference)": [sys.executable, "-c", "import pydantic"],
         "`python -c 'import agentcore'`": [sys.executable, "-c", "import agentcore"],
         "`agentcore --help`": [cli, "--help"],
+        # no target: what a program that uses the package pays (pydantic, asyncio, the core)
+        "`python -c 'from agentcore import Agent'` (first use)": [
+            sys.executable,
+            "-c",
+            "from agentcore import Agent",
+        ],
     }
     with tempfile.TemporaryDirectory() as cwd:  # not the repo: import the installed package
         modules = {
@@ -1181,16 +1187,15 @@ def report(
         "column or table in each store's schema, for the stores' owners to add."
     )
     imp_ms = su.wall["`python -c 'import agentcore'`"].median * 1e3
-    w(
-        f"- **Start-up, `import agentcore` {imp_ms:.0f} ms.** `agentcore --help` now costs "
-        "`import agentcore` and a few milliseconds (the main help is printed without typer, "
-        "rich and the command modules), so both follow the import. Under -X importtime the "
-        "largest parts not needed at import are in the contract modules: "
-        "`contracts/_jsonschema` builds a validator at import, which makes pydantic load its "
-        "plugin machinery (`importlib.metadata`, `email`; ~6% of the import), and "
-        "`contracts/_document` imports `importlib.resources` (`tempfile`, `shutil`, `bz2`, "
-        "`lzma`; ~6%). pydantic itself is the floor (the reference row)."
-    )
+    hlp_ms = su.wall["`agentcore --help`"].median * 1e3
+    if imp_ms >= IMPORT_MS or hlp_ms >= HELP_MS:
+        w(
+            f"- **Start-up, `import agentcore` {imp_ms:.0f} ms, `agentcore --help` "
+            f"{hlp_ms:.0f} ms.** `import agentcore` is meant to load the package alone (its "
+            "names load their modules on first use) and `--help` the CLI package besides; "
+            "tests/test_layering.py checks both, so a miss here is the machine's load or "
+            "an interpreter start-up that grew (compare the `python -c pass` row)."
+        )
     w("")
 
     # -- summary

@@ -29,7 +29,9 @@ if TYPE_CHECKING:  # the dialect compilers load on first use: only adapters need
         fits_anthropic,
     )
 from ._document import ContractDocument, ExampleTool, ExampleTurn, WorkedExample, load_contract
-from ._jsonschema import model_from_json_schema
+
+if TYPE_CHECKING:  # loads on first use: tools given as JSON Schema (examples, MCP, evals)
+    from ._jsonschema import model_from_json_schema
 from ._limits import (
     MAX_DEPTH,
     MAX_EVENT_BYTES,
@@ -123,9 +125,13 @@ _LAZY = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:  # Any: one of the dialect module's public names
+def __getattr__(name: str) -> Any:  # Any: one of the lazily loaded public names
     if name in _LAZY:
         from . import _dialects
 
         return getattr(_dialects, name)
+    if name == "model_from_json_schema":
+        from ._jsonschema import model_from_json_schema
+
+        return model_from_json_schema
     raise AttributeError(f"module 'agentcore.contracts' has no attribute {name!r}")

@@ -16,7 +16,6 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
 from ._actions import Effect
-from ._jsonschema import model_from_json_schema
 from ._schema import compile_action_schema
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, ToolDefinitionError
@@ -47,6 +46,8 @@ class ExampleTool(_Doc):
 
     def to_spec(self) -> ToolSpec:
         """The tool as the contract compiler sees it."""
+        from ._jsonschema import model_from_json_schema  # on first use: not needed at import
+
         return ToolSpec(
             name=self.name,
             description=self.description,

@@ -111,18 +111,78 @@ def test_import_agentcore_loads_no_feature_library(tmp_path: Path) -> None:
 
 
 def test_import_agentcore_leaves_the_provider_machinery_for_first_use(tmp_path: Path) -> None:
-    """The dialect compilers, the litellm adapter base and extraction load when a provider
-    model is first used, not with ``import agentcore`` (a scripted run never needs them)."""
+    """The dialect compilers, the litellm adapter base, extraction, and the retry and breaker
+    policies (tenacity) load when a provider model is first used, not with ``import
+    agentcore`` nor with the ``Agent`` class (a scripted run never needs them); the JSON
+    Schema tool models when a tool is given as data (an agent's contract lint, MCP)."""
     code = (
         "import sys, agentcore\n"
+        "from agentcore import Agent\n"
         "lazy = ['agentcore.contracts._dialects', 'agentcore.adapters._litellm',\n"
-        "        'agentcore.adapters._extract']\n"
+        "        'agentcore.adapters._extract', 'agentcore.adapters._retry',\n"
+        "        'agentcore.adapters._breaker', 'agentcore.adapters.scripted', 'tenacity',\n"
+        "        'agentcore.contracts._jsonschema']\n"
         "print([m for m in lazy if m in sys.modules])"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert out.stdout.strip() == "[]"
+
+
+def _modules_after(code: str, tmp_path: Path) -> set[str]:
+    """Every module a fresh interpreter has loaded after ``code`` (to stderr)."""
+    probe = f"{code}\nimport sys; print(sorted(sys.modules), file=sys.stderr)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    return set(ast.literal_eval(out.stderr.strip().splitlines()[-1]))
+
+
+# Left for first use by `import agentcore` and `agentcore --help` (issue 15: start-up): the
+# package's names load from their modules when first asked for, so importing it loads
+# none of these (pydantic, the contracts' models, the stores, the event loop, logging).
+LAZY_AT_STARTUP = (
+    "pydantic",
+    "pydantic_core",
+    "structlog",
+    "tenacity",
+    "typer",
+    "rich",
+    "asyncio",
+    "sqlite3",
+    "logging",
+    "inspect",
+    "dataclasses",
+    "pathlib",
+    "hashlib",
+    "typing",
+)
+
+
+def test_import_agentcore_loads_only_the_package(tmp_path: Path) -> None:
+    """``import agentcore`` runs the package and its source-checkout finder, nothing else of
+    ours and none of the libraries its names need (``from agentcore import Agent`` loads
+    those, on first use)."""
+    loaded = _modules_after("import agentcore", tmp_path)
+    ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
+    assert ours == {"agentcore", "agentcore._layout"}, sorted(ours)
+    assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
+    names = _modules_after("import agentcore\nfrom agentcore import Agent", tmp_path)
+    assert {"agentcore.agent", "pydantic"} <= names  # the name still brings its module
+
+
+def test_cli_help_loads_only_the_cli(tmp_path: Path) -> None:
+    """``agentcore --help`` prints its help from the CLI package alone."""
+    code = (
+        "import sys; sys.argv = ['agentcore', '--help']\n"
+        "from agentcore.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    loaded = _modules_after(code, tmp_path)
+    ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
+    assert ours == {"agentcore", "agentcore._layout", "agentcore.cli"}, sorted(ours)
+    assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
 
 
 def test_cli_help_loads_no_feature_library(tmp_path: Path) -> None:

@@ -22,9 +22,11 @@ Exit codes (also in the README):
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of --help)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._common import EXIT_CODES, app
 
 __all__ = ["EXIT_CODES", "app", "main"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcore.events import Event, ModelCalled, RunResumed, dump_event
-from agentcore.stores import SQLiteStore
+from agentcore.stores import ChainReport, SQLiteStore
 
 WORKER = Path(__file__).with_name("worker.py")
 RUN_ID = "fault-run"
@@ -173,8 +173,20 @@ def raw_store(db: Path) -> tuple[list[tuple[str, int]], dict[str, tuple[str, int
 
 
 def assert_store_consistent(db: Path, run_id: str) -> None:
-    """No partial batch: seqs 0..n-1 without a gap, and the run row's next_seq is n."""
+    """No partial batch: seqs 0..n-1 without a gap, and the run row's next_seq is n; the
+    hash chain and its head verify (a kill mid-append leaves no half-written chain)."""
     events, runs = raw_store(db)
     seqs = [seq for r, seq in events if r == run_id]
     assert seqs == list(range(len(seqs))), seqs
     assert runs[run_id][1] == len(seqs), (runs[run_id], len(seqs))
+
+    async def verify() -> ChainReport:
+        store = SQLiteStore(db, read_only=True)
+        try:
+            return await store.verify_chain(run_id)
+        finally:
+            await store.close()
+
+    report = asyncio.run(verify())
+    assert report.intact and report.unchained == 0, report.describe()
+    assert report.last == len(seqs) - 1, report

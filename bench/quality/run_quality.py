@@ -19,11 +19,19 @@ Three commands:
     same cases). Each answer is appended to ``results/<half>--<variant>.jsonl`` at once; a
     rerun skips what is there. Decoding is greedy (temperature 0), so a variant's answer to
     a case depends on the request alone, not on how many requests the server saw before.
+    A case still unanswered after ``--case-timeout`` seconds (default 240: the slowest
+    case recorded before this guard took 137 s) is abandoned and recorded as not solved
+    with ``"error": "timeout after N s"`` (a rerun does not ask it again), and the server
+    is stopped and started again: it answers one request at a time, and llama-cpp-python's
+    ``chatml-function-calling`` handler generates with no token cap (``max_tokens=None``,
+    whatever the request asks) until the context window is full, so an abandoned request
+    would keep it busy for minutes. ``--results DIR`` writes elsewhere (a trial run).
 ``report``
     Reads every result and rewrites the part of ``RESULTS.md`` between the ``results``
     markers: per half and variant, accuracy with its 95% bootstrap interval (cases
     resampled, 2,000 resamples, fixed seed), the same per rule set and per category, the
-    paired difference to the baseline with its paired bootstrap interval, seconds per case.
+    paired difference to the baseline with its paired bootstrap interval, seconds per case,
+    and how many cases timed out.
 
 Variants (``variants/*.json`` are contract documents; see ``RESULTS.md`` for what each
 changes): ``baseline`` (contract v1, structured), ``native`` (contract v1, native tool
@@ -44,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import importlib.metadata
@@ -55,7 +64,7 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -71,6 +80,7 @@ from agentcore.evals import (
     load_bfcl,
     load_cases,
     paired_difference,
+    score_action,
     split_halves,
 )
 
@@ -108,6 +118,11 @@ PER_HALF = {
 }
 BASELINE = "baseline"
 HALVES = ("tuning", "confirmation")
+CASE_TIMEOUT_S = 240.0
+"""A case's wall-clock limit: the slowest case recorded without it took 137 s (native, one
+thread at nice 19, load 3-5); one had kept the server generating for 12 minutes."""
+TIMEOUT = "timeout after"
+"""How a timed-out case's ``error`` starts."""
 
 
 # -- the cases --------------------------------------------------------------------------------
@@ -213,54 +228,134 @@ class GreedyLocal(LocalAdapter):
         return {**super().transport_params(), "temperature": 0.0}
 
 
-def results_path(half: str, name: str) -> Path:
-    return RESULTS / f"{half}--{name}.jsonl"
+def results_path(half: str, name: str, results: Path = RESULTS) -> Path:
+    return results / f"{half}--{name}.jsonl"
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:  # Any: JSON rows
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def done_ids(path: Path) -> set[str]:
-    if not path.is_file():
-        return set()
-    return {json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()}
+    """Every case recorded, timed-out ones included: a rerun does not ask them again."""
+    return {r["id"] for r in read_rows(path)}
+
+
+def is_timeout(row: dict[str, Any]) -> bool:  # Any: JSON row
+    return (row["error"] or "").startswith(TIMEOUT)
+
+
+def timed_out(case: EvalCase, limit: float) -> dict[str, Any]:  # Any: JSON
+    """The result fields of a case abandoned after ``limit`` seconds: not solved, and wrong
+    on every verdict that applies to it (BFCL would count no call on ``irrelevance`` as
+    abstaining; a case that never answered is not that)."""
+    score = score_action(case, None, case.rules)
+    wrong = {
+        k: None if v is None else False
+        for k, v in (
+            ("tool_correct", score.tool_correct),
+            ("args_correct", score.args_correct),
+            ("abstained_correctly", score.abstained_correctly),
+        )
+    }
+    return {
+        **wrong,
+        "correct": False,
+        "invalid": False,
+        "action": None,
+        "reasks": 0,
+        "input_tokens": None,
+        "output_tokens": None,
+        "latency_ms": None,
+        "error": f"{TIMEOUT} {limit:g} s",
+        "case_error": None,
+        "reason": f"no answer within {limit:g} s: abandoned, the server restarted",
+    }
+
+
+class Server:
+    """The llama server of one mode, which :meth:`restart` frees from an abandoned request."""
+
+    def __init__(self, serve: Callable[[], contextlib.AbstractContextManager[str]]) -> None:
+        self._serve = serve
+        self._stack = contextlib.ExitStack()
+        self.api_base = ""
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Server]:
+        with self._stack:
+            self.api_base = self._stack.enter_context(self._serve())
+            yield self
+
+    def restart(self) -> None:
+        self._stack.close()
+        self.api_base = self._stack.enter_context(self._serve())
+
+
+def adapter(api_base: str, mode: Mode) -> GreedyLocal:
+    return GreedyLocal(
+        f"local/{SMOLLM2_ALIAS}",
+        api_base=api_base,
+        max_output_tokens=smollm2.MAX_OUTPUT_TOKENS,
+        mode=mode,
+    )
 
 
 async def run_cases(
     half: str,
     cases: Sequence[EvalCase],
     chosen: dict[str, tuple[Mode, ContractDocument]],
-    api_base: str,
+    server: Server,
     mode: Mode,
+    case_timeout: float,
+    results: Path,
 ) -> None:
-    model = GreedyLocal(
-        f"local/{SMOLLM2_ALIAS}",
-        api_base=api_base,
-        max_output_tokens=smollm2.MAX_OUTPUT_TOKENS,
-        mode=mode,
-    )
-    done = {name: done_ids(results_path(half, name)) for name in chosen}
+    model = adapter(server.api_base, mode)
+    done = {name: done_ids(results_path(half, name, results)) for name in chosen}
     for i, case in enumerate(cases, 1):
         for name, (_, doc) in chosen.items():
             if case.id in done[name]:
                 continue
             began = time.perf_counter()
-            card = await evaluate(
-                [case],
-                model,
-                mode=mode,
-                scoring=case.rules,
-                contract=doc,
-                concurrency=1,
-                max_reasks=smollm2.MAX_REASKS,
-            )
-            wall = time.perf_counter() - began
-            r = card.results[0]
+            try:
+                card = await asyncio.wait_for(
+                    evaluate(
+                        [case],
+                        model,
+                        mode=mode,
+                        scoring=case.rules,
+                        contract=doc,
+                        concurrency=1,
+                        max_reasks=smollm2.MAX_REASKS,
+                    ),
+                    case_timeout,
+                )
+            except TimeoutError:
+                wall = time.perf_counter() - began
+                r = timed_out(case, case_timeout)
+                contract_version, contract_hash = doc.version, doc.hash
+                print(
+                    f"{half} [{i:>3}/{len(cases)}] {name:<14} {case.id}: no answer in "
+                    f"{case_timeout:g} s; restarting the server",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                server.restart()
+                model = adapter(server.api_base, mode)
+            else:
+                wall = time.perf_counter() - began
+                r = card.results[0]
+                contract_version, contract_hash = card.contract_version, card.contract_hash
             row = {
                 "id": case.id,
                 "category": case.category,
                 "rules": case.rules,
                 "variant": name,
                 "mode": mode,
-                "contract_version": card.contract_version,
-                "contract_hash": card.contract_hash,
+                "contract_version": contract_version,
+                "contract_hash": contract_hash,
                 "correct": r["correct"],
                 "invalid": r["invalid"],
                 "action_type": (r["action"] or {}).get("type"),
@@ -278,7 +373,7 @@ async def run_cases(
                 "action": r["action"],
                 "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             }
-            with results_path(half, name).open("a", encoding="utf-8") as f:
+            with results_path(half, name, results).open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             verdict = "ok " if r["correct"] else ("INV" if r["invalid"] else "no ")
             print(
@@ -288,7 +383,14 @@ async def run_cases(
             )
 
 
-def run(half: str, names: list[str], limit: int | None, threads: int | None) -> None:
+def run(
+    half: str,
+    names: list[str],
+    limit: int | None,
+    threads: int | None,
+    case_timeout: float = CASE_TIMEOUT_S,
+    results: Path = RESULTS,
+) -> None:
     chosen = {n: variant(n) for n in names}
     modes = {m for m, _ in chosen.values()}
     if len(modes) != 1:
@@ -296,22 +398,34 @@ def run(half: str, names: list[str], limit: int | None, threads: int | None) -> 
     mode: Mode = modes.pop()
     meta, cases = load_half(half)
     cases = cases[:limit] if limit else cases
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    results.mkdir(parents=True, exist_ok=True)
     # `kill <pid>` stops the run like Ctrl-C: the server stops and the run is recorded
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    before = sum(len(done_ids(results_path(half, n))) for n in names)
+
+    def answered() -> int:
+        return sum(len(done_ids(results_path(half, n, results))) for n in names)
+
+    def timeouts() -> int:
+        return sum(
+            1 for n in names for r in read_rows(results_path(half, n, results)) if is_timeout(r)
+        )
+
+    before, timeouts_before = answered(), timeouts()
     started = time.time()
     load_start = smollm2.load_average()
-    with serve_llama(
-        smollm2_model_path(),
-        n_ctx=smollm2.N_CTX,
-        chat_format=smollm2.CHAT_FORMATS[mode],
-        n_threads=threads,
-    ) as api_base:
+    server = Server(
+        lambda: serve_llama(
+            smollm2_model_path(),
+            n_ctx=smollm2.N_CTX,
+            chat_format=smollm2.CHAT_FORMATS[mode],
+            n_threads=threads,
+        )
+    )
+    with server.running():
         try:
-            asyncio.run(run_cases(half, cases, chosen, api_base, mode))
+            asyncio.run(run_cases(half, cases, chosen, server, mode, case_timeout, results))
         finally:
-            with (RESULTS / "runs.jsonl").open("a", encoding="utf-8") as f:
+            with (results / "runs.jsonl").open("a", encoding="utf-8") as f:
                 f.write(
                     json.dumps(
                         {
@@ -320,8 +434,9 @@ def run(half: str, names: list[str], limit: int | None, threads: int | None) -> 
                             "mode": mode,
                             "dataset_hash": meta["dataset_hash"],
                             "cases": len(cases),
-                            "answers": sum(len(done_ids(results_path(half, n))) for n in names)
-                            - before,
+                            "answers": answered() - before,
+                            "case_timeout_s": case_timeout,
+                            "timeouts": timeouts() - timeouts_before,
                             "threads": threads or os.cpu_count(),
                             "niceness": os.nice(0),
                             "started": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(
@@ -343,7 +458,7 @@ def run(half: str, names: list[str], limit: int | None, threads: int | None) -> 
 def read_results(half: str) -> dict[str, list[dict[str, Any]]]:  # Any: JSON rows
     out: dict[str, list[dict[str, Any]]] = {}  # Any: JSON rows
     for path in sorted(RESULTS.glob(f"{half}--*.jsonl")):
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows = read_rows(path)
         out[path.stem.split("--", 1)[1]] = [r for r in rows if r["case_error"] is None]
     return out
 
@@ -364,6 +479,42 @@ def _rate(rows: list[dict[str, Any]], key: str) -> str:  # Any: JSON rows
     return f"{sum(counted)}/{len(counted)}" if counted else "-"
 
 
+def timeout_lines(res: dict[str, list[dict[str, Any]]], names: list[str]) -> list[str]:  # Any
+    """Which variants had cases abandoned, and the paired difference to the baseline with
+    and without them (they count as not solved in every other figure)."""
+    hit = {n: [r for r in res[n] if is_timeout(r)] for n in names}
+    hit = {n: rows for n, rows in hit.items() if rows}
+    if not hit:
+        return []
+    lines = [
+        "",
+        "Timed out (no answer within the case limit: abandoned, the server restarted, "
+        "counted as not solved above):",
+        "",
+    ]
+    base = _outcomes(res[BASELINE]) if BASELINE in res else {}
+    for name, rows in hit.items():
+        limits = sorted({r["error"].removeprefix(TIMEOUT).strip() for r in rows})
+        line = (
+            f"- `{name}`: {len(rows)} of {len(res[name])} cases ({', '.join(limits)}): "
+            + ", ".join(r["id"] for r in rows)
+        )
+        if base and name != BASELINE:
+            dropped = {r["id"] for r in rows}
+            other = {k: v for k, v in _outcomes(res[name]).items() if k not in dropped}
+            common = base.keys() & other.keys()
+            if common:
+                diff = paired_difference(other, base)
+                line += (
+                    f". Without them, paired with `{BASELINE}` on the {len(common)} cases both "
+                    f"answered: {int(sum(other[k] for k in common))} vs "
+                    f"{int(sum(base[k] for k in common))} solved, "
+                    f"{diff.percent(signed=True)}"
+                )
+        lines.append(line + ".")
+    return lines
+
+
 def half_section(half: str, order: list[str]) -> list[str]:
     res = read_results(half)
     if not res:
@@ -373,9 +524,9 @@ def half_section(half: str, order: list[str]) -> list[str]:
         f"### {half} half",
         "",
         "| variant | mode | contract | n | accuracy [95% CI] | fixtures (agentcore rules) "
-        "| BFCL (bfcl rules) | tool chosen | abstained | invalid | tool / plan / finish "
-        "| s per case |",
-        "|---|---|---|---:|---|---|---|---:|---:|---:|---|---:|",
+        "| BFCL (bfcl rules) | tool chosen | abstained | invalid | timed out "
+        "| tool / plan / finish | s per case |",
+        "|---|---|---|---:|---|---|---|---:|---:|---:|---:|---|---:|",
     ]
     for name in names:
         rows = res[name]
@@ -387,6 +538,7 @@ def half_section(half: str, order: list[str]) -> list[str]:
             f"| {_acc([r for r in rows if r['rules'] == 'bfcl'])} "
             f"| {_rate(rows, 'tool_correct')} | {_rate(rows, 'abstained_correctly')} "
             f"| {sum(r['invalid'] for r in rows) / len(rows):.1%} "
+            f"| {sum(map(is_timeout, rows))} "
             f"| {kinds['tool']} / {kinds['plan']} / {kinds['finish']} "
             f"| {statistics.mean(r['wall_s'] for r in rows):.1f} |"
         )
@@ -425,6 +577,7 @@ def half_section(half: str, order: list[str]) -> list[str]:
                 f"| {name} | {len(common)} | {int(a)} vs {int(b)} solved | "
                 f"{diff.percent(signed=True)} | {parts[0]} | {parts[1]} | {verdict} |"
             )
+    lines += timeout_lines(res, names)
     cats = sorted({(r["rules"], r["category"]) for rows in res.values() for r in rows})
     lines += [
         "",
@@ -467,6 +620,11 @@ def report() -> None:
             f"{r.get('answers', r['cases'])} answers, {r['threads']} thread(s), nice "
             f"{r['niceness']}, wall "
             f"{r['wall_s']:.0f} s, load {r['load_start']} -> {r['load_end']}"
+            + (
+                f", {r['timeouts']} timed out (limit {r['case_timeout_s']:g} s)"
+                if r.get("timeouts")
+                else ""
+            )
             + (f" ({r['note']})" if r.get("note") else "")
             + f"; {r['machine']}."
         )
@@ -492,12 +650,31 @@ def main() -> None:
     r.add_argument("--variants", required=True, help="comma-separated, one mode")
     r.add_argument("--limit", type=int, default=None, help="the first N cases of the half")
     r.add_argument("--threads", type=int, default=None, help="server threads (default all)")
+    r.add_argument(
+        "--case-timeout",
+        type=float,
+        default=CASE_TIMEOUT_S,
+        help=f"seconds before a case is abandoned and the server restarted ({CASE_TIMEOUT_S:g})",
+    )
+    r.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="the results directory (default bench/quality/results; another for a trial run)",
+    )
     sub.add_parser("report", help="rewrite RESULTS.md's measured part")
     args = parser.parse_args()
     if args.command == "sample":
         draw_samples(args.force)
     elif args.command == "run":
-        run(args.half, [v for v in args.variants.split(",") if v], args.limit, args.threads)
+        run(
+            args.half,
+            [v for v in args.variants.split(",") if v],
+            args.limit,
+            args.threads,
+            args.case_timeout,
+            args.results,
+        )
     else:
         report()
 

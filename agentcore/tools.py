@@ -604,7 +604,10 @@ class Tool:
             result, full, digest = recordable_result(value, max_result_bytes)
         except LimitExceededError as exc:
             return done(False, error=str(exc))
-        return replace(done(True, result=result), result_bytes=full, result_sha256=digest)
+        ok = done(True, result=result)
+        if full is None:
+            return ok  # nothing was cut (nearly always): no copy of the outcome
+        return replace(ok, result_bytes=full, result_sha256=digest)
 
 
 @overload

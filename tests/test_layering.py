@@ -172,14 +172,17 @@ def test_import_agentcore_loads_only_the_package(tmp_path: Path) -> None:
     assert {"agentcore.agent", "pydantic"} <= names  # the name still brings its module
 
 
+HELP_RUN = (
+    "import sys; sys.argv = ['agentcore', '--help']\n"
+    "from agentcore.cli import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass"
+)
+"""``agentcore --help`` as the console script runs it."""
+
+
 def test_cli_help_loads_only_the_cli(tmp_path: Path) -> None:
     """``agentcore --help`` prints its help from the CLI package alone."""
-    code = (
-        "import sys; sys.argv = ['agentcore', '--help']\n"
-        "from agentcore.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass"
-    )
-    loaded = _modules_after(code, tmp_path)
+    loaded = _modules_after(HELP_RUN, tmp_path)
     ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
     assert ours == {"agentcore", "agentcore._layout", "agentcore.cli"}, sorted(ours)
     assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
@@ -187,12 +190,7 @@ def test_cli_help_loads_only_the_cli(tmp_path: Path) -> None:
 
 def test_cli_help_loads_no_feature_library(tmp_path: Path) -> None:
     """``agentcore --help`` (as the console script runs it) loads none of them either."""
-    code = (
-        "import sys; sys.argv = ['agentcore', '--help']\n"
-        "from agentcore.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass"
-    )
-    loaded = _loaded_after(code, tmp_path)
+    loaded = _loaded_after(HELP_RUN, tmp_path)
     assert loaded.isdisjoint(STARTUP_FORBIDDEN), sorted(loaded & set(STARTUP_FORBIDDEN))
 
 

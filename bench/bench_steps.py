@@ -1042,8 +1042,10 @@ def report(
     w(f"## One run of {LONG_RUN:,} steps (async tool, default logging)")
     w("")
     w("Per-step time: median of each window of 1000 steps (ms). Heap: tracemalloc's current")
-    w("size at the end of each window, in a second, traced run (KB); it holds the run's")
-    w("events (the store's and the driver's list share them) and grows with them.")
+    w("size at the end of each window, in a second, traced run (KB). A MemoryStore holds")
+    w("every event (it is the store); with SQLite the driver lets go of the events each")
+    w("snapshot covers, and what stays is the rendered conversation. Flat memory: the")
+    w("second half of the run grows the heap by at most 1.3x what the first half did.")
     w("")
     for lrun in r.long:
         w(f"- {lrun.label}: {LONG_RUN:,} steps in {lrun.total_s:.1f} s")
@@ -1055,7 +1057,8 @@ def report(
             + f" (about {statistics.median(growth):.0f} bytes a step)"
         )
         flat_t = lrun.window_ms[-1] / lrun.window_ms[0]
-        flat_m = max(growth) / max(min(growth), 1e-9)
+        half = len(growth) // 2
+        flat_m = sum(growth[half:]) / max(sum(growth[:half]), 1e-9)
         verdicts.append(
             (
                 f"{LONG_RUN:,} steps, {lrun.label}: flat per-step time (last window <= "
@@ -1066,10 +1069,10 @@ def report(
         )
         verdicts.append(
             (
-                f"{LONG_RUN:,} steps, {lrun.label}: flat memory (heap growth per window "
-                "within 2x across windows)",
-                f"max/min {flat_m:.2f}x, ~{statistics.median(growth):.0f} bytes a step",
-                flat_m <= 2.0,
+                f"{LONG_RUN:,} steps, {lrun.label}: flat memory (second half's heap growth "
+                "<= 1.3x the first half's)",
+                f"{flat_m:.2f}x, ~{statistics.median(growth):.0f} bytes a step",
+                flat_m <= FLAT_RATIO,
             )
         )
     w("")
@@ -1183,9 +1186,18 @@ def report(
         "the difference by itself (`sqlite3` execute calls are about half of this case's "
         "profile), plus the two cancel checks a step reads. Three times a JSONL append is "
         "below what SQLite costs: it would take an append-only log per run as the store's "
-        f"no-fsync mode. FULL ({full_x:.1f}x) is close to its floor because the fsync "
-        "dominates both sides; its verdict flips with the disk's fsync latency from one run "
-        "to the next here (1.1x and 1.9x in two runs an hour apart, before the pairing)."
+        "no-fsync mode."
+    )
+    fsync_ms = st[("floor_fsync", n)].median * 1e3
+    full_ms = st[("sqlite_full", n)].median * 1e3
+    w(
+        f"- **SQLite FULL, {full_x:.1f}x its floor ({'met' if full_x <= 1.5 else 'missed'}).** "
+        "A step is one commit (the targeted structure; two for a non-idempotent tool, "
+        f"above). The floor's fsync took {fsync_ms:.2f} ms in this run and the step "
+        f"{full_ms:.2f} ms: the rest is the step's CPU, the same work as the NORMAL step "
+        "above. So the ratio follows the disk: 1.2x in the last session's run, where an "
+        "fsync took 3.3 ms, and the miss here is the per-step CPU of the memory-store row, "
+        "not a second commit."
     )
     resume_ok = all(stat.median * 1e3 < RESUME_MS[n_res] for n_res, stat in lr.resume.items())
     w(

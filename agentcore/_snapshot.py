@@ -100,8 +100,39 @@ Codec = tuple[Callable[[Any], Any], Callable[[str, Any], Any]]  # Any: JSON valu
 """(encode a field's value to JSON, decode it back given the run id)."""
 
 
-def _plain() -> Codec:
-    return (lambda v: v, lambda _run, v: v)
+_NONE = type(None)
+_JSON = (str, int, float, bool, _NONE, list, dict)
+
+
+def _check(value: object, kinds: tuple[type, ...]) -> None:
+    """TypeError unless ``value``'s exact type is one of ``kinds`` (a bool is no int)."""
+    if type(value) not in kinds:
+        wanted = " or ".join("null" if k is _NONE else k.__name__ for k in kinds)
+        raise TypeError(f"expected {wanted}, got {type(value).__name__}")
+
+
+def _plain(*kinds: type) -> Codec:
+    """A JSON value of one of ``kinds``, kept as it is."""
+
+    def decode(_run: str, v: object) -> object:
+        _check(v, kinds)
+        return v
+
+    return (lambda v: v, decode)
+
+
+def _dict_of(*kinds: type) -> Codec:
+    """A JSON object with string keys and values of ``kinds`` (copied)."""
+
+    def decode(_run: str, v: object) -> dict[str, object]:
+        _check(v, (dict,))
+        items = cast("dict[object, object]", v).items()
+        for key, value in items:
+            _check(key, (str,))
+            _check(value, kinds)
+        return {str(key): value for key, value in items}
+
+    return (dict, decode)
 
 
 def _event_codec() -> Codec:
@@ -115,23 +146,35 @@ def _event_codec() -> Codec:
 
 
 def _tuple() -> Codec:
-    return (list, lambda _run, v: tuple(str(x) for x in v))
+    def decode(_run: str, v: object) -> tuple[str, ...]:
+        _check(v, (list,))
+        items = cast("list[object]", v)
+        for x in items:
+            _check(x, (str,))
+        return tuple(str(x) for x in items)
+
+    return (list, decode)
 
 
 def _counter() -> Codec:
-    return (dict, lambda _run, v: Counter({str(k): int(n) for k, n in v.items()}))
+    counts = _dict_of(int)[1]
+
+    def decode(run: str, v: object) -> Counter[str]:
+        return Counter[str](cast("dict[str, int]", counts(run, v)))
+
+    return (dict, decode)
 
 
 _CALL_CODECS: Final[Mapping[str, Codec]] = {
-    "step": _plain(),
-    "call_id": _plain(),
+    "step": _plain(int),
+    "call_id": _plain(str),
     "action": (dump_action, lambda _run, v: load_action(v)),
     "decision": _event_codec(),
     "confirmation": _event_codec(),
     "started": _event_codec(),
     "finished": _event_codec(),
     "resolution": _event_codec(),
-    "put_to_a_person": _plain(),
+    "put_to_a_person": _plain(bool),
 }
 
 
@@ -150,37 +193,48 @@ def _decode_call(run_id: str, v: Mapping[str, Any] | None) -> OpenCall | None:  
     return OpenCall(**kwargs)
 
 
+def _usage(v: object) -> Usage:
+    _check(v, (list,))
+    tokens = cast("list[object]", v)
+    if len(tokens) != 4:
+        raise ValueError(f"usage has {len(tokens)} fields, not 4")
+    for n in tokens[:3]:
+        _check(n, (int,))
+    _check(tokens[3], (float, int, _NONE))
+    return Usage(*cast("tuple[int, int, int, float | None]", tuple(tokens)))
+
+
 _STATE_CODECS: Final[Mapping[str, Codec]] = {
-    "task": _plain(),
+    "task": _plain(str),
     "scope": _tuple(),
-    "budget": (Budget.to_json, lambda _run, v: Budget.from_json(v)),
-    "policy": (Policy.to_json, lambda _run, v: Policy.from_json(v)),
+    "budget": (Budget.to_json, lambda run, v: Budget.from_json(_dict_of(*_JSON)[1](run, v))),
+    "policy": (Policy.to_json, lambda run, v: Policy.from_json(_dict_of(*_JSON)[1](run, v))),
     "route": _tuple(),
-    "contract": _plain(),
-    "tools": _plain(),
-    "status": (lambda s: s.value, lambda _run, v: RunStatus(v)),
-    "answer": _plain(),
-    "reason": _plain(),
-    "steps": _plain(),
-    "tool_calls": _plain(),
+    "contract": _dict_of(str),
+    "tools": _dict_of(dict),
+    "status": (lambda s: s.value, lambda run, v: RunStatus(_plain(str)[1](run, v))),
+    "answer": _plain(str, _NONE),
+    "reason": _plain(str, _NONE),
+    "steps": _plain(int),
+    "tool_calls": _plain(int),
     "per_tool": _counter(),
     "usage": (
         lambda u: [u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cost],
-        lambda _run, v: Usage(int(v[0]), int(v[1]), int(v[2]), v[3]),
+        lambda _run, v: _usage(v),
     ),
-    "model_calls": _plain(),
-    "calls_by_model": _plain(),
-    "last_call_tokens": _plain(),
-    "plan_approved": _plain(),
-    "person_plan_approved": _plain(),
+    "model_calls": _plain(int),
+    "calls_by_model": _dict_of(int),
+    "last_call_tokens": _plain(int),
+    "plan_approved": _plain(bool),
+    "person_plan_approved": _plain(bool),
     "call": (_encode_call, _decode_call),
-    "reasks": _plain(),
+    "reasks": _plain(int),
     "failures": _counter(),
-    "next_seq": _plain(),
-    "started_at": _plain(),
-    "updated_at": _plain(),
-    "recoveries": _plain(),
-    "context_step": _plain(),
+    "next_seq": _plain(int),
+    "started_at": _plain(float, int),
+    "updated_at": _plain(float, int),
+    "recoveries": _plain(int),
+    "context_step": _plain(int),
 }
 
 
@@ -244,5 +298,5 @@ def restore(run_id: str, snaps: Sequence[Snapshot]) -> tuple[RunState, Renderer]
     return state, renderer
 
 
-UNUSABLE = (ValueError, TypeError, KeyError, IndexError, RecursionError)
+UNUSABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
 """What :func:`restore` raises for snapshots it cannot use."""

@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 import structlog
 from conftest import Toolbox, make_toolbox
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from stores.conftest import pg_schema, postgres_dsn  # the PostgreSQL fixtures
 
 from agentcore import Agent, Budget, Policy, RunStatus
 from agentcore._render import Renderer
-from agentcore._snapshot import dump_state, load_state, restore, snapshot_tag
+from agentcore._snapshot import UNUSABLE, dump_state, load_state, restore, snapshot_tag
 from agentcore._state import RunState
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import ConfigurationError, LeaseLostError, StoreError
@@ -421,3 +423,39 @@ def test_snapshot_interval_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         Agent(tools=box.all, model=ScriptedModel([]), store="memory://")
     monkeypatch.setenv("AGENTCORE_SNAPSHOT_EVERY", "7")
     assert Agent(tools=box.all, model=ScriptedModel([]), store="memory://").snapshot_every == 7
+
+
+# -- hostile snapshot bodies -------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # read only: one transcript
+)
+@given(data=st.data())
+def test_any_edit_of_a_state_either_reads_back_typed_or_is_refused(
+    transcript: list[Event], data: st.DataObject
+) -> None:
+    # What a keyless store would hand back after an edit that also rewrote the seal: the
+    # snapshot is refused (the run is then read from its events), or it is a state of
+    # the right shape; never a state that breaks later, mid-run, on a wrong type.
+    cut = data.draw(st.integers(0, len(transcript) - 1), label="cut")
+    state = folded(transcript[: cut + 1])
+    fields = json.loads(dump_state(state))
+    name = data.draw(st.sampled_from(sorted(fields)), label="field")
+    fields[name] = data.draw(JSON, label="value")
+    try:
+        edited = load_state(state.run_id, json.dumps(fields))
+    except UNUSABLE:
+        return
+    assert load_state(edited.run_id, dump_state(edited)) == edited

@@ -188,6 +188,14 @@ def test_cli_help_loads_only_the_cli(tmp_path: Path) -> None:
     assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
 
 
+def test_cli_version_loads_only_the_cli(tmp_path: Path) -> None:
+    """``agentcore --version`` too: a newcomer's first command answers at once."""
+    loaded = _modules_after(HELP_RUN.replace("--help", "--version"), tmp_path)
+    ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
+    assert ours == {"agentcore", "agentcore._layout", "agentcore.cli"}, sorted(ours)
+    assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
+
+
 def test_cli_help_loads_no_feature_library(tmp_path: Path) -> None:
     """``agentcore --help`` (as the console script runs it) loads none of them either."""
     loaded = _loaded_after(HELP_RUN, tmp_path)

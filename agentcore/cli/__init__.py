@@ -37,6 +37,11 @@ def main() -> None:
     args = sys.argv[1:]
     if not args or args == ["--help"]:
         _main_help(args)
+    if args == ["--version"]:  # as the app prints it, without loading typer and rich
+        from agentcore import __version__
+
+        sys.stdout.write(f"agentcore {__version__}\n")
+        raise SystemExit(0)
     app = _app()
     app(args=hoist_verbose(args), prog_name="agentcore")
 

@@ -86,11 +86,19 @@ def snapshot_interval(every: int | None) -> int:
 @functools.cache
 def snapshot_tag() -> str:
     """Names the fold and the renderer this process runs: the sha256 of their modules'
-    source (and of this one). A snapshot with another tag is not used."""
+    source (and of this one). A snapshot with another tag is not used. Where a module's
+    source cannot be read (a frozen or zipped install), its name and agentcore's version
+    stand in for it."""
+    from agentcore import __version__
+
     h = hashlib.sha256(b"agentcore.snapshot.v1\x00")
     for module in (RunState, Renderer, dump_state):
         path = sys.modules[module.__module__].__file__
-        h.update(Path(path).read_bytes() if path else module.__module__.encode())
+        try:
+            source = Path(path).read_bytes() if path else None
+        except OSError:
+            source = None
+        h.update(source if source is not None else f"{module.__module__}@{__version__}".encode())
     return "s1:" + h.hexdigest()[:32]
 
 

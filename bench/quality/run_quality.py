@@ -515,6 +515,41 @@ def timeout_lines(res: dict[str, list[dict[str, Any]]], names: list[str]) -> lis
     return lines
 
 
+def no_action_lines(res: dict[str, list[dict[str, Any]]], names: list[str]) -> list[str]:  # Any
+    """Cases counted solved with no valid action (BFCL's rules count no call on
+    ``irrelevance`` as abstaining), and each paired difference with those counted wrong."""
+    solved = {n: [r for r in res[n] if r["correct"] and r["action"] is None] for n in names}
+    if not any(solved.values()):
+        return []
+    line = (
+        "Solved with no valid action (an invalid or empty reply, which BFCL's rules count as "
+        "abstaining on `irrelevance`): "
+        + ", ".join(f"`{n}` {len(rows)}" for n, rows in solved.items())
+        + "."
+    )
+    if BASELINE in res:
+        strict = {
+            n: {r["id"]: float(r["correct"] and r["action"] is not None) for r in res[n]}
+            for n in names
+        }
+        parts = []
+        for n in names:
+            common = strict[BASELINE].keys() & strict[n].keys()
+            if n == BASELINE or not common:
+                continue
+            diff = paired_difference(strict[n], strict[BASELINE])
+            parts.append(
+                f"`{n}` {int(sum(strict[n][k] for k in common))} vs "
+                f"{int(sum(strict[BASELINE][k] for k in common))} solved, "
+                f"{diff.percent(signed=True)} on {len(common)} cases"
+            )
+        if parts:
+            line += (
+                f" Counting them as not solved, paired with `{BASELINE}`: " + "; ".join(parts) + "."
+            )
+    return ["", line]
+
+
 def half_section(half: str, order: list[str]) -> list[str]:
     res = read_results(half)
     if not res:
@@ -578,6 +613,7 @@ def half_section(half: str, order: list[str]) -> list[str]:
                 f"{diff.percent(signed=True)} | {parts[0]} | {parts[1]} | {verdict} |"
             )
     lines += timeout_lines(res, names)
+    lines += no_action_lines(res, names)
     cats = sorted({(r["rules"], r["category"]) for rows in res.values() for r in rows})
     lines += [
         "",

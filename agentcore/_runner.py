@@ -159,6 +159,9 @@ class Driver:
         """The seq of ``events[0]``: the events before it are in the renderer's messages."""
         self.pending: list[Event] = []
         self.renderer = history.renderer or Renderer(state.policy.max_observation_chars)
+        store = setup.store
+        self.snapshots = store if own is not None and isinstance(store, SnapshotStore) else None
+        """Where snapshots go: the store, when it keeps them and this driver holds a lease."""
         self.log = get_logger().bind(run_id=state.run_id)
         self.obs = observer(state, self.log)
         """Logs, spans and metrics: told about the advance, each step, model call, tool call
@@ -190,16 +193,17 @@ class Driver:
         batch, self.pending = self.pending, []
         lease = None if self.own is None else self.own.lease
         await self.setup.store.append(self.state.run_id, batch[0].seq, batch, lease=lease)
-        if self.state.next_seq - self.renderer.chunked >= self.setup.snapshot_every > 0:
-            await self._snapshot()
+        if (
+            self.snapshots is not None
+            and self.state.next_seq - self.renderer.chunked >= self.setup.snapshot_every > 0
+        ):
+            await self._snapshot(self.snapshots)
 
-    async def _snapshot(self) -> None:
+    async def _snapshot(self, store: SnapshotStore) -> None:
         """Keep a snapshot of the run as just written (``_snapshot``); then let go of the
         events it covers: a long run's memory grows with its messages, not its events.
         A snapshot that cannot be saved is logged and skipped: it is only a cache."""
-        store = self.setup.store
-        if self.own is None or not isinstance(store, SnapshotStore):
-            return
+        assert self.own is not None
         st = self.state
         start = self.renderer.chunked
         history = self.renderer.chunk(self.events, st.next_seq, self.base)

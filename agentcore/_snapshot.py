@@ -134,11 +134,11 @@ def _dict_of(*kinds: type) -> Codec:
 
     def decode(_run: str, v: object) -> dict[str, object]:
         _check(v, (dict,))
-        items = cast("dict[object, object]", v).items()
-        for key, value in items:
+        found = cast("dict[str, object]", v)
+        for key, value in found.items():
             _check(key, (str,))
             _check(value, kinds)
-        return {str(key): value for key, value in items}
+        return dict(found)
 
     return (dict, decode)
 
@@ -147,8 +147,14 @@ def _event_codec() -> Codec:
     def encode(ev: Event | None) -> list[Any] | None:  # Any: [seq, body]
         return None if ev is None else [ev.seq, encode_event_body(ev)]
 
-    def decode(run_id: str, v: list[Any] | None) -> Event | None:  # Any: [seq, body]
-        return None if v is None else decode_event(run_id, int(v[0]), str(v[1]))
+    def decode(run_id: str, v: object) -> Event | None:
+        if v is None:
+            return None
+        _check(v, (list,))
+        seq, body = cast("list[object]", v)  # ValueError unless two
+        _check(seq, (int,))
+        _check(body, (str,))
+        return decode_event(run_id, cast("int", seq), cast("str", body))
 
     return (encode, decode)
 
@@ -212,15 +218,18 @@ def _usage(v: object) -> Usage:
     return Usage(*cast("tuple[int, int, int, float | None]", tuple(tokens)))
 
 
+_json_object = _dict_of(*_JSON)[1]
+_text = _plain(str)[1]
+
 _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "task": _plain(str),
     "scope": _tuple(),
-    "budget": (Budget.to_json, lambda run, v: Budget.from_json(_dict_of(*_JSON)[1](run, v))),
-    "policy": (Policy.to_json, lambda run, v: Policy.from_json(_dict_of(*_JSON)[1](run, v))),
+    "budget": (Budget.to_json, lambda run, v: Budget.from_json(_json_object(run, v))),
+    "policy": (Policy.to_json, lambda run, v: Policy.from_json(_json_object(run, v))),
     "route": _tuple(),
     "contract": _dict_of(str),
     "tools": _dict_of(dict),
-    "status": (lambda s: s.value, lambda run, v: RunStatus(_plain(str)[1](run, v))),
+    "status": (lambda s: s.value, lambda run, v: RunStatus(_text(run, v))),
     "answer": _plain(str, _NONE),
     "reason": _plain(str, _NONE),
     "steps": _plain(int),
@@ -246,6 +255,7 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
 }
 
 
+@functools.cache
 def _check_codecs() -> None:
     """Every field of the fold has a codec: a field added to RunState or OpenCall without
     one fails here (and in the tests), never silently drops state."""
@@ -270,7 +280,7 @@ def load_state(run_id: str, text: str) -> RunState:
     """The state :func:`dump_state` wrote.
 
     Raises:
-        ValueError, TypeError, KeyError: ``text`` is not such a state.
+        One of :data:`UNUSABLE`: ``text`` is not such a state.
     """
     _check_codecs()
     data: object = json.loads(text)
@@ -288,8 +298,8 @@ def restore(run_id: str, snaps: Sequence[Snapshot]) -> tuple[RunState, Renderer]
     hold, as of the last one's seq.
 
     Raises:
-        ValueError, TypeError, KeyError, IndexError, RecursionError: the snapshots cannot
-            be used (written by other code, not consecutive, not in the format).
+        One of :data:`UNUSABLE`: the snapshots cannot be used (written by other code, not
+            consecutive, not in the format).
     """
     if not snaps:
         raise ValueError("the run has no snapshot")

@@ -116,10 +116,10 @@ class Agent:
             (shown as ``[secret:NAME]``).
         snapshot_every: keep a snapshot of the run (its folded state and rendered history)
             every this many events (default ``$AGENTCORE_SNAPSHOT_EVERY`` or 512, about 100
-            tool steps; 0: never), so a
-            resume, a confirmation or a worker's turn reads the last snapshot and the events
-            after it, not the whole transcript. Snapshots are checked against the events'
-            chain digests and ignored when they do not match (see ``agentcore._snapshot``).
+            tool steps; 0: never), so a resume, a confirmation or a worker's turn reads the
+            last snapshot and the events after it, not the whole transcript. Snapshots are
+            checked against the events' chain digests and ignored when they do not match
+            (see ``agentcore._snapshot``).
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -295,14 +295,15 @@ class Agent:
         last = snaps[-1]
         try:
             state, renderer = restore(run_id, snaps)
-            events = await self.store.load(run_id, after=last.seq)
-            for ev in events:
-                state.apply(ev)
         except UNUSABLE as exc:
             get_logger().warning(
                 "snapshot_ignored", run_id=run_id, seq=last.seq, error=printable(str(exc))[:300]
             )
             return None
+        # The store hands back consecutive events from last.seq + 1, where the state ends.
+        events = await store.load(run_id, after=last.seq)
+        for ev in events:
+            state.apply(ev)
         return state, History(events, base=last.seq + 1, renderer=renderer)
 
     async def _catch_up(self, state: RunState, history: History) -> None:

@@ -31,7 +31,7 @@ from ._base import (
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
-from ._snapshots import Snapshot, StoredRow, check_snapshot, seal, usable
+from ._snapshots import Snapshot, StoredRow, check_snapshot, no_event, seal, usable
 
 __all__ = ["MemoryStore"]
 
@@ -291,9 +291,7 @@ class MemoryStore:
         self._check_lease(lease, what="The snapshot was not saved")
         chains = self._chains.get(run_id, [])
         if snapshot.seq >= len(chains):
-            raise StoreError(
-                f"run {run_label(run_id)}: no chained event at seq {snapshot.seq} to snapshot"
-            )
+            raise no_event(run_id, snapshot.seq)
         digest = chains[snapshot.seq]
         rows = [row for row in self._snapshots.get(run_id, []) if row[0].seq < snapshot.start]
         rows.append((snapshot, digest, seal(self._key, run_id, snapshot, digest)))

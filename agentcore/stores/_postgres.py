@@ -112,7 +112,7 @@ from ._pg_commit import PgAppend, PgCommits
 from ._pg_pools import LoopPools
 from ._pg_retry import retried, retried_append
 from ._pg_schema import Statements, upgrade
-from ._snapshots import Snapshot, StoredRow, check_snapshot, seal, usable
+from ._snapshots import Snapshot, StoredRow, check_snapshot, no_event, row_for, usable
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -720,24 +720,10 @@ class PostgresStore:
                         what="The snapshot was not saved",
                     )
                 if chain is None:
-                    raise StoreError(
-                        f"run {run_label(run_id)}: no chained event at seq {snapshot.seq} to "
-                        "snapshot; nothing was saved"
-                    )
-                digest = bytes(chain)
+                    raise no_event(run_id, snapshot.seq)
                 await conn.execute(self._sql.snapshots_from, (run_id, snapshot.start))
                 await conn.execute(
-                    self._sql.snapshot_insert,
-                    (
-                        run_id,
-                        snapshot.seq,
-                        snapshot.start,
-                        snapshot.tag,
-                        digest,
-                        seal(self._key, run_id, snapshot, digest),
-                        snapshot.state,
-                        snapshot.history,
-                    ),
+                    self._sql.snapshot_insert, row_for(self._key, run_id, snapshot, bytes(chain))
                 )
         except (psycopg.Error, UnicodeError) as exc:
             raise self._error(exc, where) from exc

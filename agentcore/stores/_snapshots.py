@@ -21,7 +21,15 @@ from agentcore.contracts.errors import StoreError
 from ._chain import ChainKey
 from ._codec import run_label
 
-__all__ = ["Snapshot", "StoredRow", "check_snapshot", "seal", "usable"]
+__all__ = [
+    "Snapshot",
+    "StoredRow",
+    "check_snapshot",
+    "no_event",
+    "row_for",
+    "seal",
+    "usable",
+]
 
 _SEAL_TAG = b"agentcore.snapshot.v1\x00"
 
@@ -72,6 +80,22 @@ def seal(key: ChainKey | None, run_id: str, snap: Snapshot, digest: bytes) -> by
     if key is None:
         return hashlib.sha256(message).digest()
     return key.mac(message)
+
+
+def row_for(
+    key: ChainKey | None, run_id: str, snap: Snapshot, digest: bytes
+) -> tuple[str, int, int, str, bytes, bytes, str, str]:
+    """The row a durable store keeps for ``snap``, bound to event ``snap.seq``'s
+    ``digest``: (run_id, seq, start, tag, chain, seal, state, history)."""
+    sealed = seal(key, run_id, snap, digest)
+    return (run_id, snap.seq, snap.start, snap.tag, digest, sealed, snap.state, snap.history)
+
+
+def no_event(run_id: str, seq: int) -> StoreError:
+    """A snapshot of an event that is not there (or carries no digest)."""
+    return StoreError(
+        f"run {run_label(run_id)}: no chained event at seq {seq} to snapshot; nothing was saved"
+    )
 
 
 def check_snapshot(run_id: str, snap: Snapshot) -> None:

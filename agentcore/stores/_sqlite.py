@@ -97,7 +97,7 @@ from ._chain import (
 )
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
-from ._snapshots import Snapshot, StoredRow, check_snapshot, seal, usable
+from ._snapshots import Snapshot, StoredRow, check_snapshot, no_event, row_for, usable
 from ._sqlite_commit import Pending, SQLiteCommits
 from ._sqlite_leases import (
     Flock,
@@ -768,25 +768,9 @@ def _save_snapshot(
         "SELECT chain FROM events WHERE run_id = ? AND seq = ?", (run_id, snap.seq)
     ).fetchone()
     if found is None or found[0] is None:
-        raise StoreError(
-            f"run {run_label(run_id)}: no chained event at seq {snap.seq} to snapshot; "
-            "nothing was saved"
-        )
-    digest = bytes(found[0])
+        raise no_event(run_id, snap.seq)
     conn.execute("DELETE FROM snapshots WHERE run_id = ? AND seq >= ?", (run_id, snap.start))
-    conn.execute(
-        _INSERT_SNAPSHOT,
-        (
-            run_id,
-            snap.seq,
-            snap.start,
-            snap.tag,
-            digest,
-            seal(key, run_id, snap, digest),
-            snap.state,
-            snap.history,
-        ),
-    )
+    conn.execute(_INSERT_SNAPSHOT, row_for(key, run_id, snap, bytes(found[0])))
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

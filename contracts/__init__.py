@@ -109,29 +109,32 @@ __all__ = [
 ]
 
 
-_LAZY = frozenset(
-    {
-        "ANTHROPIC_MAX_OPTIONAL_PARAMS",
-        "ANTHROPIC_MAX_UNION_PARAMS",
-        "AnthropicLimitReport",
-        "Dialect",
-        "WireSchema",
-        "anthropic_limits",
-        "choose_form",
-        "compile_parameters",
-        "compile_wire_schema",
-        "fits_anthropic",
-    }
-)
+# Public names whose modules load on first use, by module: the dialect compilers (only
+# adapters need them) and the JSON Schema model builder (tools given as JSON Schema).
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "ANTHROPIC_MAX_OPTIONAL_PARAMS",
+            "ANTHROPIC_MAX_UNION_PARAMS",
+            "AnthropicLimitReport",
+            "Dialect",
+            "WireSchema",
+            "anthropic_limits",
+            "choose_form",
+            "compile_parameters",
+            "compile_wire_schema",
+            "fits_anthropic",
+        ),
+        "_dialects",
+    ),
+    "model_from_json_schema": "_jsonschema",
+}
 
 
 def __getattr__(name: str) -> Any:  # Any: one of the lazily loaded public names
-    if name in _LAZY:
-        from . import _dialects
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(_dialects, name)
-    if name == "model_from_json_schema":
-        from ._jsonschema import model_from_json_schema
-
-        return model_from_json_schema
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
     raise AttributeError(f"module 'agentcore.contracts' has no attribute {name!r}")

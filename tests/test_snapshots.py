@@ -315,6 +315,62 @@ async def test_a_tampered_snapshot_is_not_used(backend: Backend) -> None:
     del shown
 
 
+async def test_verify_checks_the_snapshots_as_a_resume_reads_them(backend: Backend) -> None:
+    store = backend.make(KEY)
+    run_id, _ = await scenario(store, every=3)
+    assert isinstance(store, SnapshotStore)
+    snaps = await store.load_snapshot(run_id)
+    report = await store.verify_chain(run_id)
+    assert report.intact and report.snapshots == len(snaps) >= 10
+    assert f"{len(snaps)} snapshot(s) verify" in report.describe()
+    if backend.raw is None:
+        return
+    # Saved before a key was set (sealed with a plain hash): ignored, not a break.
+    first = snaps[0]
+    (digest,) = backend.raw(
+        "SELECT chain FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, first.seq)
+    )[0]
+    backend.raw(
+        "UPDATE {snapshots} SET seal = ? WHERE run_id = ? AND seq = ?",
+        (seal(None, run_id, first, bytes(digest)), run_id, first.seq),
+    )
+    report = await store.verify_chain(run_id)
+    assert report.intact and (report.snapshots, report.unkeyed_snapshots) == (len(snaps) - 1, 1)
+    assert "1 snapshot(s) sealed without a key" in report.describe()
+    # Without the key, the plain-hash seal is checked and the keyed ones are not.
+    keyless = await backend.make(None).verify_chain(run_id)
+    assert keyless.intact and (keyless.snapshots, keyless.unchecked_snapshots) == (
+        1,
+        len(snaps) - 1,
+    )
+    assert f"{len(snaps) - 1} snapshot(s) sealed under a key, NOT checked" in keyless.describe()
+    # A state edited in place: the events are intact, the run is not.
+    middle = snaps[len(snaps) // 2]
+    forged = json.loads(middle.state)
+    forged["steps"] = 0
+    backend.raw(
+        "UPDATE {snapshots} SET state = ? WHERE run_id = ? AND seq = ?",
+        (json.dumps(forged), run_id, middle.seq),
+    )
+    report = await store.verify_chain(run_id)
+    assert not report.intact and report.broken_seq == middle.seq
+    assert report.reason is not None and "its seal does not verify under the key" in report.reason
+    assert f"covering seq {middle.start}..{middle.seq}" in report.reason
+    # Bound to another event than the one stored: named as such, whatever the seal says.
+    last = snaps[-1]
+    backend.raw(
+        "UPDATE {snapshots} SET chain = ? WHERE run_id = ? AND seq = ?",
+        (b"\0" * 32, run_id, last.seq),
+    )
+    backend.raw("DELETE FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, middle.seq))
+    report = await store.verify_chain(run_id)
+    assert not report.intact and report.broken_seq == last.seq
+    assert report.reason is not None and "taken from another event" in report.reason
+    # ... and a resume reads the events past the damage, as before.
+    result = await agent_on(store, make_toolbox(), ScriptedModel([]), every=3).result(run_id)
+    assert result.usage.steps == folded(await store.load(run_id)).steps
+
+
 async def test_a_truncated_run_drops_its_later_snapshots(backend: Backend) -> None:
     store = backend.make(KEY)
     run_id, _ = await scenario(store, every=3)

@@ -1,4 +1,5 @@
-"""``agentcore verify``: check runs' tamper-evident hash chains and their signed heads."""
+"""``agentcore verify``: check runs' tamper-evident hash chains, their signed heads and
+their snapshots' seals."""
 
 from __future__ import annotations
 
@@ -54,8 +55,10 @@ def verify(
     The key is $AGENTCORE_CHAIN_KEY (the one the runs were written with): with it, an
     unsigned or wrongly signed head is a break; without it the digests are checked and the
     output says the signatures were not. Events written before chaining are reported as an
-    unchained prefix. Exit 0 when every run checked is intact, 10 when one is broken
-    (its first broken seq and why are printed), 1 for an unknown run or a store failure.
+    unchained prefix. Then the run's snapshots are checked as a resume reads them (bound to
+    their event's digest, sealed): one that fails breaks the run (a resume ignores it).
+    Exit 0 when every run checked is intact, 10 when one is broken (its first broken seq
+    and why are printed), 1 for an unknown run or a store failure.
     """
     if (run_id is None) == (not all_runs):
         abort("give a RUN_ID or --all (not both)", EXIT_USAGE)

@@ -349,6 +349,12 @@ class ChainReport:
         signed_from: the first seq appended under a key, when the head is signed; above
             ``first`` for a run begun without a key: the events before it were chained
             under an unsigned head, and are only as safe as the tables were then.
+        snapshots: how many of the run's snapshots verify (sealed, and bound to the digest
+            of the event they were taken at): a broken one makes the run broken.
+        unkeyed_snapshots: snapshots sealed without a key while a key is given (saved
+            before the key was set): a resume ignores them.
+        unchecked_snapshots: with no key given, snapshots whose seal is not a plain hash
+            (sealed under a key, or changed): their digests are checked, their seals not.
     """
 
     run_id: str
@@ -361,6 +367,9 @@ class ChainReport:
     broken_seq: int | None = None
     reason: str | None = None
     signed_from: int | None = None
+    snapshots: int = 0
+    unkeyed_snapshots: int = 0
+    unchecked_snapshots: int = 0
 
     def describe(self) -> str:
         """One line for people: what holds, or the first broken seq and why."""
@@ -388,6 +397,18 @@ class ChainReport:
             parts.append(
                 f"signed only from seq {since}: seq {first}..{since - 1} were chained while "
                 "the head was unsigned (a key was set later)"
+            )
+        if self.snapshots:
+            parts.append(f"{self.snapshots} snapshot(s) verify")
+        if self.unkeyed_snapshots:
+            parts.append(
+                f"{self.unkeyed_snapshots} snapshot(s) sealed without a key (saved before it "
+                "was set): ignored when resuming"
+            )
+        if self.unchecked_snapshots:
+            parts.append(
+                f"{self.unchecked_snapshots} snapshot(s) sealed under a key, NOT checked "
+                f"(no key: set {KEY_VARIABLE})"
             )
         return "intact: " + "; ".join(parts)
 

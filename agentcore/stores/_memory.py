@@ -31,7 +31,7 @@ from ._base import (
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
-from ._snapshots import Snapshot, StoredRow, check_snapshot, no_event, seal, usable
+from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
 __all__ = ["MemoryStore"]
 
@@ -271,7 +271,8 @@ class MemoryStore:
             )
             for i, ev in enumerate(log)
         ]
-        return check_chain(run_id, len(log), self._heads.get(run_id), rows, self._key)
+        report = check_chain(run_id, len(log), self._heads.get(run_id), rows, self._key)
+        return audit(report, self._key, run_id, self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
         """See :meth:`SQLiteStore.verify_chains` (in run id order)."""
@@ -299,8 +300,11 @@ class MemoryStore:
 
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
         """See :meth:`SnapshotStore.load_snapshot`."""
+        return usable(self._key, run_id, self._snapshot_rows(run_id))
+
+    def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
         chains = self._chains.get(run_id, [])
-        rows: list[StoredRow] = [
+        return [
             (
                 snap.seq,
                 snap.start,
@@ -313,7 +317,6 @@ class MemoryStore:
             )
             for snap, digest, sealed in self._snapshots.get(run_id, [])
         ]
-        return usable(self._key, run_id, rows)
 
     def _check_lease(self, lease: Lease, *, what: str) -> None:
         """LeaseLostError unless ``lease`` is the run's current lease (expired or not)."""

@@ -112,7 +112,7 @@ from ._pg_commit import PgAppend, PgCommits
 from ._pg_pools import LoopPools
 from ._pg_retry import retried, retried_append
 from ._pg_schema import Statements, upgrade
-from ._snapshots import Snapshot, StoredRow, check_snapshot, no_event, row_for, usable
+from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -731,6 +731,9 @@ class PostgresStore:
     @retried
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
         """See :meth:`SnapshotStore.load_snapshot`."""
+        return usable(self._key, run_id, await self._snapshot_rows(run_id))
+
+    async def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
         import psycopg
 
         where = f"cannot read the snapshots of run {run_label(run_id)}"
@@ -740,7 +743,7 @@ class PostgresStore:
                 found = await (await conn.execute(self._sql.snapshots_load, (run_id,))).fetchall()
         except (psycopg.Error, UnicodeError) as exc:
             raise self._error(exc, where) from exc
-        rows: list[StoredRow] = [
+        return [
             (
                 int(seq),
                 int(start),
@@ -753,7 +756,6 @@ class PostgresStore:
             )
             for seq, start, tag, saved, now, sealed, state, history in found
         ]
-        return usable(self._key, run_id, rows)
 
     @retried
     async def verify_chain(self, run_id: str) -> ChainReport:
@@ -774,7 +776,8 @@ class PostgresStore:
             for _, _, seq, type_, body, chain in rows
             if seq is not None
         ]
-        return check_chain(run_id, int(rows[0][0]), rows[0][1], events, self._key)
+        report = check_chain(run_id, int(rows[0][0]), rows[0][1], events, self._key)
+        return audit(report, self._key, run_id, await self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
         """See :meth:`SQLiteStore.verify_chains` (keyset pages of run ids)."""

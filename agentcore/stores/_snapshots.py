@@ -11,6 +11,7 @@ outlives the events it was taken from.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 from collections.abc import Sequence
@@ -18,12 +19,13 @@ from dataclasses import dataclass
 
 from agentcore.contracts.errors import StoreError
 
-from ._chain import ChainKey
+from ._chain import ChainKey, ChainReport
 from ._codec import run_label
 
 __all__ = [
     "Snapshot",
     "StoredRow",
+    "audit",
     "check_snapshot",
     "no_event",
     "row_for",
@@ -119,15 +121,77 @@ def check_snapshot(run_id: str, snap: Snapshot) -> None:
             ) from exc
 
 
+def _problem(key: ChainKey | None, run_id: str, row: StoredRow) -> tuple[Snapshot, str | None]:
+    """A stored row as a snapshot, and why it may not be used (``None``: it may)."""
+    seq, start, tag, saved, now, sealed, state, history = row
+    snap = Snapshot(seq, start, tag, state, history)
+    if saved is None or now is None:
+        return snap, f"the event it was taken at (seq {seq}) is gone"
+    if not hmac.compare_digest(saved, now):
+        return snap, (
+            f"it was taken from another event at seq {seq} than the one stored (the snapshot "
+            "or the events were rewritten)"
+        )
+    if not hmac.compare_digest(seal(key, run_id, snap, saved), sealed):
+        if key is None:
+            return snap, _UNCHECKED  # sealed under a key, or changed: only the key can tell
+        if hmac.compare_digest(seal(None, run_id, snap, saved), sealed):
+            return snap, _UNKEYED
+        return snap, (
+            "its seal does not verify under the key: it was changed after it was written, "
+            "or written by someone without the key"
+        )
+    return snap, None
+
+
+_UNKEYED = "sealed without a key"
+_UNCHECKED = "sealed under a key that was not given"
+
+
 def usable(key: ChainKey | None, run_id: str, rows: Sequence[StoredRow]) -> list[Snapshot]:
     """The rows that may be used, in seq order: those before the first whose digest is
     no longer its event's or whose seal fails (a later row builds on the earlier ones)."""
     out: list[Snapshot] = []
-    for seq, start, tag, saved, now, sealed, state, history in rows:
-        if saved is None or now is None or not hmac.compare_digest(saved, now):
-            break
-        snap = Snapshot(seq, start, tag, state, history)
-        if not hmac.compare_digest(seal(key, run_id, snap, saved), sealed):
+    for row in rows:
+        snap, problem = _problem(key, run_id, row)
+        if problem is not None:
             break
         out.append(snap)
     return out
+
+
+def audit(
+    report: ChainReport, key: ChainKey | None, run_id: str, rows: Sequence[StoredRow]
+) -> ChainReport:
+    """``report`` (a run's chain check) with its snapshots checked as a resume reads them.
+
+    A row whose event digest or seal fails breaks an otherwise intact run: resuming ignores
+    it, so nothing wrong is ever restored, but it is evidence that the table was written by
+    something other than the store. Counted, not breaks: a row sealed without a key while a
+    key is given (saved before the key was set, as a chain head can be; a resume ignores it
+    and the next save replaces it), and, with no key given, a row whose seal is not a plain
+    hash (sealed under a key, or changed: only the key tells which; its digest is checked).
+    """
+    if not report.intact:
+        return report
+    unkeyed = unchecked = 0
+    for checked, row in enumerate(rows):
+        snap, problem = _problem(key, run_id, row)
+        if problem == _UNKEYED:
+            unkeyed += 1
+        elif problem == _UNCHECKED:
+            unchecked += 1
+        elif problem is not None:
+            why = f"the snapshot covering seq {snap.start}..{snap.seq}: {problem}"
+            return dataclasses.replace(
+                report,
+                intact=False,
+                broken_seq=snap.seq,
+                reason=f"{why} (a resume ignores it; {checked} snapshot(s) before it verify)",
+            )
+    return dataclasses.replace(
+        report,
+        snapshots=len(rows) - unkeyed - unchecked,
+        unkeyed_snapshots=unkeyed,
+        unchecked_snapshots=unchecked,
+    )

@@ -97,7 +97,7 @@ from ._chain import (
 )
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
-from ._snapshots import Snapshot, StoredRow, check_snapshot, no_event, row_for, usable
+from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
 from ._sqlite_commit import Pending, SQLiteCommits
 from ._sqlite_leases import (
     Flock,
@@ -502,7 +502,8 @@ class SQLiteStore:
             for _, _, seq, type_, body, chain in rows
             if seq is not None
         ]
-        return check_chain(run_id, rows[0][0], rows[0][1], events, self._key)
+        report = check_chain(run_id, rows[0][0], rows[0][1], events, self._key)
+        return audit(report, self._key, run_id, self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
         """:meth:`verify_chain` for every run, in run id order, reading ``page`` run ids at
@@ -575,12 +576,15 @@ class SQLiteStore:
 
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
         """See :meth:`SnapshotStore.load_snapshot`."""
+        return usable(self._key, run_id, self._snapshot_rows(run_id))
+
+    def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
         conn = self._open_conn()
         try:
             rows: list[StoredRow] = conn.execute(_LOAD_SNAPSHOTS, (run_id,)).fetchall()
         except (sqlite3.Error, *_BIND_ERRORS) as exc:
             raise self._error(exc, f"cannot read the snapshots of run {run_label(run_id)}") from exc
-        return usable(self._key, run_id, rows)
+        return rows
 
     def _error(self, exc: Exception, what: str) -> StoreError:
         """Our error for a sqlite3 error: corrupted for a damaged file, else StoreError."""

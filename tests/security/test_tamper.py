@@ -349,6 +349,32 @@ def test_a_wrong_key_breaks_every_signed_run(copy: tuple[Path, str, str]) -> Non
     assert "checked 1 run(s): 0 intact, 1 broken" in res.stdout
 
 
+def test_verify_checks_the_snapshots_a_resume_would_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTCORE_SNAPSHOT_EVERY", "2")  # the demo's few events, snapshotted
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = demo_confirmed(tmp_path, url)
+    raw = sqlite_raw(tmp_path / "runs.db")
+    seqs = [
+        seq for (seq,) in raw("SELECT seq FROM snapshots WHERE run_id = ? ORDER BY seq", run_id)
+    ]
+    assert len(seqs) >= 3
+    res = cli(tmp_path, url, "verify", run_id)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"{len(seqs)} snapshot(s) verify" in res.stdout
+    # Rewrite what a snapshot says the run had done: the events still verify, the run not.
+    raw("UPDATE snapshots SET state = ? WHERE run_id = ? AND seq = ?", "{}", run_id, seqs[1])
+    res = cli(tmp_path, url, "verify", run_id)
+    assert res.returncode == EXIT_BROKEN, res.stdout + res.stderr
+    assert f"BROKEN at seq {seqs[1]}: the snapshot covering seq" in res.stdout
+    assert "its seal does not verify under the key" in res.stdout
+    assert "Traceback" not in res.stderr
+    # The run still reads back from its events.
+    shown = cli(tmp_path, url, "show", run_id)
+    assert shown.returncode == 0 and "completed" in shown.stdout, shown.stdout + shown.stderr
+
+
 def test_an_append_without_the_key_is_refused_rather_than_unsign_the_run(
     tmp_path: Path,
 ) -> None:

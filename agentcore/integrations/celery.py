@@ -158,7 +158,7 @@ def _orphaned(run: RunSummary, now: float, idle_after: float) -> str | None:
 
 
 async def find_orphans(
-    agents: Iterable[Agent], *, idle_after: float = 120.0, limit: int = 10_000
+    agents: Iterable[Agent], *, idle_after: float = 120.0, limit: int = 10_000, page: int = 500
 ) -> list[Orphan]:
     """Running runs that nobody advances: their holder's lease expired (the worker died
     or stalled), or nobody holds them and no event came for ``idle_after`` seconds (the
@@ -179,13 +179,17 @@ async def find_orphans(
         agents: the agents whose stores to look at (each needs a ``name``).
         idle_after: seconds without an event after which a running run that nobody holds
             counts as lost.
-        limit: at most this many running runs listed per store, most recently updated
-            first (a store with more running runs is swept only partly).
+        limit: at most this many orphans are returned (the rest are found by the next
+            sweep, once these have been advanced).
+        page: running runs read per store query: every running run is read, a page at a
+            time (keyset pages, so memory stays flat however many runs are running).
 
     Raises:
-        ConfigurationError: an agent has no name.
+        ConfigurationError: an agent has no name, or ``page`` or ``limit`` is out of range.
         StoreError: a store failed.
     """
+    if page < 1 or limit < 0:
+        raise ConfigurationError(f"find_orphans: page >= 1 and limit >= 0, got {page} and {limit}.")
     by_store: dict[str, list[Agent]] = {}
     stores: dict[str, TranscriptStore] = {}
     for agent in agents:
@@ -199,14 +203,20 @@ async def find_orphans(
     for url, group in by_store.items():
         store = stores[url]
         now = time.time()
-        for run in await store.list_runs(status=RunStatus.RUNNING.value, limit=limit):
-            why = _orphaned(run, now, idle_after)
-            if why is None:
-                continue
-            owner = group[0] if len(group) == 1 else await _owner_of(store, run.run_id, group)
-            if owner is not None and owner.name:
-                found.append(Orphan(owner.name, run.run_id, run.events, why))
-    return found
+        after: tuple[float, str] | None = None
+        while len(found) < limit:
+            runs = await store.list_runs(status=RunStatus.RUNNING.value, limit=page, after=after)
+            for run in runs:
+                why = _orphaned(run, now, idle_after)
+                if why is None:
+                    continue
+                owner = group[0] if len(group) == 1 else await _owner_of(store, run.run_id, group)
+                if owner is not None and owner.name:
+                    found.append(Orphan(owner.name, run.run_id, run.events, why))
+            if len(runs) < page:
+                break
+            after = (runs[-1].updated_at, runs[-1].run_id)
+    return found[:limit]
 
 
 async def _owner_of(store: TranscriptStore, run_id: str, agents: Sequence[Agent]) -> Agent | None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from celery import Celery
 
 from agentcore import Agent, Budget, Policy, Tool, tool
 from agentcore.adapters import ScriptedModel
+from agentcore.errors import ConfigurationError
 from agentcore.integrations.celery import ADVANCE_TASK, SWEEP_TASK, find_orphans, install
 from agentcore.stores import MemoryStore
 
@@ -66,6 +68,25 @@ async def test_agents_sharing_a_store_split_its_runs_by_scope() -> None:
     # With an agent that has every tool too, the count fits two agents: left alone (logged).
     found = {o.run_id: o.agent for o in await find_orphans([counter, both], idle_after=0)}
     assert found == {pinged: "both"}
+
+
+async def test_every_running_run_is_read_so_the_oldest_orphans_are_found() -> None:
+    # Orphans are the runs nobody touched for longest: the last a most-recent-first
+    # listing reaches. More running runs than one page must not hide them.
+    store = MemoryStore()
+    a = agent("a", store, lookup)
+    lost = [await a.submit(f"lost {i}", budget=Budget(max_steps=3)) for i in range(3)]
+    await asyncio.sleep(0.3)
+    busy = [await a.submit(f"busy {i}", budget=Budget(max_steps=3)) for i in range(7)]
+    for run_id in busy:
+        await store.acquire(run_id, owner="live-worker", ttl_s=30)
+    found = await find_orphans([a], idle_after=0.2, page=2)
+    assert sorted(o.run_id for o in found) == sorted(lost)
+    assert {o.why for o in found} == {"idle"}
+    capped = await find_orphans([a], idle_after=0.2, page=4, limit=2)
+    assert len(capped) == 2 and {o.run_id for o in capped} <= set(lost)
+    with pytest.raises(ConfigurationError, match="page >= 1"):
+        await find_orphans([a], page=0)
 
 
 def test_install_registers_the_tasks_and_the_sweep_schedule() -> None:

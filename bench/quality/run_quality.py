@@ -25,7 +25,8 @@ Three commands:
     is stopped and started again: it answers one request at a time, and llama-cpp-python's
     ``chatml-function-calling`` handler generates with no token cap (``max_tokens=None``,
     whatever the request asks) until the context window is full, so an abandoned request
-    would keep it busy for minutes. ``--results DIR`` writes elsewhere (a trial run).
+    would keep it busy for minutes. ``--results DIR`` writes elsewhere (a trial run, a
+    recheck); ``--skip N`` and ``--limit N`` ask only cases N+1 to N+limit of the half.
 ``report``
     Reads every result and rewrites the part of ``RESULTS.md`` between the ``results``
     markers: per half and variant, accuracy with its 95% bootstrap interval (cases
@@ -390,6 +391,7 @@ def run(
     threads: int | None,
     case_timeout: float = CASE_TIMEOUT_S,
     results: Path = RESULTS,
+    skip: int = 0,
 ) -> None:
     chosen = {n: variant(n) for n in names}
     modes = {m for m, _ in chosen.values()}
@@ -397,6 +399,7 @@ def run(
         sys.exit("one mode per run: start native variants in their own run (their own server)")
     mode: Mode = modes.pop()
     meta, cases = load_half(half)
+    cases = cases[skip:]
     cases = cases[:limit] if limit else cases
     results.mkdir(parents=True, exist_ok=True)
     # `kill <pid>` stops the run like Ctrl-C: the server stops and the run is recorded
@@ -685,6 +688,7 @@ def main() -> None:
     r.add_argument("--half", choices=HALVES, required=True)
     r.add_argument("--variants", required=True, help="comma-separated, one mode")
     r.add_argument("--limit", type=int, default=None, help="the first N cases of the half")
+    r.add_argument("--skip", type=int, default=0, help="start after the first N cases")
     r.add_argument("--threads", type=int, default=None, help="server threads (default all)")
     r.add_argument(
         "--case-timeout",
@@ -710,6 +714,7 @@ def main() -> None:
             args.threads,
             args.case_timeout,
             args.results,
+            args.skip,
         )
     else:
         report()

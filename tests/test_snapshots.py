@@ -371,6 +371,28 @@ async def test_verify_checks_the_snapshots_as_a_resume_reads_them(backend: Backe
     assert result.usage.steps == folded(await store.load(run_id)).steps
 
 
+async def test_verify_without_any_key_breaks_a_run_whose_snapshot_was_changed(
+    backend: Backend,
+) -> None:
+    # No key ever: every seal is a plain hash, so one that does not verify was changed,
+    # and "sealed under a key" is not an excuse the run's unsigned head allows.
+    if backend.raw is None:
+        pytest.skip("needs raw access to the snapshots")
+    store = backend.make(None)
+    run_id, _ = await scenario(store, every=3)
+    assert isinstance(store, SnapshotStore)
+    snaps = await store.load_snapshot(run_id)
+    assert (await store.verify_chain(run_id)).snapshots == len(snaps)
+    backend.raw(
+        "UPDATE {snapshots} SET history = ? WHERE run_id = ? AND seq = ?",
+        ("[]", run_id, snaps[-1].seq),
+    )
+    report = await store.verify_chain(run_id)
+    assert not report.intact and report.broken_seq == snaps[-1].seq, report
+    assert report.reason is not None and "no key sealed it" in report.reason
+    assert report.signature == "unsigned"
+
+
 async def test_a_truncated_run_drops_its_later_snapshots(backend: Backend) -> None:
     store = backend.make(KEY)
     run_id, _ = await scenario(store, every=3)

@@ -170,7 +170,9 @@ def audit(
     something other than the store. Counted, not breaks: a row sealed without a key while a
     key is given (saved before the key was set, as a chain head can be; a resume ignores it
     and the next save replaces it), and, with no key given, a row whose seal is not a plain
-    hash (sealed under a key, or changed: only the key tells which; its digest is checked).
+    hash in a run whose head is signed (sealed under that key, or changed: only the key
+    tells which; its digest is checked). In a run whose head is not signed no key sealed
+    anything, so such a row was changed: a break.
     """
     if not report.intact:
         return report
@@ -179,9 +181,14 @@ def audit(
         snap, problem = _problem(key, run_id, row)
         if problem == _UNKEYED:
             unkeyed += 1
-        elif problem == _UNCHECKED:
+        elif problem == _UNCHECKED and report.signature == "unchecked":
             unchecked += 1
         elif problem is not None:
+            if problem == _UNCHECKED:
+                problem = (
+                    "its seal does not verify, and no key sealed it (the run's head is not "
+                    "signed): it was changed after it was written"
+                )
             why = f"the snapshot covering seq {snap.start}..{snap.seq}: {problem}"
             return dataclasses.replace(
                 report,

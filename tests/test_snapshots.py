@@ -243,6 +243,33 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         await store.close()
 
 
+def raw_access(backend: Backend) -> Callable[[str, tuple[object, ...]], list[tuple[Any, ...]]]:
+    """The backend's raw SQL on the snapshots table; the test is skipped without one."""
+    if backend.raw is None:
+        pytest.skip("needs raw access to the snapshots")
+    return backend.raw
+
+
+def reseal_plain(backend: Backend, run_id: str, snap: Snapshot) -> None:
+    """Store ``snap`` (its history and seal) as a keyless store would have sealed it."""
+    raw = raw_access(backend)
+    (digest,) = raw(
+        "SELECT chain FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, snap.seq)
+    )[0]
+    raw(
+        "UPDATE {snapshots} SET history = ?, seal = ? WHERE run_id = ? AND seq = ?",
+        (snap.history, seal(None, run_id, snap, bytes(digest)), run_id, snap.seq),
+    )
+
+
+def restores_to_events(run_id: str, snaps: Sequence[Snapshot], events: Sequence[Event]) -> bool:
+    """Whether the snapshots plus the events after the last one fold to the events' state."""
+    state, _ = restore(run_id, snaps)
+    for ev in events[snaps[-1].seq + 1 :]:
+        state.apply(ev)
+    return state == folded(events)
+
+
 async def test_runs_continue_from_snapshots_as_from_their_events(backend: Backend) -> None:
     store = backend.make(KEY)
     run_id, shown = await scenario(store, every=3)
@@ -252,11 +279,7 @@ async def test_runs_continue_from_snapshots_as_from_their_events(backend: Backen
     snaps = await store.load_snapshot(run_id)
     assert len(snaps) >= 10 and snaps[0].start == 0
     assert all(b.start == a.seq + 1 for a, b in itertools.pairwise(snaps))
-    events = await store.load(run_id)
-    state, _ = restore(run_id, snaps)
-    for ev in events[snaps[-1].seq + 1 :]:
-        state.apply(ev)
-    assert state == folded(events)
+    assert restores_to_events(run_id, snaps, await store.load(run_id))
     del reference_id
 
 
@@ -290,8 +313,7 @@ async def test_a_resume_reads_only_the_events_after_the_last_snapshot() -> None:
 
 
 async def test_a_tampered_snapshot_is_not_used(backend: Backend) -> None:
-    if backend.raw is None:
-        pytest.skip("needs raw access to the snapshots")
+    raw = raw_access(backend)
     store = backend.make(KEY)
     run_id, shown = await scenario(store, every=3)
     assert isinstance(store, SnapshotStore)
@@ -299,7 +321,7 @@ async def test_a_tampered_snapshot_is_not_used(backend: Backend) -> None:
     # Grant what the events never granted: a bigger step count, no failures.
     forged = json.loads(before[-1].state)
     forged["steps"], forged["failures"] = 0, {}
-    backend.raw(
+    raw(
         "UPDATE {snapshots} SET state = ? WHERE run_id = ? AND seq = ?",
         (json.dumps(forged), run_id, before[-1].seq),
     )
@@ -325,15 +347,9 @@ async def test_verify_checks_the_snapshots_as_a_resume_reads_them(backend: Backe
     assert f"{len(snaps)} snapshot(s) verify" in report.describe()
     if backend.raw is None:
         return
+    raw = backend.raw
     # Saved before a key was set (sealed with a plain hash): ignored, not a break.
-    first = snaps[0]
-    (digest,) = backend.raw(
-        "SELECT chain FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, first.seq)
-    )[0]
-    backend.raw(
-        "UPDATE {snapshots} SET seal = ? WHERE run_id = ? AND seq = ?",
-        (seal(None, run_id, first, bytes(digest)), run_id, first.seq),
-    )
+    reseal_plain(backend, run_id, snaps[0])
     report = await store.verify_chain(run_id)
     assert report.intact and (report.snapshots, report.unkeyed_snapshots) == (len(snaps) - 1, 1)
     assert "1 snapshot(s) sealed without a key" in report.describe()
@@ -348,7 +364,7 @@ async def test_verify_checks_the_snapshots_as_a_resume_reads_them(backend: Backe
     middle = snaps[len(snaps) // 2]
     forged = json.loads(middle.state)
     forged["steps"] = 0
-    backend.raw(
+    raw(
         "UPDATE {snapshots} SET state = ? WHERE run_id = ? AND seq = ?",
         (json.dumps(forged), run_id, middle.seq),
     )
@@ -358,11 +374,11 @@ async def test_verify_checks_the_snapshots_as_a_resume_reads_them(backend: Backe
     assert f"covering seq {middle.start}..{middle.seq}" in report.reason
     # Bound to another event than the one stored: named as such, whatever the seal says.
     last = snaps[-1]
-    backend.raw(
+    raw(
         "UPDATE {snapshots} SET chain = ? WHERE run_id = ? AND seq = ?",
         (b"\0" * 32, run_id, last.seq),
     )
-    backend.raw("DELETE FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, middle.seq))
+    raw("DELETE FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, middle.seq))
     report = await store.verify_chain(run_id)
     assert not report.intact and report.broken_seq == last.seq
     assert report.reason is not None and "taken from another event" in report.reason
@@ -376,14 +392,13 @@ async def test_verify_without_any_key_breaks_a_run_whose_snapshot_was_changed(
 ) -> None:
     # No key ever: every seal is a plain hash, so one that does not verify was changed,
     # and "sealed under a key" is not an excuse the run's unsigned head allows.
-    if backend.raw is None:
-        pytest.skip("needs raw access to the snapshots")
+    raw = raw_access(backend)
     store = backend.make(None)
     run_id, _ = await scenario(store, every=3)
     assert isinstance(store, SnapshotStore)
     snaps = await store.load_snapshot(run_id)
     assert (await store.verify_chain(run_id)).snapshots == len(snaps)
-    backend.raw(
+    raw(
         "UPDATE {snapshots} SET history = ? WHERE run_id = ? AND seq = ?",
         ("[]", run_id, snaps[-1].seq),
     )
@@ -405,10 +420,7 @@ async def test_a_truncated_run_drops_its_later_snapshots(backend: Backend) -> No
     if backend.raw is not None:
         rows = backend.raw("SELECT seq FROM {snapshots} WHERE run_id = ?", (run_id,))
         assert all(seq <= keep for (seq,) in rows)
-    state, _ = restore(run_id, snaps)
-    for ev in (await store.load(run_id))[snaps[-1].seq + 1 :]:
-        state.apply(ev)
-    assert state == folded(await store.load(run_id))
+    assert restores_to_events(run_id, snaps, await store.load(run_id))
 
 
 async def test_snapshots_from_other_code_are_ignored_and_replaced(
@@ -433,11 +445,7 @@ async def test_snapshots_from_other_code_are_ignored_and_replaced(
     assert ignored and "another version" in ignored[0]["error"]
     snaps = await store.load_snapshot(paused.run_id)
     assert snaps and {s.tag for s in snaps} == {snapshot_tag()} and snaps[0].start == 0
-    state, _ = restore(paused.run_id, snaps)
-    events = await store.load(paused.run_id)
-    for ev in events[snaps[-1].seq + 1 :]:
-        state.apply(ev)
-    assert state == folded(events)
+    assert restores_to_events(paused.run_id, snaps, await store.load(paused.run_id))
 
 
 async def test_a_snapshot_that_passes_its_seal_but_not_its_format_is_ignored(
@@ -445,20 +453,13 @@ async def test_a_snapshot_that_passes_its_seal_but_not_its_format_is_ignored(
 ) -> None:
     # Without a key the seal is a plain hash: corruption that rewrote it too (a bug, a
     # hand edit) must still not be trusted blindly: the history no longer parses.
-    if backend.raw is None:
-        pytest.skip("needs raw access to the snapshots")
+    raw_access(backend)  # skips without it
     store = backend.make(None)
     run_id, _ = await scenario(store, every=3)
     assert isinstance(store, SnapshotStore)
     last = (await store.load_snapshot(run_id))[-1]
     broken = Snapshot(last.seq, last.start, last.tag, last.state, '{"from": "nonsense"}')
-    (digest,) = backend.raw(
-        "SELECT chain FROM {snapshots} WHERE run_id = ? AND seq = ?", (run_id, last.seq)
-    )[0]
-    backend.raw(
-        "UPDATE {snapshots} SET history = ?, seal = ? WHERE run_id = ? AND seq = ?",
-        (broken.history, seal(None, run_id, broken, bytes(digest)), run_id, last.seq),
-    )
+    reseal_plain(backend, run_id, broken)
     assert (await store.load_snapshot(run_id))[-1].history == broken.history
     agent = agent_on(store, make_toolbox(), ScriptedModel([]), every=3)
     with structlog.testing.capture_logs() as logs:

@@ -177,7 +177,7 @@ def audit(
     if not report.intact:
         return report
     unkeyed = unchecked = 0
-    for checked, row in enumerate(rows):
+    for row in rows:
         snap, problem = _problem(key, run_id, row)
         if problem == _UNKEYED:
             unkeyed += 1
@@ -194,7 +194,7 @@ def audit(
                 report,
                 intact=False,
                 broken_seq=snap.seq,
-                reason=f"{why} (a resume ignores it; {checked} snapshot(s) before it verify)",
+                reason=f"{why} (a resume ignores it and every later snapshot)",
             )
     return dataclasses.replace(
         report,

@@ -28,6 +28,7 @@ from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import ConfigurationError, LeaseLostError, StoreError
 from agentcore.events import Event
 from agentcore.stores import (
+    ChainReport,
     MemoryStore,
     PostgresStore,
     Snapshot,
@@ -538,3 +539,73 @@ def test_any_edit_of_a_state_either_reads_back_typed_or_is_refused(
     except UNUSABLE:
         return
     assert load_state(edited.run_id, dump_state(edited)) == edited
+
+
+@pytest.fixture(scope="module")
+def keyless_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A SQLite file holding one run with snapshots every 3 events, written without a key."""
+    import asyncio
+
+    path = tmp_path_factory.mktemp("keyless") / "runs.db"
+
+    async def write() -> str:
+        store = SQLiteStore(path)
+        try:
+            return (await scenario(store, every=3))[0]
+        finally:
+            await store.close()
+
+    return path, asyncio.run(write())
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    which=st.integers(min_value=0),
+    column=st.sampled_from(["state", "history", "tag", "seal", "chain", "start"]),
+    junk=st.binary(min_size=1, max_size=40),
+)
+def test_verify_breaks_a_run_at_any_edited_snapshot_column(
+    keyless_run: tuple[Path, str],
+    tmp_path_factory: pytest.TempPathFactory,
+    which: int,
+    column: str,
+    junk: bytes,
+) -> None:
+    # Whatever a row's column is changed to, verify names that row (nothing changed goes
+    # uncounted as "sealed under a key": this run's head is unsigned).
+    import asyncio
+    import shutil
+
+    source, run_id = keyless_run
+    path = tmp_path_factory.mktemp("edit") / "runs.db"
+    shutil.copy(source, path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    seqs = [s for (s,) in conn.execute("SELECT seq FROM snapshots ORDER BY seq")]
+    seq = seqs[which % len(seqs)]
+    old = conn.execute(f"SELECT {column} FROM snapshots WHERE seq = ?", (seq,)).fetchone()[0]
+    new: object = (
+        (old + 1 + len(junk)) % (seq + 1)
+        if column == "start"
+        else junk
+        if isinstance(old, bytes)
+        else junk.decode("latin-1")
+    )
+    if new == old:
+        new = (
+            (old + 1) % (seq + 1)
+            if column == "start"
+            else old + (b"x" if column in ("seal", "chain") else "x")
+        )
+    conn.execute(f"UPDATE snapshots SET {column} = ? WHERE seq = ?", (new, seq))
+    conn.close()
+
+    async def check() -> ChainReport:
+        store = SQLiteStore(path)
+        try:
+            return await store.verify_chain(run_id)
+        finally:
+            await store.close()
+
+    report = asyncio.run(check())
+    assert not report.intact and report.broken_seq == seq, (column, report)
+    assert report.reason is not None and "the snapshot covering" in report.reason

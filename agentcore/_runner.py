@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
@@ -63,13 +63,20 @@ from .events import (
     ToolStarted,
 )
 from .secrets import Redactor, SecretResolver, resolve_secret
-from .stores import Snapshot, SnapshotStore, TranscriptStore
+from .stores import CallGuardStore, Snapshot, SnapshotStore, TranscriptStore
 from .streaming import SINK, PartialTracker
 from .tools import Tool, ToolContext, recordable_result
 
 __all__ = ["PAUSE", "ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
 
 _REPLY_CAP = 4_000  # characters of an invalid reply kept for the re-ask
+
+LOST_CALL_WAIT_S: Final = 300.0
+"""How long after a lost call started a worker waits, by default, while the process that
+ran it may still be running it (it holds the call's guard) before asking a person."""
+
+GUARD_POLL_S: Final = 0.25
+"""How often a waiting worker looks at a lost call's guard."""
 
 PAUSE: ContextVar[asyncio.Event | None] = ContextVar("agentcore_pause", default=None)
 """Set by a caller (the CLI, on Ctrl-C) around runs it starts: once the event is set, a run
@@ -111,6 +118,9 @@ class RunSetup:
     """Values no event may hold (``Agent(redact=..., redact_env=...)``)."""
     snapshot_every: int = SNAPSHOT_EVERY
     """Events between two snapshots of a run (0: none); see ``_snapshot``."""
+    lost_call_wait_s: float = LOST_CALL_WAIT_S
+    """How long after a lost call started a worker waits for the process that may still
+    be running it (see ``Driver._settle_lost_call``)."""
 
 
 @dataclass(slots=True)
@@ -566,8 +576,32 @@ class Driver:
     async def _run_tool(self, call: OpenCall) -> None:
         assert isinstance(call.action, ToolAction)
         tool = self.setup.tools[call.action.tool]
-        args = call.run_args()
         key = f"{self.state.run_id}:{call.step}"
+        guards = self._guards(tool)
+        if guards is None:
+            await self._start_tool(call, tool, key, guarded=False)
+            return
+        # A call that reconcile may settle runs under its guard, taken before its intent
+        # is written and let go when it returns, so whoever settles it later can tell
+        # whether it may still be running.
+        async with guards.guard_call(self.state.run_id, key) as held:
+            if held:
+                await self._start_tool(call, tool, key, guarded=True)
+                return
+        # Another process holds it: a worker that lost the run is running this call, or
+        # is about to find out that it may not.
+        await self._settle_lost_call(call, tool, key, timed_out=False, since=time.time())
+
+    def _guards(self, tool: Tool) -> CallGuardStore | None:
+        """Where a call of ``tool`` takes its guard: only a non-idempotent tool with
+        ``reconcile`` is ever run again automatically, so only it needs one."""
+        store = self.setup.store
+        if tool.spec.idempotent or tool.reconcile is None:
+            return None
+        return store if isinstance(store, CallGuardStore) else None
+
+    async def _start_tool(self, call: OpenCall, tool: Tool, key: str, *, guarded: bool) -> None:
+        args = call.run_args()
         self.record(
             ToolStarted(
                 **self._seq(),
@@ -576,6 +610,7 @@ class Driver:
                 tool=tool.name,
                 args=args,
                 idempotency_key=key,
+                guarded=guarded,
             )
         )
         await self.flush()  # write-ahead: the intent is durable before the side effect
@@ -663,34 +698,52 @@ class Driver:
         await self._settle_lost_call(call, tool, call.started.idempotency_key, timed_out=False)
 
     async def _settle_lost_call(
-        self, call: OpenCall, tool: Tool, key: str, *, timed_out: bool, cause: str | None = None
+        self,
+        call: OpenCall,
+        tool: Tool,
+        key: str,
+        *,
+        timed_out: bool,
+        cause: str | None = None,
+        since: float | None = None,
     ) -> None:
         """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
-        or stop as ``needs_attention`` for a person.
+        run it again, or stop as ``needs_attention`` for a person.
 
         The one rule: never a second execution while the first may still be running, and
-        never one a person was asked about. So ``reconcile`` finding nothing reruns the
-        call only after a crash (the process that ran it is gone) and only before the run
-        was put to a person; after a timeout (a sync tool's thread may still be running,
-        a remote call may still land) or once a person was asked, only a person's
-        ``resolve(rerun=True)`` runs it again.
+        never one a person was asked about. ``reconcile`` finding nothing reruns the call
+        only when no process can still be running it: its guard (held by the worker that
+        ran it, let go when the call returns or that worker's process or database session
+        ends) is free, and the run was not put to a person since. A stalled worker keeps
+        its guard: the run waits for it up to ``lost_call_wait_s`` after the call started
+        (plus the tool's timeout), asking ``reconcile`` again once it is free. After a
+        timeout (a sync tool's thread may still be running, a remote call may still land)
+        or once a person was asked, only a person's ``resolve(rerun=True)`` runs it again.
+
+        Args:
+            since: when the call started, when it has no ``tool_started`` (its guard was
+                found held before this worker could write one).
         """
         problem = ""
         if tool.reconcile is not None:
-            try:
-                found = tool.reconcile(key)
-                if inspect.isawaitable(found):
-                    found = await found
-            except Exception as exc:  # user code: its failure is a reason for a person
-                found, problem = None, f"; reconcile raised {type(exc).__name__}: {exc}"
+            may_rerun = not timed_out and not self._put_to_a_person(call)
+            free: bool | None = None
+            if may_rerun:
+                free, problem = await self._guard_free(call, tool, key, since)
+                if self.state.status is not RunStatus.RUNNING:
+                    return  # cancelled while it waited
+            found, failed = await self._reconcile(tool, key)
             if found is not None:
                 self.record(self._reconciled(call, tool.name, found))
                 await self.flush()
                 return
-            if not problem and not timed_out and not self._put_to_a_person(call):
-                await self._run_tool(call)  # it died with its process and did not happen
+            if failed:
+                problem = failed
+            elif free:
+                await self._run_tool(call)  # it did not happen and nothing can still run it
                 return
-            problem = problem or "; reconcile(key) found no record of it"
+            else:
+                problem = "; reconcile(key) found no record of it" + problem
         if cause is not None:
             what = (
                 f"lost its outcome at step {call.step} with {_short(call.run_args())} "
@@ -717,6 +770,71 @@ class Driver:
                 "| --fail --by NAME"
             ),
         )
+
+    async def _reconcile(self, tool: Tool, key: str) -> tuple[object | None, str]:
+        """What ``reconcile(key)`` found (``None``: no record), and why it could not say."""
+        assert tool.reconcile is not None
+        try:
+            found = tool.reconcile(key)
+            if inspect.isawaitable(found):
+                found = await found
+        except Exception as exc:  # user code: its failure is a reason for a person
+            return None, f"; reconcile raised {type(exc).__name__}: {exc}"
+        return found, ""
+
+    async def _guard_free(
+        self, call: OpenCall, tool: Tool, key: str, since: float | None
+    ) -> tuple[bool, str]:
+        """Wait while another process may still be running the call (its guard is held),
+        up to the bound; whether none can now, and if not, why (for the person).
+
+        Returns at once when the call's guard is free, or when whether its worker is gone
+        cannot be told (the call was started without a guard). A cancel request honoured
+        while waiting ends the run (``state.status`` tells the caller).
+        """
+        started = call.started
+        if started is not None and not started.guarded:
+            return False, (
+                ", and whether the worker that started it is gone cannot be told (it ran "
+                "without a call guard: an older agentcore, or a store that keeps none)"
+            )
+        guards = self._guards(tool)
+        if guards is None:
+            return False, (
+                ", and whether the worker that started it is gone cannot be told (the store "
+                "keeps no call guards)"
+            )
+        begun = started.at if started is not None else since if since is not None else time.time()
+        deadline = begun + self.setup.lost_call_wait_s + (tool.timeout or 0.0)
+        waited = False
+        while True:
+            try:
+                running = await guards.call_running(self.state.run_id, key)
+            except StoreError as exc:  # cannot tell now: assume it may run, ask again
+                self.log.warning("call_guard_unreadable", step=call.step, error=str(exc))
+                running = True
+            if not running:
+                if waited:
+                    self.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
+                return True, ""
+            now = time.time()
+            if now >= deadline:
+                return False, (
+                    f", and the worker that started it still holds the call's guard "
+                    f"{now - begun:.0f}s after it started: it may still be running it (a "
+                    "stalled process)"
+                )
+            if not waited:
+                waited = True
+                self.log.warning(
+                    "lost_call_waiting", step=call.step, tool=tool.name, until=deadline
+                )
+                await self.flush()  # what this worker recorded is not held back by the wait
+            await asyncio.sleep(min(GUARD_POLL_S, deadline - now))
+            if self.own is not None:
+                self.own.check()
+            if await self._cancel_requested():
+                return False, ""
 
     def _put_to_a_person(self, call: OpenCall) -> bool:
         """Whether the run stopped as ``needs_attention`` since this call last started."""

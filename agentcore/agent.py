@@ -51,7 +51,7 @@ from ._log import get_logger
 from ._manifest import manifest_change, manifest_entry
 from ._observe import log_events
 from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
-from ._runner import ContextProvider, Driver, History, RunSetup, Turn
+from ._runner import LOST_CALL_WAIT_S, ContextProvider, Driver, History, RunSetup, Turn
 from ._snapshot import UNUSABLE, restore, snapshot_interval
 from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
 from ._state import args_hash as compute_args_hash
@@ -120,6 +120,12 @@ class Agent:
             last snapshot and the events after it, not the whole transcript. Snapshots are
             checked against the events' chain digests and ignored when they do not match
             (see ``agentcore._snapshot``).
+        lost_call_wait_s: how long after a lost call started (plus the tool's timeout) a
+            worker waits while the process that ran it may still be running it, before the
+            run stops as ``needs_attention`` (default 300 s). It applies to a
+            non-idempotent tool with ``reconcile`` whose worker was taken over while
+            stalled: ``reconcile`` can see an effect only once it has happened, so the call
+            runs again only after its guard shows that no process can still make it.
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -145,6 +151,7 @@ class Agent:
         redact: Sequence[str] = (),
         redact_env: Sequence[str] = (),
         snapshot_every: int | None = None,
+        lost_call_wait_s: float = LOST_CALL_WAIT_S,
     ) -> None:
         self.secrets = secrets
         self._redactor = Redactor.listed(redact, redact_env)
@@ -181,6 +188,9 @@ class Agent:
             self._context = tuple(context)
         if lease_s <= 0:
             raise ConfigurationError(f"lease_s must be > 0, got {lease_s!r}")
+        if not lost_call_wait_s >= 0:
+            raise ConfigurationError(f"lost_call_wait_s must be >= 0, got {lost_call_wait_s!r}")
+        self.lost_call_wait_s = lost_call_wait_s
         self.owner = owner or default_owner()
         self.lease_s = lease_s
         self.snapshot_every = snapshot_interval(snapshot_every)
@@ -229,6 +239,7 @@ class Agent:
             secrets=self.secrets,
             redactor=self._redactor,
             snapshot_every=self.snapshot_every,
+            lost_call_wait_s=self.lost_call_wait_s,
         )
 
     def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:

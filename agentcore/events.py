@@ -164,6 +164,10 @@ class ToolStarted(_Event):
     tool: str
     args: dict[str, JsonValue]
     idempotency_key: str
+    guarded: bool = False
+    """The worker held the call's guard while it ran (a lock its process or database
+    session lets go of when it ends), so a later worker can tell whether it may still be
+    running. Only non-idempotent tools with ``reconcile`` are guarded."""
 
 
 class ToolFinished(_Event):

@@ -30,7 +30,7 @@ from agentcore.events import (
     ToolFinished,
     ToolStarted,
 )
-from agentcore.stores import MemoryStore, SQLiteStore, TranscriptStore
+from agentcore.stores import CallGuardStore, MemoryStore, SQLiteStore, TranscriptStore
 
 NO_PLAN = Policy(plan_before_writes=False)
 
@@ -207,6 +207,99 @@ async def test_reconcile_decides_for_a_lost_non_idempotent_call(
     else:
         assert impl.calls == ["r1:1", "r1:1"]  # did not happen: run once
     assert check_transcript(events) == []
+
+
+def ledger_reconcile(impl: Crashy, asked: list[str]) -> Any:
+    def reconcile(key: str) -> Any:
+        asked.append(key)
+        return impl.done.get(key)
+
+    return reconcile
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("then", ["finishes", "stays"])
+async def test_a_lost_call_whose_guard_is_held_is_waited_for_never_rerun(
+    tmp_path: Path, store_kind: str, then: str
+) -> None:
+    """The call's guard is held (as by a stalled worker still inside the call): reconcile
+    finds nothing, yet the call is not run again. When the holder makes the effect and
+    lets go, the waiting resume adopts it; when it holds on past lost_call_wait_s, the run
+    stops as needs_attention saying why, and nothing ran twice."""
+    store: TranscriptStore = (
+        MemoryStore() if store_kind == "memory" else SQLiteStore(tmp_path / "r.db")
+    )
+    impl = Crashy()
+    asked: list[str] = []
+    agent = Agent(
+        tools=[pay_tool(impl, idempotent=False, reconcile=ledger_reconcile(impl, asked))],
+        model=script(),
+        store=store,
+        policy=NO_PLAN,
+        lost_call_wait_s=0.6 if then == "stays" else 30,
+    )
+    await crash_run(agent)
+    (started,) = of(await agent.transcript("r1"), ToolStarted)
+    assert started.guarded
+    assert isinstance(store, CallGuardStore)
+    async with store.guard_call("r1", "r1:1") as held:  # the stalled worker, still running
+        assert held
+        assert await store.call_running("r1", "r1:1")
+        resuming = asyncio.create_task(agent.resume("r1"))
+        await asyncio.sleep(0.9)
+        if then == "finishes":
+            assert not resuming.done()  # waiting, not re-running
+            impl.done["r1:1"] = {"charged": 5, "by": "the stalled worker"}
+    result = await resuming
+    assert not await store.call_running("r1", "r1:1")
+    assert impl.calls == ["r1:1"]  # never a second execution
+    if then == "finishes":
+        assert result.status is RunStatus.COMPLETED
+        assert asked == ["r1:1"]  # asked once the guard was free
+        finished = of(await agent.transcript("r1"), ToolFinished)
+        assert finished[0].result == {"charged": 5, "by": "the stalled worker"}
+    else:
+        assert result.status is RunStatus.NEEDS_ATTENTION
+        assert result.reason is not None
+        assert "still holds the call's guard" in result.reason, result.reason
+        assert "reconcile(key) found no record of it" in result.reason
+    assert check_transcript(await agent.transcript("r1")) == []
+    await agent.close()
+    await store.close()
+
+
+async def test_a_lost_call_started_without_a_guard_goes_to_a_person(store: MemoryStore) -> None:
+    """A tool_started written without a guard (by an older agentcore, or on a store that
+    keeps none): whether its worker is gone cannot be told, so reconcile finding nothing
+    does not rerun it."""
+    impl = Crashy()
+    asked: list[str] = []
+    agent = Agent(
+        tools=[pay_tool(impl, idempotent=False, reconcile=ledger_reconcile(impl, asked))],
+        model=script(),
+        store=store,
+        policy=NO_PLAN,
+    )
+    events = await hand_written_crash(store, agent, guarded=False)
+    assert not of(events, ToolStarted)[0].guarded
+    result = await agent.resume("r1")
+    assert result.status is RunStatus.NEEDS_ATTENTION
+    assert result.reason is not None
+    assert "cannot be told" in result.reason, result.reason
+    assert impl.calls == ["tmp:1"] and asked == ["r1:1"]  # the copied run ran nothing
+
+
+async def hand_written_crash(store: MemoryStore, agent: Agent, *, guarded: bool) -> list[Event]:
+    """A crashed run copied into run ``r1`` with its ``tool_started.guarded`` set."""
+    await crash_run(agent, run_id="tmp")
+    events = await agent.transcript("tmp")
+    started = {"guarded": guarded, "idempotency_key": "r1:1"}
+    copied = [
+        e.model_copy(update={"run_id": "r1", **(started if isinstance(e, ToolStarted) else {})})
+        for e in events
+    ]
+    await store.append("r1", 0, copied)
+    return copied
 
 
 async def test_idempotent_lost_call_reruns_with_the_same_key(store: MemoryStore) -> None:

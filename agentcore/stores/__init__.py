@@ -23,6 +23,7 @@ from ._base import (
 )
 from ._chain import ChainReport
 from ._commits import CommitStats
+from ._guards import CallGuardStore
 from ._memory import MemoryStore
 from ._snapshots import Snapshot
 from ._sqlite import SQLiteStore
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE_URL",
     "FINISHED_STATUSES",
+    "CallGuardStore",
     "CancelRequest",
     "ChainReport",
     "CommitStats",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 
 from pydantic_core import to_json
 
@@ -31,6 +32,7 @@ from ._base import (
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
+from ._guards import LocalGuards
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
 __all__ = ["MemoryStore"]
@@ -52,6 +54,7 @@ class MemoryStore:
         self._tenant: dict[str, str | None] = {}
         self._cancel: dict[str, CancelRequest] = {}
         self._claims = InProcessClaims()
+        self._guards = LocalGuards()
         # run_id -> (owner or None when released, epoch, expires_at or None)
         self._leases: dict[str, tuple[str | None, int, float | None]] = {}
         # run_id -> [(snapshot, the digest of its event when saved, seal)] in seq order
@@ -280,6 +283,14 @@ class MemoryStore:
         for run_id in sorted(self._runs):
             if run_id in self._runs:
                 yield await self.verify_chain(run_id)
+
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
+        """See :meth:`CallGuardStore.guard_call` (held in this process: so is the store)."""
+        return self._guards.guard_call(run_id, key)
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """See :meth:`CallGuardStore.call_running`."""
+        return await self._guards.call_running(run_id, key)
 
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim` (within this process). Superseded by

@@ -66,6 +66,7 @@ import importlib
 import json
 import re
 from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import (
@@ -109,6 +110,7 @@ from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
 from ._commits import CommitStats
 from ._pg_claims import AdvisoryClaims
 from ._pg_commit import PgAppend, PgCommits
+from ._pg_guards import PgGuards
 from ._pg_pools import LoopPools
 from ._pg_retry import retried, retried_append
 from ._pg_schema import Statements, upgrade
@@ -246,6 +248,13 @@ class PostgresStore:
         )
         self._commits = PgCommits(
             self._pool, self._sql.run_state, self._error, self._refusal, group=group_commit
+        )
+        self._guards = PgGuards(
+            dsn,
+            namespace=schema or "",
+            connect_timeout=self._connect_timeout,
+            pool=self._pool,
+            error=self._error,
         )
 
     @property
@@ -810,6 +819,17 @@ class PostgresStore:
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
         return self._claims.claim(run_id)
+
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
+        """See :meth:`CallGuardStore.guard_call`: a session-level advisory lock on a
+        connection opened for the call, freed by the server when that session ends."""
+        if self._closed:
+            raise StoreError(f"The store {self._display} is closed; open a new one")
+        return self._guards.guard_call(run_id, key)
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """See :meth:`CallGuardStore.call_running`."""
+        return await self._guards.call_running(run_id, key)
 
     async def check_connections(self) -> None:
         """Test this event loop's idle pooled connections and replace the dead ones. The

@@ -57,6 +57,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -97,6 +98,7 @@ from ._chain import (
 )
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
 from ._commits import CommitStats
+from ._guards import FileGuards
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
 from ._sqlite_commit import Pending, SQLiteCommits
 from ._sqlite_leases import (
@@ -212,6 +214,7 @@ class SQLiteStore:
             raise ConfigurationError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
         self._conn: sqlite3.Connection | None = None
         self._flocks = HeldFlocks(self.path)
+        self._guards = FileGuards(self.path)
         self._key = ChainKey.configured(chain_key)
         write = partial(_append_if_at, key=self._key, written=WrittenHeads())
         if read_only:  # _sqlite_readonly: creates, migrates and locks nothing
@@ -524,6 +527,15 @@ class SQLiteStore:
             if len(ids) < page:
                 return
             after = ids[-1][0]
+
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
+        """See :meth:`CallGuardStore.guard_call`: a flock in ``<database>.locks/``, dropped
+        by the kernel when the holding process dies."""
+        return self._guards.guard_call(run_id, key)
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """See :meth:`CallGuardStore.call_running`."""
+        return await self._guards.call_running(run_id, key)
 
     def claim(self, run_id: str) -> RunClaim:
         """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in

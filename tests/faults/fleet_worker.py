@@ -32,6 +32,7 @@ Environment:
 - ``FLEET_BARRIER=<dir>:<n>``: wait until ``n`` workers reached the barrier before the command;
 - ``FLEET_TURN_PAUSE_S``: ``advance`` waits this long between its turns (default 0);
 - ``FLEET_BUSY_MARK=<file>``: ``advance`` creates it when it first finds the run busy.
+- ``FLEET_LOST_CALL_WAIT_S``: ``Agent(lost_call_wait_s=...)`` (default 300).
 """
 
 from __future__ import annotations
@@ -174,6 +175,7 @@ def build_agent(store: str | TranscriptStore) -> Agent:
         store=store,
         policy=Policy(plan_before_writes=False),
         lease_s=float(env("FLEET_LEASE_S", "2")),
+        lost_call_wait_s=float(env("FLEET_LOST_CALL_WAIT_S", "300")),
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentcore import check_transcript
-from agentcore.events import RunResumed
+from agentcore.events import RunResumed, ToolFinished
 
 from ._fleet import Fleet, tool_starts, wait, wait_until, with_cont
 
@@ -133,6 +133,70 @@ def test_a_worker_stopped_past_its_lease_is_taken_over_and_fenced(fleet: Fleet, 
         assert effects.count() == all_keys(fleet, 1, 2, 2, 3)
         assert effects.by(a.pid) == [fleet.key(1), fleet.key(2)]
     assert effects.by(b.result["pid"] if b.result else -1)[-1] == fleet.key(3)
+
+
+@pytest.mark.parametrize("then", ["continued", "killed", "still_stopped"])
+def test_a_stalled_workers_reconcilable_call_is_never_run_twice(fleet: Fleet, then: str) -> None:
+    """Worker A is SIGSTOPped inside step 2's non-idempotent tool, before its side effect,
+    past its lease; worker B takes the run over. ``reconcile`` finds nothing (the effect
+    has not happened yet), but A may still make it: B runs the call again only once no
+    process can still be running it (A's call guard is free), and reconciles once more
+    first. The ledger, which the framework does not write, counts the side effects.
+
+    - continued: A, continued while B waits, makes the effect and lets go of the guard;
+      B adopts it through ``reconcile``: one effect, made by A.
+    - killed: A is SIGKILLed while B waits: the guard dies with it, and B runs the call.
+    - still_stopped: A stays stopped past ``lost_call_wait_s``: B stops the run as
+      ``needs_attention`` saying why, and nobody makes the effect.
+    """
+    fleet.kind = "reconcile"
+    fleet.lease_s = 1.0
+    fleet.start()
+    hold = fleet.hold("a", "tool", 2)
+    a = fleet.popen("advance", HOLD=hold.spec)
+    hold.wait_entered(a)
+    os.kill(a.pid, signal.SIGSTOP)
+    time.sleep(fleet.lease_s + 0.3)  # A's lease expires (by the store's clock)
+    wait_s = "6" if then == "still_stopped" else "60"
+    b = fleet.popen("advance", LOST_CALL_WAIT_S=wait_s)
+    # B has taken the run over and waits on A's guard: it records its takeover first.
+    wait_until(
+        "B took the run over",
+        lambda: any(isinstance(ev, RunResumed) for ev in fleet.events()),
+    )
+    time.sleep(0.5)
+    assert b.poll() is None, wait(b)  # still waiting: it ran nothing
+    assert fleet.effects().count() == all_keys(fleet, 1)
+    if then == "continued":
+        hold.release()
+        with_cont(a)
+        out = wait(b)
+        assert out.returncode == 0 and out.status == "completed", out
+        assert fleet.effects().count() == all_keys(fleet, 1, 2, 3)
+        assert fleet.effects().by(a.pid) == [fleet.key(1), fleet.key(2)]
+        a_out = wait(a)
+        assert a_out.returncode == 0 and '"lost_the_run"' in a_out.stderr, a_out
+        finished = [ev for ev in fleet.events() if isinstance(ev, ToolFinished)]
+        assert finished[1].result == {"key": fleet.key(2), "reconciled": True}
+    elif then == "killed":
+        a.kill()
+        a.communicate(timeout=30)
+        out = wait(b)
+        assert out.returncode == 0 and out.status == "completed", out
+        assert fleet.effects().count() == all_keys(fleet, 1, 2, 3)
+        assert fleet.effects().by(a.pid) == [fleet.key(1)]
+    else:
+        out = wait(b)
+        assert out.returncode == 0 and out.status == "needs_attention", out
+        assert out.result is not None
+        reason = str(out.result["reason"])
+        assert "still holds the call's guard" in reason, reason
+        assert f"agentcore resolve {fleet.run_id}" in reason, reason
+        a.kill()
+        a.communicate(timeout=30)
+        assert fleet.effects().count() == all_keys(fleet, 1)
+    assert tool_starts(fleet.events())[2] == (2 if then == "killed" else 1)
+    sound(fleet)
 
 
 # -- a worker killed inside its tool -----------------------------------------------------------

@@ -51,7 +51,7 @@ from agentcore.events import (
     encode_event_body,
 )
 from agentcore.limits import MAX_DEPTH, MAX_EVENT_BYTES, MAX_INT, MAX_STRING_CHARS, MIN_INT
-from agentcore.stores import Lease, TranscriptStore
+from agentcore.stores import CallGuardStore, Lease, TranscriptStore
 
 __all__ = ["StoreConformance", "every_event_type", "started"]
 
@@ -809,6 +809,39 @@ class StoreConformance:
         assert len(await store.load(run)) == 3
 
     # ------------------------------------------------------------------ claims
+
+    async def test_a_call_guard_is_seen_by_every_object_until_let_go(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        """A store that keeps call guards (optional: a store without them sends every
+        lost non-idempotent call to a person): while one holder has a call's guard, every
+        store object on the same data sees the call running and cannot take the guard;
+        once let go, nobody sees it, and it can be taken again. Other calls are apart."""
+        if not isinstance(store, CallGuardStore):
+            pytest.skip(f"{type(store).__name__} keeps no call guards")
+        run = fresh_run_id()
+        others = [store] if peer is None else [store, peer]
+        for other in others:
+            assert isinstance(other, CallGuardStore)
+            assert not await other.call_running(run, f"{run}:1")
+        async with store.guard_call(run, f"{run}:1") as held:
+            assert held
+            for other in others:
+                assert isinstance(other, CallGuardStore)
+                assert await other.call_running(run, f"{run}:1")
+                assert not await other.call_running(run, f"{run}:2")
+                assert not await other.call_running(f"{run}-other", f"{run}:1")
+                async with other.guard_call(run, f"{run}:1") as second:
+                    assert not second
+                async with other.guard_call(run, f"{run}:2") as apart:
+                    assert apart
+            assert await store.call_running(run, f"{run}:1")  # the refused one let go nothing
+        for other in others:
+            assert isinstance(other, CallGuardStore)
+            assert not await other.call_running(run, f"{run}:1")
+        async with (peer or store).guard_call(run, f"{run}:1") as again:
+            assert isinstance(again, bool) and again
+            assert await store.call_running(run, f"{run}:1")
 
     async def test_claims_are_exclusive_until_released(
         self, store: TranscriptStore, peer: TranscriptStore | None

@@ -1,0 +1,171 @@
+"""Call guards: whether a started call may still be running in some process.
+
+A lease says who may append to a run; it cannot say whether a worker that lost it is gone.
+On PostgreSQL a lease expires while its holder is stalled (SIGSTOP, a debugger, a long
+pause) as surely as when it died, and a stalled worker can wake at any later time and
+finish the call it had started. So a non-idempotent call whose outcome is unknown is run
+again after ``reconcile`` found nothing only when no process can still be running it.
+
+A guard answers that, per call: the worker holds the call's guard from before its
+``tool_started`` is written until the tool returns, and the operating system or the
+database lets go of it when that worker's process (or database session) ends:
+
+- memory: a set in this process (a memory store lives in one process);
+- SQLite: a flock on ``<database>.locks/call-<hash>.lock``, dropped by the kernel when the
+  process dies, kept while it is stopped;
+- PostgreSQL: a session-level advisory lock on a connection of its own, freed by the server
+  when that session ends (the process died or its connection was closed), kept while the
+  process is stopped.
+
+``call_running`` is the other side: whether anyone holds the guard now. A guard, once let
+go, is never taken again by the same call except by the worker that runs it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+from collections.abc import AsyncGenerator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from agentcore.contracts.errors import StoreError
+
+__all__ = ["CallGuardStore", "FileGuards", "LocalGuards", "guard_digest"]
+
+
+@runtime_checkable
+class CallGuardStore(Protocol):
+    """A store that can tell whether a started call may still be running (optional).
+
+    A store without it cannot: a non-idempotent call whose outcome it lost is then never
+    run again without a person (``needs_attention``), even when ``reconcile`` finds nothing.
+    """
+
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
+        """Hold the guard of the call with idempotency ``key`` while the block runs.
+
+        Yields ``True`` when this process now holds it, ``False`` when another holder has
+        it (that call may be running: the caller must not start it).
+
+        Raises:
+            StoreError: the guard cannot be taken (nothing was started).
+        """
+        ...
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """Whether a process holds the guard of the call with idempotency ``key`` now.
+
+        Raises:
+            StoreError: it cannot be told now (the caller must not assume either way).
+        """
+        ...
+
+
+def guard_digest(run_id: str, key: str) -> bytes:
+    """The 32-byte name of a call's guard (any str has one: surrogates pass through)."""
+    text = f"{run_id}\0{key}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(b"agentcore.call-guard\0" + text).digest()
+
+
+class LocalGuards:
+    """Guards held in this process: what a memory store offers (one process sees all)."""
+
+    def __init__(self) -> None:
+        self._held: set[tuple[str, str]] = set()
+
+    @contextlib.asynccontextmanager
+    async def guard_call(self, run_id: str, key: str) -> AsyncGenerator[bool]:
+        """See :meth:`CallGuardStore.guard_call`."""
+        name = (run_id, key)
+        if name in self._held:
+            yield False
+            return
+        self._held.add(name)
+        try:
+            yield True
+        finally:
+            self._held.discard(name)
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """See :meth:`CallGuardStore.call_running`."""
+        return (run_id, key) in self._held
+
+
+class FileGuards:
+    """Guards as flocks in ``<database>.locks/``, for the SQLite store.
+
+    A flock belongs to an open file description, so two guards of one call conflict even
+    inside one process. The holder removes the file before letting go of it; a checker
+    that opened the old file just before finds it unlocked and concludes, rightly, that the
+    call is over.
+    """
+
+    def __init__(self, db_path: str) -> None:
+        self._dir = Path(f"{db_path}.locks")
+
+    def _path(self, run_id: str, key: str) -> Path:
+        return self._dir / f"call-{guard_digest(run_id, key).hex()[:32]}.lock"
+
+    @contextlib.asynccontextmanager
+    async def guard_call(self, run_id: str, key: str) -> AsyncGenerator[bool]:
+        """See :meth:`CallGuardStore.guard_call`."""
+        path = self._path(run_id, key)
+        fd = self._lock(path, key)
+        if fd is None:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            os.close(fd)  # closing the descriptor drops the lock
+
+    def _lock(self, path: Path, key: str) -> int | None:
+        """Lock the guard file at ``path``: its descriptor, or ``None`` when it is held.
+
+        The lock counts only on the file the path names once it is held: a holder that was
+        letting go may have removed the file this one opened, and a lock on a removed file
+        guards nothing, so it is taken again on the file that is there now.
+        """
+        try:
+            self._dir.mkdir(exist_ok=True)
+            while True:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    return None
+                try:
+                    same = os.path.samestat(os.fstat(fd), os.stat(path))
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    return fd
+                os.close(fd)
+        except OSError as exc:
+            raise StoreError(f"Cannot take the guard of call {key!r}: {exc}") from exc
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """See :meth:`CallGuardStore.call_running`."""
+        try:
+            fd = os.open(self._path(run_id, key), os.O_RDWR)
+        except FileNotFoundError:
+            return False  # never taken, or let go (the holder removes it first)
+        except OSError as exc:
+            raise StoreError(f"Cannot read the guard of call {key!r}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return True
+            raise StoreError(f"Cannot read the guard of call {key!r}: {exc}") from exc
+        finally:
+            os.close(fd)
+        return False

@@ -1,0 +1,110 @@
+"""Call guards on PostgreSQL: a session-level advisory lock per running call.
+
+The lock is held on a connection of its own, opened for the call and closed when the tool
+returns, so the guard is exactly that database session: the server frees it when the
+session ends (the worker's process died, or its connection was closed) and keeps it while
+the process is stopped. Checking is a transaction-level try-lock on a pooled connection,
+which conflicts with the session-level lock and ends with its transaction.
+
+The locks use the two-key form (``pg_advisory_lock(int4, int4)``), a key space of its own
+that the bigint locks of migrations never meet; the 64-bit key is a hash of the store's
+schema, the run and the call, so stores in other schemas of one database do not collide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ._guards import guard_digest
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+    from agentcore.contracts.errors import StoreError
+
+__all__ = ["PgGuards"]
+
+_TAKE = "SELECT pg_try_advisory_lock(%s, %s)"
+_FREE = "SELECT pg_advisory_unlock(%s, %s)"
+_PROBE = "SELECT pg_try_advisory_xact_lock(%s, %s)"
+
+
+class PgGuards:
+    """The call guards of one PostgreSQL store.
+
+    Args:
+        dsn: the database to connect to.
+        namespace: the store's schema ("" for the default), part of every key.
+        connect_timeout: libpq's connect timeout, whole seconds.
+        pool: the running loop's pool (raises StoreError).
+        error: turns a psycopg error into the store's StoreError.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        namespace: str,
+        connect_timeout: int,
+        pool: Callable[[str], Awaitable[AsyncConnectionPool[Any]]],
+        error: Callable[[Exception, str], StoreError],
+    ) -> None:
+        self._dsn = dsn
+        self._namespace = namespace
+        self._connect_timeout = connect_timeout
+        self._pool = pool
+        self._error = error
+
+    def _keys(self, run_id: str, key: str) -> tuple[int, int]:
+        digest = guard_digest(f"{self._namespace}\0{run_id}", key)
+        return (
+            int.from_bytes(digest[:4], "big", signed=True),
+            int.from_bytes(digest[4:8], "big", signed=True),
+        )
+
+    @contextlib.asynccontextmanager
+    async def guard_call(self, run_id: str, key: str) -> AsyncGenerator[bool]:
+        """See :meth:`CallGuardStore.guard_call`."""
+        import psycopg
+
+        keys = self._keys(run_id, key)
+        where = f"cannot take the guard of call {key!r}"
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self._dsn, autocommit=True, connect_timeout=self._connect_timeout
+            )
+        except (psycopg.Error, UnicodeError) as exc:
+            raise self._error(exc, where) from exc
+        try:
+            try:
+                row = await (await conn.execute(_TAKE, keys)).fetchone()
+            except (psycopg.Error, UnicodeError) as exc:
+                raise self._error(exc, where) from exc
+            if row is None or not row[0]:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                # Closing the session frees the lock too; unlocking first frees it before
+                # the server has noticed the closed connection.
+                with contextlib.suppress(psycopg.Error):
+                    await conn.execute(_FREE, keys)
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        """See :meth:`CallGuardStore.call_running`."""
+        import psycopg
+
+        where = f"cannot read the guard of call {key!r}"
+        pool = await self._pool(where)
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                row = await (await conn.execute(_PROBE, self._keys(run_id, key))).fetchone()
+        except (psycopg.Error, UnicodeError) as exc:
+            raise self._error(exc, where) from exc
+        return row is None or not row[0]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ._integrity import check_transcript
     from ._log import configure_logging
     from ._observe import configure_telemetry
-    from ._runner import ContextProvider, ContextRequest
+    from ._run import ContextProvider, ContextRequest
     from ._signals import run_until_signalled
     from ._state import PendingCall, RunResult, RunStatus, RunUsage
     from .agent import Agent, ModelSpec
@@ -65,8 +65,8 @@ _EXPORTS = {
     "Agent": "agent",
     "ArgumentPolicy": "guards",
     "Budget": "policy",
-    "ContextProvider": "_runner",
-    "ContextRequest": "_runner",
+    "ContextProvider": "_run",
+    "ContextRequest": "_run",
     "ModelSpec": "agent",
     "PendingCall": "_state",
     "Policy": "policy",

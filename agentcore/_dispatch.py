@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
 
-from ._manifest import manifest_differences
+from ._manifest import changed_since_pinned
 from ._state import RunState
 from .events import Verdict
 from .guards import check_arguments
 from .tools import Tool
 
-__all__ = ["Ruling", "changed_since_pinned", "decide"]
+__all__ = ["Ruling", "decide"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +94,3 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
 
 def _person_plan_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:
     return any((t := tools.get(n)) is not None and t.requires == "person_plan" for n in state.scope)
-
-
-def changed_since_pinned(state: RunState, tool: Tool) -> str | None:
-    """What changed in ``tool`` since the run pinned its definition (``run_started``'s
-    manifest, updated by accepted changes), in words; ``None`` when nothing did.
-
-    A local tool changes only between deploys; a remote one (an MCP server's) can change
-    between two steps: its server relisted it differently (a rug pull).
-    """
-    recorded = state.tools.get(tool.name)
-    if recorded is None or recorded.get("hash") == tool.spec.manifest_hash:
-        return None  # the usual case, one comparison
-    return "; ".join(manifest_differences(recorded, tool.spec)) or None

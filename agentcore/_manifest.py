@@ -1,4 +1,4 @@
-"""The tool manifest a run records, and what changed in a tool since the run started.
+"""The tool manifest a run records, and what changed in a tool since the run pinned it.
 
 ``run_started.tools[name]`` holds each tool's full definition as the run saw it:
 ``hash`` (of everything below), ``description``, ``schema`` (the arguments' JSON Schema),
@@ -8,16 +8,32 @@ listing of it: server, remote name, title, description, input schema, annotation
 it is about to use with it; a person or a console can validate edited arguments against
 the schema the run started with. Transcripts written before ``description`` and
 ``schema`` were recorded are compared by hash (and by effect and idempotency, which were).
+
+The rule "a tool whose definition changed since the run pinned it does not run in that
+run" is decided here, once (:func:`changed_since_pinned`, :func:`tool_changes`); its
+callers only choose the reaction that fits where they stand: a person continuing the run
+is refused (or accepts the change, which re-pins it), a queue worker whose tools differ
+stops the run as ``needs_attention``, and between steps the dispatcher denies the call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentcore.contracts import ToolSpec
+from agentcore.contracts import ToolAction, ToolSpec
 
-__all__ = ["manifest_change", "manifest_differences", "manifest_entry"]
+if TYPE_CHECKING:
+    from ._state import RunState
+    from .tools import Tool
+
+__all__ = [
+    "changed_since_pinned",
+    "manifest_change",
+    "manifest_differences",
+    "manifest_entry",
+    "tool_changes",
+]
 
 
 def manifest_entry(spec: ToolSpec) -> dict[str, Any]:  # Any: JSON values
@@ -107,3 +123,38 @@ def _word(value: object) -> str:
     if isinstance(value, bool):
         return "idempotent" if value else "non-idempotent"
     return str(value)
+
+
+def changed_since_pinned(state: RunState, tool: Tool) -> str | None:
+    """What changed in ``tool`` since the run pinned its definition (``run_started``'s
+    manifest, updated by accepted changes), in words; ``None`` when nothing did.
+
+    A local tool changes only between deploys; a remote one (an MCP server's) can change
+    between two steps: its server relisted it differently (a rug pull).
+    """
+    recorded = state.tools.get(tool.name)
+    if recorded is None or recorded.get("hash") == tool.spec.manifest_hash:
+        return None  # the usual case, one comparison
+    return "; ".join(manifest_differences(recorded, tool.spec)) or None
+
+
+def tool_changes(
+    state: RunState, tools: Mapping[str, Tool], *, whole_scope: bool = False
+) -> dict[str, str]:
+    """What changed, in words, in each tool the run used or is about to run (with
+    ``whole_scope``: in every tool of its scope), by tool name; a tool that is gone
+    counts as changed."""
+    used = {name for name, n in state.per_tool.items() if n > 0}
+    if state.call is not None and isinstance(state.call.action, ToolAction):
+        used.add(state.call.action.tool)
+    if whole_scope:
+        used.update(state.scope)
+    changed: dict[str, str] = {}
+    for name in sorted(used):
+        current = tools.get(name)
+        change = manifest_change(
+            name, state.tools.get(name), None if current is None else current.spec
+        )
+        if change is not None:
+            changed[name] = change
+    return changed

@@ -1,6 +1,6 @@
 """What a run tells the outside world: log lines, and OpenTelemetry spans and metrics.
 
-The :class:`~agentcore._runner.Driver` calls one :class:`Observer` at five points: around
+The :class:`~agentcore._run.Driver` calls one :class:`Observer` at five points: around
 an advance of the run, when a step begins, around each model call and each tool call, and
 for each event it records. Which observer it gets is decided once per advance:
 

@@ -1,86 +1,67 @@
-"""The public entry point: :class:`Agent`."""
+"""The public entry point: :class:`Agent`, a facade over the run package.
+
+Each public method checks its arguments, asks a pure command (``_run._commands``) for the
+events that carry it out, and hands them to a session (``_run._session``), which records
+them under the run's lease and advances the run through the loop (``_run._loop``).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
-import time
 import uuid
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Mapping,
-    Sequence,
-)
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
     ActionSchema,
     ContractDocument,
-    ToolAction,
     WorkedExample,
     check_run_id,
-    check_tenant,
     check_text,
     load_contract,
-    to_recordable,
 )
 from agentcore.contracts.errors import (
-    ApprovalExpiredError,
     ConfigurationError,
-    ConfirmationMismatchError,
     ContractLintError,
-    LeaseLostError,
-    NotAwaitingConfirmationError,
     RunBusyError,
-    RunError,
-    RunNotFoundError,
     SeqConflictError,
-    StoreError,
-    ToolManifestChangedError,
 )
 
-from ._log import get_logger
-from ._manifest import manifest_change, manifest_entry
-from ._observe import log_events
-from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
-from ._runner import LOST_CALL_WAIT_S, ContextProvider, Driver, History, RunSetup, Turn
-from ._snapshot import UNUSABLE, restore, snapshot_interval
-from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
-from ._state import args_hash as compute_args_hash
-from .events import (
-    Confirmation,
-    Event,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
+from ._ownership import DEFAULT_LEASE_S, default_owner
+from ._run import (
+    LOST_CALL_WAIT_S,
+    ContextProvider,
+    History,
+    RunSetup,
+    Session,
+    StreamTwin,
+    SyncTwin,
+    Turn,
+    commands,
 )
-from .guards import check_arguments
+from ._snapshot import snapshot_interval
+from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
+from .events import Event, RunStarted
 from .policy import Budget, Policy
 from .queue import RunQueue
 from .routing import Route
 from .secrets import Redactor, SecretResolver
-from .stores import SnapshotStore, TranscriptStore, open_store
-from .stores._codec import printable
-from .streaming import SINK, RunEnded, StreamEvent
+from .stores import TranscriptStore, open_store
 from .tools import Tool
 
 __all__ = ["Agent", "ModelSpec"]
 
+A = TypeVar("A")
+P = ParamSpec("P")
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
 ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
-_UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 """A model (``"provider/model"`` or an adapter object) or a route: a list tried in order."""
+_UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 
 
 class Agent:
@@ -225,8 +206,10 @@ class Agent:
             self._store = open_store(self._store_arg if isinstance(self._store_arg, str) else None)
         return self._store
 
-    def _setup(self) -> RunSetup:
-        return RunSetup(
+    def _session(self) -> Session:
+        """What loading, owning and advancing this agent's runs needs (the store opens on
+        first use)."""
+        setup = RunSetup(
             tools=self.tools,
             contract=self.contract,
             instructions=self.instructions,
@@ -241,6 +224,7 @@ class Agent:
             snapshot_every=self.snapshot_every,
             lost_call_wait_s=self.lost_call_wait_s,
         )
+        return Session(setup, self.owner, self.lease_s, self.name)
 
     def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:
         """Tool names selected by ``scope`` (names or labels; ``None``: every tool).
@@ -248,111 +232,7 @@ class Agent:
         Raises:
             ConfigurationError: an entry is neither a tool name nor a label.
         """
-        if scope is None:
-            return tuple(self.tools)
-        if isinstance(scope, str):
-            raise ConfigurationError("scope is a list of tool names or labels, not one string.")
-        chosen: dict[str, None] = {}
-        for entry in scope:
-            if entry in self.tools:
-                chosen[entry] = None
-                continue
-            labelled = [n for n, t in self.tools.items() if entry in t.labels]
-            if not labelled:
-                labels = sorted({lb for t in self.tools.values() for lb in t.labels})
-                raise ConfigurationError(
-                    f"Scope entry {entry!r} is neither a tool nor a label. Tools: "
-                    f"{', '.join(self.tools) or '(none)'}; labels: {', '.join(labels) or '(none)'}."
-                )
-            chosen.update(dict.fromkeys(labelled))
-        return tuple(chosen)
-
-    async def _append(self, run_id: str, events: Sequence[Event]) -> None:
-        """Append a new run's first event (no one owns a run before it exists); a stream in
-        progress sees it too. Every later event goes through a :class:`Driver`, under the
-        run's lease."""
-        await self.store.append(run_id, events[0].seq, events)
-        log_events(run_id, events)
-        sink = SINK.get()
-        if sink is not None:
-            for ev in events:
-                sink(ev)
-
-    async def _load(self, run_id: str) -> tuple[RunState, History]:
-        """The run's state and the events a driver needs: from its latest usable snapshot
-        and the events after it (``_snapshot``), else from the whole transcript."""
-        loaded = await self._from_snapshot(run_id)
-        if loaded is not None:
-            return loaded
-        events = await self.store.load(run_id)
-        state = RunState(run_id)
-        for ev in events:
-            state.apply(ev)
-        return state, History(events)
-
-    async def _from_snapshot(self, run_id: str) -> tuple[RunState, History] | None:
-        """``None`` when the run has no snapshot this code can use; a snapshot that does
-        not fit is logged and ignored (the next one replaces it), never trusted."""
-        store = self.store
-        if not isinstance(store, SnapshotStore):
-            return None
-        try:
-            snaps = await store.load_snapshot(run_id)
-        except StoreError as exc:  # e.g. a read-only store of an older schema
-            get_logger().warning("snapshot_ignored", run_id=run_id, error=str(exc))
-            return None
-        if not snaps:
-            return None
-        last = snaps[-1]
-        try:
-            state, renderer = restore(run_id, snaps)
-        except UNUSABLE as exc:
-            get_logger().warning(
-                "snapshot_ignored", run_id=run_id, seq=last.seq, error=printable(str(exc))[:300]
-            )
-            return None
-        # The store hands back consecutive events from last.seq + 1, where the state ends.
-        events = await store.load(run_id, after=last.seq)
-        for ev in events:
-            state.apply(ev)
-        return state, History(events, base=last.seq + 1, renderer=renderer)
-
-    async def _catch_up(self, state: RunState, history: History) -> None:
-        """Fold in what was appended since ``state`` was loaded (reads only the new
-        events: a resume of a long run decodes its transcript once, not twice)."""
-        for ev in await self.store.load(state.run_id, after=state.next_seq - 1):
-            state.apply(ev)
-            history.events.append(ev)
-
-    async def _drive(
-        self,
-        own: Ownership,
-        state: RunState,
-        history: History,
-        first: Sequence[Event] = (),
-        *,
-        turn: Turn | None = None,
-        hand_off: bool = True,
-    ) -> RunResult:
-        """Record ``first`` (a command's events: a resume, a confirmation, ...), then advance
-        the run this agent owns (for one ``turn`` when given), or, with a queue and
-        ``hand_off``, leave the advancing to a worker (:meth:`_handed_off` enqueues it once
-        the lease is released). The driver is the one writer of the transcript: every
-        batch it flushes carries the lease, so a worker that lost the run writes nothing."""
-        driver = Driver(self._setup(), state, history, own)
-        try:
-            with driver.obs.advance(first, self.name):  # one span per advance, when traced
-                for ev in first:
-                    driver.record(ev)
-                await driver.flush()  # a person's decision is durable on its own
-                if not (hand_off and self.queue is not None):
-                    await driver.advance(turn)
-        except (SeqConflictError, LeaseLostError) as exc:
-            # Another worker advanced or took over this run; nothing of ours after the last
-            # durable batch was written. Report the run as the store has it.
-            driver.log.info("lost_the_run", error=str(exc))
-            state, _ = await self._load(state.run_id)
-        return state.result()
+        return commands.scope_names(self.tools, scope)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -385,13 +265,14 @@ class Agent:
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
             StoreError: the store failed; nothing after the last durable event happened.
         """
-        begun = await self._start(task, scope, budget, run_id, metadata, tenant)
+        session = self._session()
+        begun = await self._start(session, task, scope, budget, run_id, metadata, tenant)
         if isinstance(begun, RunResult):
             return begun
         state, started = begun
         try:
-            async with self._owned(state.run_id) as own:
-                return await self._drive(own, state, History([started]), hand_off=False)
+            async with session.owned(state.run_id) as own:
+                return await session.drive(own, state, History([started]))
         except RunBusyError:
             return await self.result(state.run_id)  # someone resumed it already
 
@@ -411,12 +292,11 @@ class Agent:
         recorded: call :meth:`advance` (or :meth:`resume`) to advance it. Submitting an id
         that exists enqueues nothing new and returns the id.
         """
-        begun = await self._start(task, scope, budget, run_id, metadata, tenant)
+        begun = await self._start(self._session(), task, scope, budget, run_id, metadata, tenant)
         if isinstance(begun, RunResult):
             return begun.run_id
-        state, _ = begun
-        self._handed_off(state.result())
-        return state.run_id
+        self._handed_off(begun[0].result())
+        return begun[0].run_id
 
     async def advance(
         self, run_id: str, *, max_steps: int | None = None, max_seconds: float | None = None
@@ -437,102 +317,17 @@ class Agent:
             RunNotFoundError: no such run.
         """
         check_run_id(run_id)
-        async with self._owned(run_id) as own:
-            state, history = await self._load(run_id)
+        session = self._session()
+        async with session.owned(run_id) as own:
+            state, history = await session.load(run_id)
             if state.status is not RunStatus.RUNNING:
                 return state.result()
-            first: list[Event] = []
-            changed = self._tool_changes(state)
-            if changed:
-                first.append(
-                    RunFinished(
-                        run_id=run_id,
-                        seq=state.next_seq,
-                        at=time.time(),
-                        status=RunStatus.NEEDS_ATTENTION.value,
-                        reason=(
-                            f"worker {self.owner} has tools that differ from the ones this run "
-                            f"started with: {'; '.join(changed.values())}. Deploy matching "
-                            f"tools, or resume by hand with `agentcore resume {run_id} --by NAME "
-                            "--accept-tool-changes`."
-                        ),
-                    )
-                )
-            elif own.lease.taken_over is not None:
-                first.append(self._resumed(state, recovery=True))
-            return await self._drive(
-                own, state, history, first, turn=Turn(max_steps, max_seconds), hand_off=False
+            first = commands.advance(
+                state, self.tools, worker=self.owner, taken_over=own.lease.taken_over is not None
             )
-
-    def _handed_off(self, result: RunResult) -> RunResult:
-        """With a queue: enqueue a run that is ready to advance (after the lease is
-        released, so the worker does not find it busy)."""
-        if self.queue is not None and self.name and result.status is RunStatus.RUNNING:
-            self.queue.enqueue(self.name, result.run_id)
-        return result
-
-    async def _start(
-        self,
-        task: str,
-        scope: Sequence[str] | None,
-        budget: Budget | None,
-        run_id: str | None,
-        metadata: Mapping[str, Any] | None,  # Any: JSON values
-        tenant: str | None,
-    ) -> tuple[RunState, RunStarted] | RunResult:
-        """Check a new run's arguments and record its ``run_started``; the existing run's
-        result when ``run_id`` is taken."""
-        if not task.strip():
-            raise ConfigurationError("The task is empty: say what the agent should do.")
-        check_text(task, "task")
-        recorded_metadata: dict[str, Any] = to_recordable(dict(metadata or {}), "metadata")
-        names = self.resolve_scope(scope)
-        budget = budget or Budget()
-        if run_id is not None:
-            check_run_id(run_id)
-        if tenant is not None:
-            check_tenant(tenant)
-        if run_id is not None and await self._exists(run_id):
-            return await self.result(run_id)
-        run_id = run_id or uuid.uuid4().hex
-        state = RunState(run_id)
-        started = RunStarted(
-            run_id=run_id,
-            seq=0,
-            at=time.time(),
-            task=task,
-            scope=list(names),
-            budget=budget.to_json(),
-            policy=self.policy.to_json(),
-            contract={"version": self.contract.version, "hash": self.contract.hash},
-            route=[m.name for m in self.route],
-            plan_route=[m.name for m in self.plan_route],
-            tools={n: manifest_entry(self.tools[n].spec) for n in names},
-            metadata=recorded_metadata,
-            tenant=tenant,
-        )
-        started = self._redactor.event(started)  # the task may quote a listed value
-        state.apply(started)
-        try:
-            await self._append(run_id, [started])
-        except SeqConflictError:
-            return await self.result(run_id)  # started concurrently by someone else
-        return state, started
-
-    @contextlib.asynccontextmanager
-    async def _owned(self, run_id: str) -> AsyncGenerator[Ownership]:
-        """Hold the run's lease, renewed in the background, released on the way out
-        (RunBusyError if another worker holds it)."""
-        own = await Ownership.acquire(self.store, run_id, owner=self.owner, ttl_s=self.lease_s)
-        async with own:
-            yield own
-
-    async def _exists(self, run_id: str) -> bool:
-        try:
-            await self.store.load(run_id, after=2**62)
-        except RunNotFoundError:
-            return False
-        return True
+            return await session.drive(
+                own, state, history, first, turn=Turn(max_steps, max_seconds)
+            )
 
     async def result(self, run_id: str) -> RunResult:
         """The run's current result, without advancing it.
@@ -542,7 +337,7 @@ class Agent:
             LimitExceededError: ``run_id`` is not a valid run id.
         """
         check_run_id(run_id)
-        state, _ = await self._load(run_id)
+        state, _ = await self._session().load(run_id)
         return state.result()
 
     async def resume(
@@ -559,7 +354,8 @@ class Agent:
         confirmation stays waiting (use :meth:`confirm`). A proposed action is executed
         from the transcript without asking the model again; a tool that was started but
         never finished is re-run only if it is idempotent (or its ``reconcile`` says it did
-        not happen); otherwise the run stops as ``needs_attention`` (see :meth:`resolve`).
+        not happen and no process can still be running it); otherwise the run stops as
+        ``needs_attention`` (see :meth:`resolve`).
 
         A run found still ``running`` had its process die (a run another worker is advancing
         right now is left alone: its current result is returned). After
@@ -579,149 +375,27 @@ class Agent:
             LimitExceededError: ``run_id`` is not a valid run id.
         """
         check_run_id(run_id)
-        state, history = await self._load(run_id)
-        if self._settled(state, by):
+        session = self._session()
+        state, history = await session.load(run_id)
+        if not commands.needs_continuing(state, by):
             return state.result()
         try:
-            async with self._owned(run_id) as own:
-                await self._catch_up(state, history)  # what others wrote before we owned it
-                result = await self._resume_claimed(
-                    own, state, history, budget, by, accept_tool_changes
+            async with session.owned(run_id) as own:
+                await session.catch_up(state, history)  # what others wrote before we owned it
+                if not commands.needs_continuing(state, by):
+                    return state.result()
+                first = commands.resume(
+                    state,
+                    self.tools,
+                    taken_over=own.lease.taken_over is not None,
+                    budget=budget,
+                    by=by,
+                    accept_tool_changes=accept_tool_changes,
                 )
+                result = await session.drive(own, state, history, first, advance=not self.queue)
         except RunBusyError:
             return state.result()  # another worker is advancing it
         return self._handed_off(result)
-
-    @staticmethod
-    def _settled(state: RunState, by: str | None) -> bool:
-        """Nothing for a plain resume to do: final, waiting for a person, or failed (a
-        failed run, dead-lettered or not, is resumed only by a person: ``by=``)."""
-        return (
-            state.status in FINAL_STATUSES
-            or state.status is RunStatus.AWAITING_CONFIRMATION
-            or (state.status is RunStatus.FAILED and by is None)
-        )
-
-    async def _resume_claimed(
-        self,
-        own: Ownership,
-        state: RunState,
-        history: History,
-        budget: Budget | None,
-        by: str | None,
-        accept_tool_changes: bool,
-    ) -> RunResult:
-        run_id = state.run_id
-        if self._settled(state, by):
-            return state.result()
-        accepted, pinned = self._check_tools(state, accept_tool_changes)
-        call = state.call
-        if (
-            call is not None
-            and isinstance(call.action, ToolAction)
-            and not call.settled
-            and call.action.tool not in self.tools
-        ):
-            raise ToolManifestChangedError(
-                f"Run {run_id} is at step {call.step}, a call of {call.action.tool!r}, which is "
-                "no longer a tool of this agent: it cannot run, even with accept_tool_changes. "
-                f"Add the tool back, or cancel the run (agentcore cancel {run_id} --by NAME)."
-            )
-        # A running run was left by a worker that died or stalled (its lease was taken
-        # over), or predates leases; a run only submitted (nothing after run_started) and
-        # never advanced is not a recovery.
-        recovery = state.status is RunStatus.RUNNING and (
-            own.lease.taken_over is not None or state.next_seq > 1
-        )
-        ev = self._resumed(
-            state, recovery=recovery, by=by, budget=budget, accepted=accepted, pinned=pinned
-        )
-        return await self._drive(own, state, history, [ev])
-
-    @staticmethod
-    def _resumed(
-        state: RunState,
-        *,
-        recovery: bool,
-        by: str | None = None,
-        budget: Budget | None = None,
-        accepted: Sequence[str] = (),
-        pinned: Mapping[str, dict[str, Any]] | None = None,  # Any: JSON manifest entries
-    ) -> Event:
-        """The event that continues a run: ``run_resumed``, or, for a recovery of a run
-        whose workers died ``Policy.dead_letter_after`` times in a row without progress,
-        the ``run_finished`` that dead-letters it (a person can still resume it)."""
-        run_id = state.run_id
-        if recovery and by is None and state.recoveries >= state.policy.dead_letter_after:
-            return RunFinished(
-                run_id=run_id,
-                seq=state.next_seq,
-                at=time.time(),
-                status=RunStatus.FAILED.value,
-                reason=(
-                    f"dead-lettered: the process advancing this run died {state.recoveries + 1} "
-                    f"times in a row at step {state.steps} without progress; inspect it with "
-                    f"`agentcore show {run_id}` and resume by hand with "
-                    f"`agentcore resume {run_id} --by NAME`"
-                ),
-            )
-        return RunResumed(
-            run_id=run_id,
-            seq=state.next_seq,
-            at=time.time(),
-            budget=budget.to_json() if budget else None,
-            recovery=recovery,
-            by=by,
-            accepted_tool_changes=list(accepted),
-            accepted_tools=dict(pinned or {}),
-        )
-
-    def _tool_changes(self, state: RunState, *, whole_scope: bool = False) -> dict[str, str]:
-        """What changed, in words, in each tool the run used or is about to run (with
-        ``whole_scope``: in every tool of its scope), by tool name."""
-        used = {name for name, n in state.per_tool.items() if n > 0}
-        if state.call is not None and isinstance(state.call.action, ToolAction):
-            used.add(state.call.action.tool)
-        if whole_scope:
-            used.update(state.scope)
-        changed: dict[str, str] = {}
-        for name in sorted(used):
-            current = self.tools.get(name)
-            change = manifest_change(
-                name, state.tools.get(name), None if current is None else current.spec
-            )
-            if change is not None:
-                changed[name] = change
-        return changed
-
-    def _check_tools(
-        self, state: RunState, accept: bool
-    ) -> tuple[list[str], dict[str, dict[str, Any]]]:  # Any: JSON manifest entries
-        """Tools the run used or is about to run whose definition changed since it started
-        (or are gone), each with what changed. Every continuation (resume, confirm, resolve)
-        runs this check before it records anything.
-
-        Returns:
-            With ``accept``: what changed in every tool of the run's scope, in words, and the
-            current definitions of those tools (recorded, the run is pinned to them from then
-            on); otherwise nothing.
-
-        Raises:
-            ToolManifestChangedError: something changed and ``accept`` is false.
-        """
-        changed = self._tool_changes(state)
-        if changed and not accept:
-            raise ToolManifestChangedError(
-                f"Run {state.run_id} used tools that changed since it started: "
-                f"{'; '.join(changed.values())}. Nothing was recorded or run. Continue with "
-                "accept_tool_changes=True (--accept-tool-changes) if the run may go on with "
-                "the new definitions."
-            )
-        if not accept:
-            return [], {}
-        every = self._tool_changes(state, whole_scope=True)
-        pinned = {n: manifest_entry(self.tools[n].spec) for n in every if n in self.tools}
-        return list(every.values()), pinned
 
     async def resolve(
         self,
@@ -757,85 +431,30 @@ class Agent:
         if not by.strip():
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "resolution's by/reason")
-        async with self._owned(run_id) as own:
-            settled = await self._resolve_claimed(
-                own, run_id, by, result, rerun, fail, reason, accept_tool_changes
-            )
-        return self._handed_off(settled)
-
-    async def _resolve_claimed(
-        self,
-        own: Ownership,
-        run_id: str,
-        by: str,
-        result: Any,  # Any: the JSON result, or _UNSET
-        rerun: bool,
-        fail: bool,
-        reason: str | None,
-        accept_tool_changes: bool,
-    ) -> RunResult:
-        chosen = [
-            name
-            for name, on in (("result", result is not _UNSET), ("rerun", rerun), ("fail", fail))
-            if on
-        ]
+        options: tuple[tuple[commands.Settlement, bool], ...] = (
+            ("result", result is not _UNSET),
+            ("rerun", rerun),
+            ("fail", fail),
+        )
+        chosen: list[commands.Settlement] = [name for name, on in options if on]
         if len(chosen) != 1:
             raise ConfigurationError(
                 "resolve() takes exactly one of result=..., rerun=True, fail=True."
             )
-        state, history = await self._load(run_id)
-        call = state.call
-        if (
-            state.status is not RunStatus.NEEDS_ATTENTION
-            or call is None
-            or call.started is None
-            or call.finished is not None
-            or not isinstance(call.action, ToolAction)
-        ):
-            raise RunError(
-                f"Run {run_id} is {state.status.value} and has no call with a lost outcome to "
-                "resolve."
-            )
-        decision = chosen[0]
-        accepted, pinned = self._check_tools(state, accept_tool_changes)
-        if decision == "rerun" and call.action.tool not in self.tools:
-            raise ConfigurationError(
-                f"This agent has no tool {call.action.tool!r} to run again; resolve with "
-                "result=... or fail=True, or use the agent that has the tool."
-            )
-        if decision == "result":
-            result = to_recordable(result, "result given to resolve()")
-        now, seq = time.time(), state.next_seq
-        batch: list[Event] = [
-            Resolution(
-                run_id=run_id,
-                seq=seq,
-                at=now,
-                step=call.step,
-                call_id=call.call_id,
-                decision="result" if result is not _UNSET else "rerun" if rerun else "fail",
+        session = self._session()
+        async with session.owned(run_id) as own:
+            state, history = await session.load(run_id)
+            first = commands.resolve(
+                state,
+                self.tools,
+                decision=chosen[0],
                 by=by,
+                result=result,
                 reason=reason,
-                accepted_tool_changes=accepted,
-                accepted_tools=pinned,
+                accept_tool_changes=accept_tool_changes,
             )
-        ]
-        if decision != "rerun":
-            why = f"marked as failed by {by}" + (f": {reason}" if reason else "")
-            batch.append(
-                ToolFinished(
-                    run_id=run_id,
-                    seq=seq + 1,
-                    at=now,
-                    step=call.step,
-                    call_id=call.call_id,
-                    tool=call.action.tool,
-                    ok=decision == "result",
-                    result=result if decision == "result" else None,
-                    error=None if decision == "result" else why,
-                )
-            )
-        return await self._drive(own, state, history, batch)
+            settled = await session.drive(own, state, history, first, advance=not self.queue)
+        return self._handed_off(settled)
 
     async def confirm(
         self,
@@ -889,108 +508,28 @@ class Agent:
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
-        async with self._owned(run_id) as own:
-            result = await self._confirm_claimed(
-                own, run_id, approve, by, reason, args, step, args_hash, accept_tool_changes
+        session = self._session()
+        async with session.owned(run_id) as own:
+            state, history = await session.load(run_id)
+            first = commands.confirm(
+                state,
+                self.tools,
+                approve=approve,
+                by=by,
+                reason=reason,
+                args=args,
+                step=step,
+                bound_hash=args_hash,
+                accept_tool_changes=accept_tool_changes,
             )
+            result = await session.drive(own, state, history, first, advance=not self.queue)
         return self._handed_off(result)
-
-    async def _confirm_claimed(
-        self,
-        own: Ownership,
-        run_id: str,
-        approve: bool,
-        by: str,
-        reason: str | None,
-        args: Mapping[str, Any] | None,  # Any: JSON arguments
-        step: int | None,
-        args_hash: str | None,
-        accept_tool_changes: bool,
-    ) -> RunResult:
-        state, history = await self._load(run_id)
-        pending = state.pending()
-        if pending is None:
-            raise NotAwaitingConfirmationError(
-                f"Run {run_id} is {state.status.value}, not awaiting confirmation; "
-                "nothing to confirm."
-            )
-        if step is not None and step != pending.step:
-            raise ConfirmationMismatchError(
-                f"Run {run_id} is waiting at step {pending.step}, not step {step}; "
-                "nothing recorded."
-            )
-        if args_hash is not None and args_hash != pending.args_hash:
-            raise ConfirmationMismatchError(
-                f"Run {run_id}: the waiting call's args hash is {pending.args_hash}, not "
-                f"{args_hash}; the call changed since it was shown. Nothing recorded."
-            )
-        if approve:
-            self._check_approval_window(state)
-        accepted, pinned = self._check_tools(state, accept_tool_changes)
-        if approve and pending.tool is not None and pending.tool not in self.tools:
-            raise ConfigurationError(
-                f"This agent has no tool {pending.tool!r} to run; deny the call, or confirm "
-                "with the agent that has the tool."
-            )
-        edited: dict[str, Any] | None = None  # Any: JSON values
-        new_hash = pending.args_hash
-        if args is not None:
-            if pending.kind != "tool" or pending.tool is None:
-                raise ConfigurationError(
-                    "Only a tool call's arguments can be edited, not a plan's."
-                )
-            tool = self.tools.get(pending.tool)
-            if tool is None:
-                raise ConfigurationError(
-                    f"This agent has no tool {pending.tool!r} to validate args for."
-                )
-            try:
-                edited = tool.validate_args(dict(args))
-            except ValidationError as exc:
-                raise ConfigurationError(
-                    f"Edited args for {pending.tool!r} are invalid: {exc}"
-                ) from exc
-            refused = check_arguments(tool.policies, edited)
-            if refused is not None:  # a person's edit passes the same rules as the model's
-                raise ConfigurationError(f"Edited args for {pending.tool!r} are refused: {refused}")
-            new_hash = compute_args_hash(pending.tool, edited)
-        ev = Confirmation(
-            run_id=run_id,
-            seq=state.next_seq,
-            at=time.time(),
-            step=pending.step,
-            call_id=pending.call_id,
-            approved=approve,
-            by=by,
-            reason=reason,
-            args=edited,
-            args_hash=new_hash,
-            accepted_tool_changes=accepted,
-            accepted_tools=pinned,
-        )
-        return await self._drive(own, state, history, [ev])
-
-    @staticmethod
-    def _check_approval_window(state: RunState) -> None:
-        """Refuse an approval that arrives after ``Policy.approval_ttl`` (the run's policy)."""
-        ttl = state.policy.approval_ttl
-        call = state.call
-        if ttl is None or call is None or call.decision is None:
-            return
-        waited = time.time() - call.decision.at
-        if waited > ttl:
-            raise ApprovalExpiredError(
-                f"Run {state.run_id}: the call at step {call.step} has waited {waited:.0f}s for "
-                f"approval; approvals expire after {ttl:g}s (Policy.approval_ttl), so this one "
-                "is refused and nothing was recorded. The run keeps waiting: deny the call "
-                "(the model then proposes again) or cancel the run."
-            )
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
         """End a run for good (status ``cancelled``), now or at its next safe point.
 
         With no live process advancing the run, the cancellation is recorded now (under
-        the run's claim). If another process or task is advancing it, the request is
+        the run's lease). If another process or task is advancing it, the request is
         recorded in the store and that process honours it at its next safe point: a tool
         that is running finishes and its outcome is recorded, then the cancellation;
         nothing is abandoned mid-call. A call that started and has no recorded outcome
@@ -1012,27 +551,17 @@ class Agent:
         if not by.strip():
             raise ConfigurationError("cancel() needs by=<who cancels>; it is recorded.")
         check_text(by + (reason or ""), "cancellation's by/reason")
-        state, _ = await self._load(run_id)
+        session = self._session()
+        state, _ = await session.load(run_id)
         if state.status in FINAL_STATUSES:
             return state.result()
         with contextlib.suppress(RunBusyError):
-            return await self._cancel_now(run_id, by, reason)
+            return await self._cancel_now(session, run_id, by, reason)
         await self.store.request_cancel(run_id, by=by, reason=reason)
         # The process advancing it may have let go since: then no one would read the request.
         with contextlib.suppress(RunBusyError):
-            return await self._cancel_now(run_id, by, reason)
+            return await self._cancel_now(session, run_id, by, reason)
         return await self.result(run_id)
-
-    async def _cancel_now(self, run_id: str, by: str, reason: str | None) -> RunResult:
-        """Cancel under the run's claim (RunBusyError if another worker holds it)."""
-        async with self._owned(run_id) as own:
-            state, history = await self._load(run_id)
-            if state.status in FINAL_STATUSES:
-                return state.result()
-            driver = Driver(self._setup(), state, history, own)
-            driver.cancel(by, reason)
-            await driver.flush()
-            return state.result()
 
     async def transcript(self, run_id: str) -> list[Event]:
         """Every event of the run, in order."""
@@ -1045,64 +574,79 @@ class Agent:
             await self._store.close()
             self._store = None
 
-    # -- streaming ----------------------------------------------------------------------------
+    # -- plumbing -----------------------------------------------------------------------------
 
-    def stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:  # Any: as run()
-        """:meth:`run`, yielding events as they happen (see :mod:`agentcore.streaming`).
-
-        Thought deltas and the detected action type arrive while the model writes; then
-        each transcript event as it is recorded; last, :class:`RunEnded` with the result.
-        Closing the stream early (leave the loop inside ``contextlib.aclosing(...)``)
-        cancels the run's task: what was recorded stays, and the run can be resumed.
-        """
-        return self._stream(lambda: self.run(task, **kwargs))
-
-    def stream_resume(
-        self, run_id: str, **kwargs: Any
-    ) -> AsyncIterator[StreamEvent]:  # Any: as resume()
-        """:meth:`resume`, streamed like :meth:`stream`."""
-        return self._stream(lambda: self.resume(run_id, **kwargs))
-
-    def stream_confirm(
-        self, run_id: str, **kwargs: Any
-    ) -> AsyncIterator[StreamEvent]:  # Any: as confirm()
-        """:meth:`confirm`, streamed like :meth:`stream`."""
-        return self._stream(lambda: self.confirm(run_id, **kwargs))
-
-    async def _stream(
+    async def _start(
         self,
-        start: Callable[[], Coroutine[Any, Any, RunResult]],  # Any: coroutine plumbing
-    ) -> AsyncIterator[StreamEvent]:
-        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
-        token = SINK.set(queue.put_nowait)
+        session: Session,
+        task: str,
+        scope: Sequence[str] | None,
+        budget: Budget | None,
+        run_id: str | None,
+        metadata: Mapping[str, Any] | None,  # Any: JSON values
+        tenant: str | None,
+    ) -> tuple[RunState, RunStarted] | RunResult:
+        """Check a new run's arguments and record its ``run_started``; the existing run's
+        result when ``run_id`` is taken (or was started concurrently by someone else)."""
+        started = commands.start(
+            task,
+            tools={n: self.tools[n].spec for n in self.resolve_scope(scope)},
+            budget=budget or Budget(),
+            run_id=uuid.uuid4().hex if run_id is None else run_id,
+            metadata=metadata,
+            tenant=tenant,
+            policy=self.policy,
+            contract=self.contract,
+            route=(self.route, self.plan_route),
+        )
+        if run_id is not None and await session.exists(run_id):
+            return await self.result(run_id)
+        started = self._redactor.event(started)  # the task may quote a listed value
+        state = RunState(started.run_id)
+        state.apply(started)
         try:
-            runner = asyncio.create_task(start())  # copies the context: the sink goes along
-        finally:
-            SINK.reset(token)
-        runner.add_done_callback(lambda _: queue.put_nowait(None))
-        try:
-            while (item := await queue.get()) is not None:
-                yield item
-            yield RunEnded(runner.result())
-        finally:
-            if not runner.done():
-                runner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await runner
+            await session.begin(started.run_id, [started])
+        except SeqConflictError:
+            return await self.result(started.run_id)
+        return state, started
 
-    # -- sync twins ---------------------------------------------------------------------------
+    async def _cancel_now(
+        self, session: Session, run_id: str, by: str, reason: str | None
+    ) -> RunResult:
+        """Cancel under the run's lease (RunBusyError if another worker holds it)."""
+        async with session.owned(run_id) as own:
+            state, history = await session.load(run_id)
+            if state.status in FINAL_STATUSES:
+                return state.result()
+            first = commands.cancel(state, by, reason)
+            return await session.drive(own, state, history, first, advance=False)
 
-    def run_sync(self, task: str, **kwargs: Any) -> RunResult:  # Any: same keywords as run()
-        """:meth:`run` for code without an event loop."""
-        return _sync(self.run(task, **kwargs))
+    def _handed_off(self, result: RunResult) -> RunResult:
+        """With a queue: enqueue a run that is ready to advance (after the lease is
+        released, so the worker does not find it busy)."""
+        if self.queue is not None and self.name and result.status is RunStatus.RUNNING:
+            self.queue.enqueue(self.name, result.run_id)
+        return result
 
-    def confirm_sync(self, run_id: str, **kwargs: Any) -> RunResult:  # Any: as confirm()
-        """:meth:`confirm` for code without an event loop."""
-        return _sync(self.confirm(run_id, **kwargs))
+    # -- streaming and sync twins: the signatures of the methods they wrap ----------------------
 
-    def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:  # Any: as resume()
-        """:meth:`resume` for code without an event loop."""
-        return _sync(self.resume(run_id, **kwargs))
+    stream = StreamTwin(run)
+    """:meth:`run`, yielding events as they happen (see :mod:`agentcore.streaming`).
+
+    Thought deltas and the detected action type arrive while the model writes; then each
+    transcript event as it is recorded; last, :class:`RunEnded` with the result. Closing
+    the stream early (leave the loop inside ``contextlib.aclosing(...)``) cancels the run's
+    task: what was recorded stays, and the run can be resumed."""
+    stream_resume = StreamTwin(resume)
+    """:meth:`resume`, streamed like :meth:`stream`."""
+    stream_confirm = StreamTwin(confirm)
+    """:meth:`confirm`, streamed like :meth:`stream`."""
+    run_sync = SyncTwin(run)
+    """:meth:`run` for code without an event loop."""
+    resume_sync = SyncTwin(resume)
+    """:meth:`resume` for code without an event loop."""
+    confirm_sync = SyncTwin(confirm)
+    """:meth:`confirm` for code without an event loop."""
 
     # -- typed extraction (agentcore._extract) ------------------------------------------------
 
@@ -1150,25 +694,6 @@ class Agent:
             max_output_tokens=max_output_tokens,
         )
 
-    def extract_sync(self, output: type[B], text: str, **kwargs: Any) -> B:  # Any: as extract()
-        """:meth:`extract` for code without an event loop (a sync tool runs in a thread
-        without one)."""
-        return _sync(self.extract(output, text, **kwargs))
-
-
-def _sync(coro: Awaitable[T]) -> T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        if asyncio.iscoroutine(coro):
-            coro.close()
-        raise ConfigurationError(
-            "The *_sync methods cannot run inside an event loop; await run() instead."
-        )
-
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
+    extract_sync = SyncTwin(extract)
+    """:meth:`extract` for code without an event loop (a sync tool runs in a thread
+    without one)."""

@@ -427,7 +427,7 @@ async def test_a_truncated_run_drops_its_later_snapshots(backend: Backend) -> No
 async def test_snapshots_from_other_code_are_ignored_and_replaced(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agentcore._runner as runner
+    import agentcore._run._loop as runner
 
     store = backend.make(KEY)
     box = make_toolbox()

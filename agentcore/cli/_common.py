@@ -31,7 +31,7 @@ from agentcore import (
     ThoughtDelta,
     configure_logging,
 )
-from agentcore._runner import PAUSE
+from agentcore._run import PAUSE
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, check_run_id
 from agentcore.contracts.errors import (
     AgentcoreError,
@@ -472,7 +472,7 @@ async def live(
     """Show a run as it happens: the thought while the model writes, then each decision.
 
     Ctrl-C (SIGINT, on the main thread) stops the run at its next safe point
-    (:data:`agentcore._runner.PAUSE`): a tool that is running finishes and its outcome is
+    (:data:`agentcore._run.PAUSE`): a tool that is running finishes and its outcome is
     recorded, a model call in flight is answered and recorded, a proposed tool is not started;
     then :class:`Interrupted` is raised with the resume command (``agent`` and ``store``: the
     ``--agent`` and ``--store`` it must name). A second Ctrl-C exits at once (code 130); the

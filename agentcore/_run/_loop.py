@@ -2,7 +2,8 @@
 
 A :class:`Driver` advances one run from whatever its transcript says. Starting, resuming,
 confirming and recovering from a crash are the same code path: the state is a fold of the
-events, and :meth:`Driver.advance` looks at the state to see what comes next.
+events, and :meth:`Driver.drive` looks at the state to see what comes next. Running a tool
+call is in ``_tool_calls``; what a person's command records first is in ``_commands``.
 
 Durability: events are batched and written at durability points. ``tool_started`` (with
 everything before it) is durable before a tool runs; a non-idempotent tool's
@@ -19,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
@@ -37,46 +38,32 @@ from agentcore.contracts._schema import parse_loose_tool_action
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
-    LimitExceededError,
     ModelError,
     StoreError,
     UnknownToolError,
 )
 
-from ._dispatch import changed_since_pinned, decide
-from ._extract import ExtractionLog, extraction_log
-from ._faults import crash_point
-from ._log import get_logger
-from ._observe import observer
-from ._ownership import Ownership
-from ._render import MessageView, Renderer
-from ._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
-from ._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
-from .events import (
-    ActionProposed,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    RunFinished,
-    ToolFinished,
-    ToolStarted,
-)
-from .secrets import Redactor, SecretResolver, resolve_secret
-from .stores import CallGuardStore, Snapshot, SnapshotStore, TranscriptStore
-from .streaming import SINK, PartialTracker
-from .tools import Tool, ToolContext, recordable_result
+from .._dispatch import decide
+from .._faults import crash_point
+from .._log import get_logger
+from .._manifest import changed_since_pinned
+from .._observe import observer
+from .._ownership import Ownership
+from .._render import MessageView, Renderer
+from .._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
+from .._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
+from ..events import ActionProposed, ContextAdded, Decision, Event, ModelCalled, RunFinished
+from ..secrets import Redactor, SecretResolver
+from ..stores import Snapshot, SnapshotStore, TranscriptStore
+from ..streaming import SINK, PartialTracker
+from ..tools import Tool
+from . import _commands as commands
+from ._commands import short_args
+from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_call
 
 __all__ = ["PAUSE", "ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
 
 _REPLY_CAP = 4_000  # characters of an invalid reply kept for the re-ask
-
-LOST_CALL_WAIT_S: Final = 300.0
-"""How long after a lost call started a worker waits, by default, while the process that
-ran it may still be running it (it holds the call's guard) before asking a person."""
-
-GUARD_POLL_S: Final = 0.25
-"""How often a waiting worker looks at a lost call's guard."""
 
 PAUSE: ContextVar[asyncio.Event | None] = ContextVar("agentcore_pause", default=None)
 """Set by a caller (the CLI, on Ctrl-C) around runs it starts: once the event is set, a run
@@ -120,7 +107,7 @@ class RunSetup:
     """Events between two snapshots of a run (0: none); see ``_snapshot``."""
     lost_call_wait_s: float = LOST_CALL_WAIT_S
     """How long after a lost call started a worker waits for the process that may still
-    be running it (see ``Driver._settle_lost_call``)."""
+    be running it (see ``_tool_calls``)."""
 
 
 @dataclass(slots=True)
@@ -193,7 +180,8 @@ class Driver:
         if self.sink is not None:
             self.sink(event)
 
-    def _seq(self) -> dict[str, Any]:  # Any: common event fields
+    def fields(self) -> dict[str, Any]:  # Any: common event fields
+        """The fields every event recorded next starts with: run id, seq and time."""
         return {"run_id": self.state.run_id, "seq": self.state.next_seq, "at": time.time()}
 
     async def flush(self) -> None:
@@ -231,11 +219,11 @@ class Driver:
         self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
     ) -> None:
         """Record that the run stopped."""
-        self.record(RunFinished(**self._seq(), status=status.value, answer=answer, reason=reason))
+        self.record(RunFinished(**self.fields(), status=status.value, answer=answer, reason=reason))
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def advance(self, turn: Turn | None = None) -> None:
+    async def drive(self, turn: Turn | None = None) -> None:
         """Advance until the run completes, stops or waits for a person, or until ``turn``
         is over (then the run stays ``running`` for the next turn); then flush.
 
@@ -253,7 +241,7 @@ class Driver:
                 call = st.call
                 if call is not None and not call.settled:
                     await self._continue(call)
-                elif await self._cancel_requested():
+                elif await self.cancel_requested():
                     pass
                 elif stop := self._stop_reason():
                     status, reason = stop
@@ -263,7 +251,7 @@ class Driver:
                 else:
                     await self._ask()
             if st.status not in FINAL_STATUSES:
-                await self._cancel_requested()  # a request that came while it was pausing
+                await self.cancel_requested()  # a request that came while it was pausing
         except asyncio.CancelledError:
             # Task cancellation (a shutdown, a caller's timeout) is not a decision about the
             # run: keep what was recorded and leave it resumable. Agent.cancel() ends a run.
@@ -271,7 +259,7 @@ class Driver:
             raise
         await self.flush()
 
-    async def _cancel_requested(self) -> bool:
+    async def cancel_requested(self) -> bool:
         """At a safe point: cancel the run if someone asked for it (see :meth:`cancel`)."""
         request = await self.setup.store.cancel_request(self.state.run_id)
         if request is None:
@@ -280,38 +268,9 @@ class Driver:
         return True
 
     def cancel(self, by: str, reason: str | None) -> None:
-        """Record that ``by`` cancelled the run. A call that started and has no recorded
-        outcome (its process died, or it was lost to a timeout) is never dropped silently:
-        a ``tool_finished`` first says its outcome is unknown, with its idempotency key."""
-        st = self.state
-        why = f"cancelled by {by}" + (f": {reason}" if reason else "")
-        call = st.call
-        if (
-            call is not None
-            and call.started is not None
-            and call.finished is None
-            and isinstance(call.action, ToolAction)
-        ):
-            key = call.started.idempotency_key
-            self.record(
-                ToolFinished(
-                    **self._seq(),
-                    step=call.step,
-                    call_id=call.call_id,
-                    tool=call.action.tool,
-                    ok=False,
-                    error=(
-                        f"outcome unknown: the run was cancelled by {by} after this call "
-                        "started and before its outcome was recorded; it may or may not have "
-                        f"happened (idempotency key {key})"
-                    ),
-                )
-            )
-            why += (
-                f"; the call {call.action.tool}({_short(call.run_args())}) at step {call.step} "
-                f"had started and its outcome is unknown (idempotency key {key})"
-            )
-        self.finish(RunStatus.CANCELLED, reason=why)
+        """Record that ``by`` cancelled the run (see :func:`._commands.cancel`)."""
+        for event in commands.cancel(self.state, by, reason):
+            self.record(event)
 
     def _stop_reason(self) -> tuple[RunStatus, str] | None:
         st, budget = self.state, self.state.budget
@@ -321,8 +280,8 @@ class Driver:
             if st.failures[key] >= st.policy.max_repeated_failures:
                 return (
                     RunStatus.FAILED,
-                    f"the same call {call.action.tool}({_short(call.run_args())}) failed or was "
-                    f"refused {st.failures[key]} times; stopping instead of repeating it",
+                    f"the same call {call.action.tool}({short_args(call.run_args())}) failed or "
+                    f"was refused {st.failures[key]} times; stopping instead of repeating it",
                 )
         why = budget.exhausted(st, time.time())
         return None if why is None else (RunStatus.BUDGET_EXHAUSTED, why)
@@ -392,7 +351,7 @@ class Driver:
                         "return a str, or None for nothing."
                     )
                 check_text(value, f"output of context provider {source!r}")
-                self.record(ContextAdded(**self._seq(), step=step, source=source, content=value))
+                self.record(ContextAdded(**self.fields(), step=step, source=source, content=value))
 
     async def _ask(self) -> None:
         st = self.state
@@ -430,7 +389,7 @@ class Driver:
                 self._model_called(step, completion, "ok")
                 self.record(
                     ActionProposed(
-                        **self._seq(), step=step, call_id=f"c{step}", action=completion.action
+                        **self.fields(), step=step, call_id=f"c{step}", action=completion.action
                     )
                 )
                 return
@@ -449,7 +408,7 @@ class Driver:
                 # budget): a decision, not a malformed reply. The dispatcher refuses it.
                 self._model_called(step, completion, "ok")
                 self.record(
-                    ActionProposed(**self._seq(), step=step, call_id=f"c{step}", action=loose)
+                    ActionProposed(**self.fields(), step=step, call_id=f"c{step}", action=loose)
                 )
                 return
             self._model_called(step, completion, "invalid")
@@ -480,7 +439,7 @@ class Driver:
         invalid = outcome == "invalid"
         self.record(
             ModelCalled(
-                **self._seq(),
+                **self.fields(),
                 step=step,
                 model=c.model,
                 outcome="invalid" if invalid else "ok",
@@ -525,7 +484,7 @@ class Driver:
             errors.append(f"{name}: {message}")
             self.record(
                 ModelCalled(
-                    **self._seq(),
+                    **self.fields(),
                     step=request.step,
                     model=name,
                     outcome="error",
@@ -549,7 +508,7 @@ class Driver:
             ruling = decide(st, call.action, self.setup.tools)
             self.record(
                 Decision(
-                    **self._seq(),
+                    **self.fields(),
                     step=call.step,
                     call_id=call.call_id,
                     verdict=ruling.verdict,
@@ -569,302 +528,6 @@ class Driver:
                 return
             case ToolAction():
                 if call.started is not None:
-                    await self._recover(call)
-                elif not await self._cancel_requested():
-                    await self._run_tool(call)
-
-    async def _run_tool(self, call: OpenCall) -> None:
-        assert isinstance(call.action, ToolAction)
-        tool = self.setup.tools[call.action.tool]
-        key = f"{self.state.run_id}:{call.step}"
-        guards = self._guards(tool)
-        if guards is None:
-            await self._start_tool(call, tool, key, guarded=False)
-            return
-        # A call that reconcile may settle runs under its guard, taken before its intent
-        # is written and let go when it returns, so whoever settles it later can tell
-        # whether it may still be running.
-        async with guards.guard_call(self.state.run_id, key) as held:
-            if held:
-                await self._start_tool(call, tool, key, guarded=True)
-                return
-        # Another process holds it: a worker that lost the run is running this call, or
-        # is about to find out that it may not.
-        await self._settle_lost_call(call, tool, key, timed_out=False, since=time.time())
-
-    def _guards(self, tool: Tool) -> CallGuardStore | None:
-        """Where a call of ``tool`` takes its guard: only a non-idempotent tool with
-        ``reconcile`` is ever run again automatically, so only it needs one."""
-        store = self.setup.store
-        if tool.spec.idempotent or tool.reconcile is None:
-            return None
-        return store if isinstance(store, CallGuardStore) else None
-
-    async def _start_tool(self, call: OpenCall, tool: Tool, key: str, *, guarded: bool) -> None:
-        args = call.run_args()
-        self.record(
-            ToolStarted(
-                **self._seq(),
-                step=call.step,
-                call_id=call.call_id,
-                tool=tool.name,
-                args=args,
-                idempotency_key=key,
-                guarded=guarded,
-            )
-        )
-        await self.flush()  # write-ahead: the intent is durable before the side effect
-        if self.own is not None:
-            # The append was fenced, but a renewal may have failed since: a worker that may
-            # no longer own the run starts no side effect (the new owner settles the call).
-            self.own.check()
-        crash_point("after_intent_commit")
-        secrets = None if self.setup.secrets is None else self._secret
-        ctx = ToolContext(self.state.run_id, call.step, call.call_id, key, secrets)
-        with extraction_log() as extractions:
-            outcome = await self.obs.tool_call(
-                call.call_id,
-                call.step,
-                tool.name,
-                tool.run(args, ctx, max_result_bytes=self.state.policy.max_tool_result_bytes),
-            )
-        crash_point("after_tool_return")
-        self._record_extractions(call.step, extractions)
-        if (outcome.timed_out or outcome.lost) and not tool.spec.idempotent:
-            # Not a failure: the call may have happened, or still be happening (a sync
-            # tool's thread keeps running, a remote server may have acted before its
-            # connection broke). Reported to the model as a failure it would invite a
-            # retry, a second payment. It is a lost call.
-            self.log.warning("tool_outcome_lost", step=call.step, tool=tool.name)
-            await self._settle_lost_call(
-                call, tool, key, timed_out=True, cause=None if outcome.timed_out else outcome.error
-            )
-            return
-        self.record(
-            ToolFinished(
-                **self._seq(),
-                step=call.step,
-                call_id=call.call_id,
-                tool=tool.name,
-                ok=outcome.ok,
-                result=outcome.result,
-                error=outcome.error,
-                duration_ms=round(outcome.duration_ms, 3),
-                result_bytes=outcome.result_bytes,
-                result_sha256=outcome.result_sha256,
-            )
-        )
-        if not tool.spec.idempotent:
-            await self.flush()
-
-    async def _secret(self, name: str) -> str:
-        """A secret's value from the agent's resolver; redacted from now on."""
-        assert self.setup.secrets is not None
-        value = await resolve_secret(self.setup.secrets, name)
-        self.redactor.add(name, value)
-        return value
-
-    def _record_extractions(self, step: int, log: ExtractionLog) -> None:
-        """The extractions the tool made (``Agent.extract`` inside the call): model calls of
-        the run, so their tokens count in its usage and budget."""
-        for entry in log.entries:
-            self.record(
-                ModelCalled(
-                    **self._seq(),
-                    step=step,
-                    model=entry.model,
-                    outcome="error" if entry.error else "ok",
-                    role="extract",
-                    attempts=entry.attempts,
-                    input_tokens=entry.usage.input_tokens,
-                    output_tokens=entry.usage.output_tokens,
-                    cached_input_tokens=entry.usage.cached_input_tokens,
-                    cost=entry.usage.cost,
-                    latency_ms=round(entry.latency_ms, 3),
-                    error=clean_text(entry.error, _REPLY_CAP) if entry.error else None,
-                )
-            )
-
-    async def _recover(self, call: OpenCall) -> None:
-        """A tool was started but its outcome was never recorded (the process died, or it
-        timed out and a person has not settled it yet)."""
-        assert isinstance(call.action, ToolAction) and call.started is not None
-        tool = self.setup.tools[call.action.tool]
-        if tool.spec.idempotent or (
-            call.resolution is not None and call.resolution.decision == "rerun"
-        ):
-            await self._run_tool(call)
-            return
-        await self._settle_lost_call(call, tool, call.started.idempotency_key, timed_out=False)
-
-    async def _settle_lost_call(
-        self,
-        call: OpenCall,
-        tool: Tool,
-        key: str,
-        *,
-        timed_out: bool,
-        cause: str | None = None,
-        since: float | None = None,
-    ) -> None:
-        """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
-        run it again, or stop as ``needs_attention`` for a person.
-
-        The one rule: never a second execution while the first may still be running, and
-        never one a person was asked about. ``reconcile`` finding nothing reruns the call
-        only when no process can still be running it: its guard (held by the worker that
-        ran it, let go when the call returns or that worker's process or database session
-        ends) is free, and the run was not put to a person since. A stalled worker keeps
-        its guard: the run waits for it up to ``lost_call_wait_s`` after the call started
-        (plus the tool's timeout), asking ``reconcile`` again once it is free. After a
-        timeout (a sync tool's thread may still be running, a remote call may still land)
-        or once a person was asked, only a person's ``resolve(rerun=True)`` runs it again.
-
-        Args:
-            since: when the call started, when it has no ``tool_started`` (its guard was
-                found held before this worker could write one).
-        """
-        problem = ""
-        if tool.reconcile is not None:
-            may_rerun = not timed_out and not self._put_to_a_person(call)
-            free: bool | None = None
-            if may_rerun:
-                free, problem = await self._guard_free(call, tool, key, since)
-                if self.state.status is not RunStatus.RUNNING:
-                    return  # cancelled while it waited
-            found, failed = await self._reconcile(tool, key)
-            if found is not None:
-                self.record(self._reconciled(call, tool.name, found))
-                await self.flush()
-                return
-            if failed:
-                problem = failed
-            elif free:
-                await self._run_tool(call)  # it did not happen and nothing can still run it
-                return
-            else:
-                problem = "; reconcile(key) found no record of it" + problem
-        if cause is not None:
-            what = (
-                f"lost its outcome at step {call.step} with {_short(call.run_args())} "
-                f"(idempotency key {key}): {cause}; it may have happened, so it is neither "
-                "retried nor reported to the model as failed"
-            )
-        elif timed_out:
-            what = (
-                f"timed out after {tool.timeout:g}s at step {call.step} with "
-                f"{_short(call.run_args())} (idempotency key {key}); its outcome is unknown "
-                "and it may still be running, so it is neither retried nor reported to the "
-                "model as failed"
-            )
-        else:
-            what = (
-                f"was started at step {call.step} with {_short(call.run_args())} "
-                f"(idempotency key {key}) but its outcome was not recorded"
-            )
-        self.finish(
-            RunStatus.NEEDS_ATTENTION,
-            reason=(
-                f"non-idempotent tool {tool.name!r} {what}{problem}; a person must say whether "
-                f"it happened: agentcore resolve {self.state.run_id} --result JSON | --rerun "
-                "| --fail --by NAME"
-            ),
-        )
-
-    async def _reconcile(self, tool: Tool, key: str) -> tuple[object | None, str]:
-        """What ``reconcile(key)`` found (``None``: no record), and why it could not say."""
-        assert tool.reconcile is not None
-        try:
-            found = tool.reconcile(key)
-            if inspect.isawaitable(found):
-                found = await found
-        except Exception as exc:  # user code: its failure is a reason for a person
-            return None, f"; reconcile raised {type(exc).__name__}: {exc}"
-        return found, ""
-
-    async def _guard_free(
-        self, call: OpenCall, tool: Tool, key: str, since: float | None
-    ) -> tuple[bool, str]:
-        """Wait while another process may still be running the call (its guard is held),
-        up to the bound; whether none can now, and if not, why (for the person).
-
-        Returns at once when the call's guard is free, or when whether its worker is gone
-        cannot be told (the call was started without a guard). A cancel request honoured
-        while waiting ends the run (``state.status`` tells the caller).
-        """
-        started = call.started
-        if started is not None and not started.guarded:
-            return False, (
-                ", and whether the worker that started it is gone cannot be told (it ran "
-                "without a call guard: an older agentcore, or a store that keeps none)"
-            )
-        guards = self._guards(tool)
-        if guards is None:
-            return False, (
-                ", and whether the worker that started it is gone cannot be told (the store "
-                "keeps no call guards)"
-            )
-        begun = started.at if started is not None else since if since is not None else time.time()
-        deadline = begun + self.setup.lost_call_wait_s + (tool.timeout or 0.0)
-        waited = False
-        while True:
-            try:
-                running = await guards.call_running(self.state.run_id, key)
-            except StoreError as exc:  # cannot tell now: assume it may run, ask again
-                self.log.warning("call_guard_unreadable", step=call.step, error=str(exc))
-                running = True
-            if not running:
-                if waited:
-                    self.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
-                return True, ""
-            now = time.time()
-            if now >= deadline:
-                return False, (
-                    f", and the worker that started it still holds the call's guard "
-                    f"{now - begun:.0f}s after it started: it may still be running it (a "
-                    "stalled process)"
-                )
-            if not waited:
-                waited = True
-                self.log.warning(
-                    "lost_call_waiting", step=call.step, tool=tool.name, until=deadline
-                )
-                await self.flush()  # what this worker recorded is not held back by the wait
-            await asyncio.sleep(min(GUARD_POLL_S, deadline - now))
-            if self.own is not None:
-                self.own.check()
-            if await self._cancel_requested():
-                return False, ""
-
-    def _put_to_a_person(self, call: OpenCall) -> bool:
-        """Whether the run stopped as ``needs_attention`` since this call last started."""
-        return call.put_to_a_person
-
-    def _reconciled(self, call: OpenCall, tool: str, found: object) -> ToolFinished:
-        """The outcome ``reconcile`` reported for a lost call, recorded like a result."""
-        try:
-            result, full, digest = recordable_result(found, self.state.policy.max_tool_result_bytes)
-        except LimitExceededError as exc:
-            return ToolFinished(
-                **self._seq(),
-                step=call.step,
-                call_id=call.call_id,
-                tool=tool,
-                ok=False,
-                error=f"reconcile found the call happened, but {exc}",
-            )
-        return ToolFinished(
-            **self._seq(),
-            step=call.step,
-            call_id=call.call_id,
-            tool=tool,
-            ok=True,
-            result=result,
-            result_bytes=full,
-            result_sha256=digest,
-        )
-
-
-def _short(args: Mapping[str, object], limit: int = 200) -> str:
-    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    return text if len(text) <= limit else text[:limit] + "..."
+                    await recover_call(self, call)
+                elif not await self.cancel_requested():
+                    await run_call(self, call)

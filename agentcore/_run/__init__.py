@@ -1,0 +1,35 @@
+"""Running a run: what ``Agent``'s public methods are made of.
+
+- ``_commands``: pure commands, from a run's folded state and a request to the events that
+  carry it out (start, resume, advance, confirm, resolve, cancel) or an error;
+- ``_session``: a worker's session with a run: its lease, loading it (snapshot, catch-up),
+  recording a command's events and driving it, and what happens when the run was lost;
+- ``_loop``: the :class:`Driver`, the one writer of a run's transcript: build context, ask
+  for an action, decide, act, record, until the run stops, pauses or its turn is over;
+- ``_tool_calls``: running a tool call write-ahead under its guard, recovering one whose
+  outcome was never recorded, settling a lost call;
+- ``_twins``: the blocking and streamed twins of the agent's async methods.
+"""
+
+from __future__ import annotations
+
+from . import _commands as commands
+from ._loop import PAUSE, ContextProvider, ContextRequest, Driver, History, RunSetup, Turn
+from ._session import Session
+from ._tool_calls import LOST_CALL_WAIT_S
+from ._twins import StreamTwin, SyncTwin
+
+__all__ = [
+    "LOST_CALL_WAIT_S",
+    "PAUSE",
+    "ContextProvider",
+    "ContextRequest",
+    "Driver",
+    "History",
+    "RunSetup",
+    "Session",
+    "StreamTwin",
+    "SyncTwin",
+    "Turn",
+    "commands",
+]

@@ -1,0 +1,503 @@
+"""Run commands: from a run's folded state and a request, the events to record (or an error).
+
+Each command is pure but for the clock: it reads the state, checks the request and returns
+the events that carry it out, which the session records through the run's driver under
+the run's lease. Nothing here touches a store. ``start`` begins a run; ``resume``,
+``advance``, ``confirm``, ``resolve`` and ``cancel`` continue or end one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from agentcore.adapters import ModelAdapter
+from agentcore.contracts import (
+    ContractDocument,
+    ToolAction,
+    ToolSpec,
+    check_run_id,
+    check_tenant,
+    check_text,
+    to_recordable,
+)
+from agentcore.contracts.errors import (
+    ApprovalExpiredError,
+    ConfigurationError,
+    ConfirmationMismatchError,
+    NotAwaitingConfirmationError,
+    RunError,
+    ToolManifestChangedError,
+)
+
+from .._manifest import manifest_entry, tool_changes
+from .._state import FINAL_STATUSES, RunState, RunStatus, args_hash
+from ..events import (
+    Confirmation,
+    Event,
+    Resolution,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+)
+from ..guards import check_arguments
+from ..policy import Budget, Policy
+from ..tools import Tool
+
+__all__ = [
+    "Settlement",
+    "advance",
+    "cancel",
+    "confirm",
+    "needs_continuing",
+    "resolve",
+    "resume",
+    "scope_names",
+    "start",
+]
+
+Settlement = Literal["result", "rerun", "fail"]
+"""How a person settles a call whose outcome was lost (``resolve``)."""
+
+
+def start(
+    task: str,
+    *,
+    tools: Mapping[str, ToolSpec],
+    budget: Budget,
+    run_id: str,
+    metadata: Mapping[str, Any] | None,  # Any: JSON values recorded as given
+    tenant: str | None,
+    policy: Policy,
+    contract: ContractDocument,
+    route: tuple[Sequence[ModelAdapter], Sequence[ModelAdapter]],
+) -> RunStarted:
+    """A new run's ``run_started``: the task, its scope's tools (their manifest), budget,
+    policy, contract, the act and plan routes' names, metadata and tenant.
+
+    Raises:
+        ConfigurationError: an empty task.
+        LimitExceededError: a task, metadata, run id or tenant that cannot be recorded.
+    """
+    if not task.strip():
+        raise ConfigurationError("The task is empty: say what the agent should do.")
+    check_text(task, "task")
+    recorded: dict[str, Any] = to_recordable(dict(metadata or {}), "metadata")  # Any: JSON
+    check_run_id(run_id)
+    if tenant is not None:
+        check_tenant(tenant)
+    act, plan = route
+    return RunStarted(
+        run_id=run_id,
+        seq=0,
+        at=time.time(),
+        task=task,
+        scope=list(tools),
+        budget=budget.to_json(),
+        policy=policy.to_json(),
+        contract={"version": contract.version, "hash": contract.hash},
+        route=[m.name for m in act],
+        plan_route=[m.name for m in plan],
+        tools={n: manifest_entry(spec) for n, spec in tools.items()},
+        metadata=recorded,
+        tenant=tenant,
+    )
+
+
+def scope_names(tools: Mapping[str, Tool], scope: Sequence[str] | None) -> tuple[str, ...]:
+    """Tool names selected by ``scope`` (names or labels; ``None``: every tool).
+
+    Raises:
+        ConfigurationError: an entry is neither a tool name nor a label.
+    """
+    if scope is None:
+        return tuple(tools)
+    if isinstance(scope, str):
+        raise ConfigurationError("scope is a list of tool names or labels, not one string.")
+    chosen: dict[str, None] = {}
+    for entry in scope:
+        if entry in tools:
+            chosen[entry] = None
+            continue
+        labelled = [n for n, t in tools.items() if entry in t.labels]
+        if not labelled:
+            labels = sorted({lb for t in tools.values() for lb in t.labels})
+            raise ConfigurationError(
+                f"Scope entry {entry!r} is neither a tool nor a label. Tools: "
+                f"{', '.join(tools) or '(none)'}; labels: {', '.join(labels) or '(none)'}."
+            )
+        chosen.update(dict.fromkeys(labelled))
+    return tuple(chosen)
+
+
+def needs_continuing(state: RunState, by: str | None) -> bool:
+    """Whether a plain ``resume`` has anything to do: not final, not waiting for a person,
+    and not failed unless a person (``by``) resumes it."""
+    return not (
+        state.status in FINAL_STATUSES
+        or state.status is RunStatus.AWAITING_CONFIRMATION
+        or (state.status is RunStatus.FAILED and by is None)
+    )
+
+
+def resume(
+    state: RunState,
+    tools: Mapping[str, Tool],
+    *,
+    taken_over: bool,
+    budget: Budget | None,
+    by: str | None,
+    accept_tool_changes: bool,
+) -> list[Event]:
+    """Continue a run from its transcript: ``run_resumed`` (a recovery when the run was
+    left ``running`` by a worker that died or stalled), or the ``run_finished`` that
+    dead-letters it.
+
+    Raises:
+        ToolManifestChangedError: a tool the run used changed or is gone (and not accepted),
+            or the call the run is at has no tool here.
+    """
+    accepted, pinned = checked_tools(state, tools, accept_tool_changes)
+    call = state.call
+    if (
+        call is not None
+        and isinstance(call.action, ToolAction)
+        and not call.settled
+        and call.action.tool not in tools
+    ):
+        raise ToolManifestChangedError(
+            f"Run {state.run_id} is at step {call.step}, a call of {call.action.tool!r}, "
+            "which is no longer a tool of this agent: it cannot run, even with "
+            f"accept_tool_changes. Add the tool back, or cancel the run (agentcore cancel "
+            f"{state.run_id} --by NAME)."
+        )
+    # A running run was left by a worker that died or stalled (its lease was taken over),
+    # or predates leases; a run only submitted (nothing after run_started) and never
+    # advanced is not a recovery.
+    recovery = state.status is RunStatus.RUNNING and (taken_over or state.next_seq > 1)
+    return [
+        resumed(state, recovery=recovery, by=by, budget=budget, accepted=accepted, pinned=pinned)
+    ]
+
+
+def advance(
+    state: RunState, tools: Mapping[str, Tool], *, worker: str, taken_over: bool
+) -> list[Event]:
+    """A queue worker's turn of a ``running`` run: nothing to record first, a recovery when
+    it took the run over from a worker that did not finish its turn, or ``needs_attention``
+    when the worker's tools differ from the run's (a rolling deploy), instead of the run
+    bouncing between workers."""
+    changed = tool_changes(state, tools)
+    if changed:
+        return [
+            RunFinished(
+                run_id=state.run_id,
+                seq=state.next_seq,
+                at=time.time(),
+                status=RunStatus.NEEDS_ATTENTION.value,
+                reason=(
+                    f"worker {worker} has tools that differ from the ones this run started "
+                    f"with: {'; '.join(changed.values())}. Deploy matching tools, or resume "
+                    f"by hand with `agentcore resume {state.run_id} --by NAME "
+                    "--accept-tool-changes`."
+                ),
+            )
+        ]
+    return [resumed(state, recovery=True)] if taken_over else []
+
+
+def resumed(
+    state: RunState,
+    *,
+    recovery: bool,
+    by: str | None = None,
+    budget: Budget | None = None,
+    accepted: Sequence[str] = (),
+    pinned: Mapping[str, dict[str, Any]] | None = None,  # Any: JSON manifest entries
+) -> Event:
+    """The event that continues a run: ``run_resumed``, or, for a recovery of a run whose
+    workers died ``Policy.dead_letter_after`` times in a row without progress, the
+    ``run_finished`` that dead-letters it (a person can still resume it)."""
+    run_id = state.run_id
+    if recovery and by is None and state.recoveries >= state.policy.dead_letter_after:
+        return RunFinished(
+            run_id=run_id,
+            seq=state.next_seq,
+            at=time.time(),
+            status=RunStatus.FAILED.value,
+            reason=(
+                f"dead-lettered: the process advancing this run died {state.recoveries + 1} "
+                f"times in a row at step {state.steps} without progress; inspect it with "
+                f"`agentcore show {run_id}` and resume by hand with "
+                f"`agentcore resume {run_id} --by NAME`"
+            ),
+        )
+    return RunResumed(
+        run_id=run_id,
+        seq=state.next_seq,
+        at=time.time(),
+        budget=budget.to_json() if budget else None,
+        recovery=recovery,
+        by=by,
+        accepted_tool_changes=list(accepted),
+        accepted_tools=dict(pinned or {}),
+    )
+
+
+def checked_tools(
+    state: RunState, tools: Mapping[str, Tool], accept: bool
+) -> tuple[list[str], dict[str, dict[str, Any]]]:  # Any: JSON manifest entries
+    """A person's continuation (resume, confirm, resolve) of a run whose tools changed.
+
+    Returns:
+        With ``accept``: what changed in every tool of the run's scope, in words, and the
+        current definitions of those tools (recorded: the run is pinned to them from then
+        on); otherwise nothing.
+
+    Raises:
+        ToolManifestChangedError: a tool the run used or is about to run changed (or is
+            gone) and ``accept`` is false.
+    """
+    changed = tool_changes(state, tools)
+    if changed and not accept:
+        raise ToolManifestChangedError(
+            f"Run {state.run_id} used tools that changed since it started: "
+            f"{'; '.join(changed.values())}. Nothing was recorded or run. Continue with "
+            "accept_tool_changes=True (--accept-tool-changes) if the run may go on with "
+            "the new definitions."
+        )
+    if not accept:
+        return [], {}
+    every = tool_changes(state, tools, whole_scope=True)
+    pinned = {n: manifest_entry(tools[n].spec) for n in every if n in tools}
+    return list(every.values()), pinned
+
+
+def resolve(
+    state: RunState,
+    tools: Mapping[str, Tool],
+    *,
+    decision: Settlement,
+    by: str,
+    result: Any,  # Any: the JSON result the lost call produced (decision "result")
+    reason: str | None,
+    accept_tool_changes: bool,
+) -> list[Event]:
+    """A person settles the call whose outcome was lost: ``resolution``, and for
+    ``result`` or ``fail`` the call's ``tool_finished``.
+
+    Raises:
+        RunError: the run is not waiting on a lost call.
+        ConfigurationError: ``rerun`` of a tool this agent does not have; a result that
+            is not JSON.
+        ToolManifestChangedError: a tool the run used changed or is gone.
+    """
+    run_id, call = state.run_id, state.call
+    if (
+        state.status is not RunStatus.NEEDS_ATTENTION
+        or call is None
+        or call.started is None
+        or call.finished is not None
+        or not isinstance(call.action, ToolAction)
+    ):
+        raise RunError(
+            f"Run {run_id} is {state.status.value} and has no call with a lost outcome to resolve."
+        )
+    accepted, pinned = checked_tools(state, tools, accept_tool_changes)
+    if decision == "rerun" and call.action.tool not in tools:
+        raise ConfigurationError(
+            f"This agent has no tool {call.action.tool!r} to run again; resolve with "
+            "result=... or fail=True, or use the agent that has the tool."
+        )
+    if decision == "result":
+        result = to_recordable(result, "result given to resolve()")
+    now, seq = time.time(), state.next_seq
+    batch: list[Event] = [
+        Resolution(
+            run_id=run_id,
+            seq=seq,
+            at=now,
+            step=call.step,
+            call_id=call.call_id,
+            decision=decision,
+            by=by,
+            reason=reason,
+            accepted_tool_changes=accepted,
+            accepted_tools=pinned,
+        )
+    ]
+    if decision != "rerun":
+        why = f"marked as failed by {by}" + (f": {reason}" if reason else "")
+        batch.append(
+            ToolFinished(
+                run_id=run_id,
+                seq=seq + 1,
+                at=now,
+                step=call.step,
+                call_id=call.call_id,
+                tool=call.action.tool,
+                ok=decision == "result",
+                result=result if decision == "result" else None,
+                error=None if decision == "result" else why,
+            )
+        )
+    return batch
+
+
+def confirm(
+    state: RunState,
+    tools: Mapping[str, Tool],
+    *,
+    approve: bool,
+    by: str,
+    reason: str | None,
+    args: Mapping[str, Any] | None,  # Any: JSON arguments, validated by the tool
+    step: int | None,
+    bound_hash: str | None,
+    accept_tool_changes: bool,
+) -> list[Event]:
+    """A person approves or denies the call the run waits on: its ``confirmation``.
+
+    Raises:
+        NotAwaitingConfirmationError: the run is not waiting for a person.
+        ConfirmationMismatchError: ``step`` or ``bound_hash`` is not what is waiting, or the
+            approval came after ``Policy.approval_ttl``.
+        ToolManifestChangedError: a tool the run used changed or is gone.
+        ConfigurationError: edited ``args`` do not validate or a policy of the tool refuses
+            them; the tool to run is not this agent's.
+    """
+    run_id = state.run_id
+    pending = state.pending()
+    if pending is None:
+        raise NotAwaitingConfirmationError(
+            f"Run {run_id} is {state.status.value}, not awaiting confirmation; nothing to confirm."
+        )
+    if step is not None and step != pending.step:
+        raise ConfirmationMismatchError(
+            f"Run {run_id} is waiting at step {pending.step}, not step {step}; nothing recorded."
+        )
+    if bound_hash is not None and bound_hash != pending.args_hash:
+        raise ConfirmationMismatchError(
+            f"Run {run_id}: the waiting call's args hash is {pending.args_hash}, not "
+            f"{bound_hash}; the call changed since it was shown. Nothing recorded."
+        )
+    if approve:
+        check_approval_window(state)
+    accepted, pinned = checked_tools(state, tools, accept_tool_changes)
+    if approve and pending.tool is not None and pending.tool not in tools:
+        raise ConfigurationError(
+            f"This agent has no tool {pending.tool!r} to run; deny the call, or confirm "
+            "with the agent that has the tool."
+        )
+    edited: dict[str, Any] | None = None  # Any: JSON values
+    new_hash = pending.args_hash
+    if args is not None:
+        if pending.kind != "tool" or pending.tool is None:
+            raise ConfigurationError("Only a tool call's arguments can be edited, not a plan's.")
+        tool = tools.get(pending.tool)
+        if tool is None:
+            raise ConfigurationError(
+                f"This agent has no tool {pending.tool!r} to validate args for."
+            )
+        try:
+            edited = tool.validate_args(dict(args))
+        except ValidationError as exc:
+            raise ConfigurationError(
+                f"Edited args for {pending.tool!r} are invalid: {exc}"
+            ) from exc
+        refused = check_arguments(tool.policies, edited)
+        if refused is not None:  # a person's edit passes the same rules as the model's
+            raise ConfigurationError(f"Edited args for {pending.tool!r} are refused: {refused}")
+        new_hash = args_hash(pending.tool, edited)
+    return [
+        Confirmation(
+            run_id=run_id,
+            seq=state.next_seq,
+            at=time.time(),
+            step=pending.step,
+            call_id=pending.call_id,
+            approved=approve,
+            by=by,
+            reason=reason,
+            args=edited,
+            args_hash=new_hash,
+            accepted_tool_changes=accepted,
+            accepted_tools=pinned,
+        )
+    ]
+
+
+def check_approval_window(state: RunState) -> None:
+    """Refuse an approval that arrives after ``Policy.approval_ttl`` (the run's policy).
+
+    Raises:
+        ApprovalExpiredError: the call has waited longer than that.
+    """
+    ttl = state.policy.approval_ttl
+    call = state.call
+    if ttl is None or call is None or call.decision is None:
+        return
+    waited = time.time() - call.decision.at
+    if waited > ttl:
+        raise ApprovalExpiredError(
+            f"Run {state.run_id}: the call at step {call.step} has waited {waited:.0f}s for "
+            f"approval; approvals expire after {ttl:g}s (Policy.approval_ttl), so this one "
+            "is refused and nothing was recorded. The run keeps waiting: deny the call "
+            "(the model then proposes again) or cancel the run."
+        )
+
+
+def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:
+    """End the run as ``cancelled`` by ``by``. A call that started and has no recorded
+    outcome (its process died, or it was lost to a timeout) is never dropped silently: a
+    ``tool_finished`` first says its outcome is unknown, with its idempotency key."""
+    why = f"cancelled by {by}" + (f": {reason}" if reason else "")
+    call, now, seq = state.call, time.time(), state.next_seq
+    events: list[Event] = []
+    if (
+        call is not None
+        and call.started is not None
+        and call.finished is None
+        and isinstance(call.action, ToolAction)
+    ):
+        key = call.started.idempotency_key
+        events.append(
+            ToolFinished(
+                run_id=state.run_id,
+                seq=seq,
+                at=now,
+                step=call.step,
+                call_id=call.call_id,
+                tool=call.action.tool,
+                ok=False,
+                error=(
+                    f"outcome unknown: the run was cancelled by {by} after this call "
+                    "started and before its outcome was recorded; it may or may not have "
+                    f"happened (idempotency key {key})"
+                ),
+            )
+        )
+        why += (
+            f"; the call {call.action.tool}({short_args(call.run_args())}) at step "
+            f"{call.step} had started and its outcome is unknown (idempotency key {key})"
+        )
+    events.append(
+        RunFinished(
+            run_id=state.run_id,
+            seq=seq + len(events),
+            at=now,
+            status=RunStatus.CANCELLED.value,
+            reason=why,
+        )
+    )
+    return events
+
+
+def short_args(args: Mapping[str, object], limit: int = 200) -> str:
+    """A call's arguments in one line for a reason a person reads, cut at ``limit``."""
+    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,166 @@
+"""A worker's session with one run: the lease, the state as loaded, and the driver.
+
+A session loads a run (from its latest usable snapshot and the events after it, else from
+the whole transcript), takes its lease, folds in what others appended meanwhile, records a
+command's events and advances the run through a :class:`~._loop.Driver`, the one writer
+of the transcript: every batch it flushes carries the lease, so a worker that lost the run
+writes nothing, and reports the run as the store has it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+
+from agentcore.contracts.errors import (
+    LeaseLostError,
+    RunNotFoundError,
+    SeqConflictError,
+    StoreError,
+)
+
+from .._log import get_logger
+from .._observe import log_events
+from .._ownership import Ownership
+from .._snapshot import UNUSABLE, restore
+from .._state import RunResult, RunState
+from ..events import Event
+from ..stores import SnapshotStore, TranscriptStore
+from ..stores._codec import printable
+from ..streaming import SINK
+from ._loop import Driver, History, RunSetup, Turn
+
+__all__ = ["Session"]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """What one agent needs to load, own and advance its runs.
+
+    Attributes:
+        setup: the agent's tools, contract, route and store, as the driver needs them.
+        owner: this worker's name in the leases it takes.
+        lease_s: how long a lease lasts without renewal.
+        name: the agent's name (for its traces), if any.
+    """
+
+    setup: RunSetup
+    owner: str
+    lease_s: float
+    name: str | None = None
+
+    @property
+    def store(self) -> TranscriptStore:
+        """The agent's transcript store."""
+        return self.setup.store
+
+    @contextlib.asynccontextmanager
+    async def owned(self, run_id: str) -> AsyncGenerator[Ownership]:
+        """Hold the run's lease, renewed in the background, released on the way out.
+
+        Raises:
+            RunBusyError: another worker holds it.
+            RunNotFoundError: no such run.
+        """
+        own = await Ownership.acquire(self.store, run_id, owner=self.owner, ttl_s=self.lease_s)
+        async with own:
+            yield own
+
+    async def exists(self, run_id: str) -> bool:
+        """Whether the store has the run (reads none of its events)."""
+        try:
+            await self.store.load(run_id, after=2**62)
+        except RunNotFoundError:
+            return False
+        return True
+
+    async def begin(self, run_id: str, events: Sequence[Event]) -> None:
+        """Append a new run's first events (no one owns a run before it exists); a stream
+        in progress sees them too. Every later event goes through a driver, under the
+        run's lease.
+
+        Raises:
+            SeqConflictError: the run was started concurrently by someone else.
+        """
+        await self.store.append(run_id, events[0].seq, events)
+        log_events(run_id, events)
+        sink = SINK.get()
+        if sink is not None:
+            for ev in events:
+                sink(ev)
+
+    async def load(self, run_id: str) -> tuple[RunState, History]:
+        """The run's state and the events a driver needs: from its latest usable snapshot
+        and the events after it, else from the whole transcript."""
+        loaded = await self._from_snapshot(run_id)
+        if loaded is not None:
+            return loaded
+        events = await self.store.load(run_id)
+        state = RunState(run_id)
+        for ev in events:
+            state.apply(ev)
+        return state, History(events)
+
+    async def _from_snapshot(self, run_id: str) -> tuple[RunState, History] | None:
+        """``None`` when the run has no snapshot this code can use; a snapshot that does
+        not fit is logged and ignored (the next one replaces it), never trusted."""
+        store = self.store
+        if not isinstance(store, SnapshotStore):
+            return None
+        try:
+            snaps = await store.load_snapshot(run_id)
+        except StoreError as exc:  # e.g. a read-only store of an older schema
+            get_logger().warning("snapshot_ignored", run_id=run_id, error=str(exc))
+            return None
+        if not snaps:
+            return None
+        last = snaps[-1]
+        try:
+            state, renderer = restore(run_id, snaps)
+        except UNUSABLE as exc:
+            get_logger().warning(
+                "snapshot_ignored", run_id=run_id, seq=last.seq, error=printable(str(exc))[:300]
+            )
+            return None
+        # The store hands back consecutive events from last.seq + 1, where the state ends.
+        events = await store.load(run_id, after=last.seq)
+        for ev in events:
+            state.apply(ev)
+        return state, History(events, base=last.seq + 1, renderer=renderer)
+
+    async def catch_up(self, state: RunState, history: History) -> None:
+        """Fold in what was appended since ``state`` was loaded (reads only the new
+        events: a resume of a long run decodes its transcript once, not twice)."""
+        for ev in await self.store.load(state.run_id, after=state.next_seq - 1):
+            state.apply(ev)
+            history.events.append(ev)
+
+    async def drive(
+        self,
+        own: Ownership,
+        state: RunState,
+        history: History,
+        first: Sequence[Event] = (),
+        *,
+        turn: Turn | None = None,
+        advance: bool = True,
+    ) -> RunResult:
+        """Record ``first`` (a command's events) durably, then, with ``advance``, advance
+        the run (for one ``turn`` when given) until it completes, stops or waits.
+
+        A worker that finds another advanced or took over the run (nothing of its own after
+        its last durable batch was written) reports the run as the store has it.
+        """
+        driver = Driver(self.setup, state, history, own)
+        try:
+            with driver.obs.advance(first, self.name):  # one span per advance, when traced
+                for ev in first:
+                    driver.record(ev)
+                await driver.flush()  # a person's decision is durable on its own
+                if advance:
+                    await driver.drive(turn)
+        except (SeqConflictError, LeaseLostError) as exc:
+            driver.log.info("lost_the_run", error=str(exc))
+            state, _ = await self.load(state.run_id)
+        return state.result()

@@ -1,0 +1,343 @@
+"""Tool calls: run one (write-ahead, under its guard), recover one whose outcome was never
+recorded, and settle a lost call of a non-idempotent tool.
+
+The durability rule lives here: ``tool_started`` (with everything before it) is durable
+before the tool runs, and a non-idempotent tool's ``tool_finished`` is durable before
+anything else happens. The at-most-once rule too: a non-idempotent call whose outcome is
+unknown is adopted from ``reconcile``, run again only when no process can still be running
+it, or put to a person (``_settle_lost_call``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final
+
+from agentcore.contracts import ToolAction, clean_text
+from agentcore.contracts.errors import LimitExceededError, StoreError
+
+from .._extract import ExtractionLog, extraction_log
+from .._faults import crash_point
+from .._state import OpenCall, RunStatus
+from ..events import ModelCalled, ToolFinished, ToolStarted
+from ..secrets import resolve_secret
+from ..stores import CallGuardStore
+from ..tools import Tool, ToolContext, recordable_result
+from ._commands import short_args
+
+if TYPE_CHECKING:
+    from ._loop import Driver
+
+__all__ = ["GUARD_POLL_S", "LOST_CALL_WAIT_S", "recover_call", "run_call"]
+
+LOST_CALL_WAIT_S: Final = 300.0
+"""How long after a lost call started a worker waits, by default, while the process that
+ran it may still be running it (it holds the call's guard) before asking a person."""
+
+GUARD_POLL_S: Final = 0.25
+"""How often a waiting worker looks at a lost call's guard."""
+
+_ERROR_CAP: Final = 4_000  # characters of an extraction's error kept in its event
+
+
+async def run_call(d: Driver, call: OpenCall) -> None:
+    assert isinstance(call.action, ToolAction)
+    tool = d.setup.tools[call.action.tool]
+    key = f"{d.state.run_id}:{call.step}"
+    guards = _guards(d, tool)
+    if guards is None:
+        await _start(d, call, tool, key, guarded=False)
+        return
+    # A call that reconcile may settle runs under its guard, taken before its intent
+    # is written and let go when it returns, so whoever settles it later can tell
+    # whether it may still be running.
+    async with guards.guard_call(d.state.run_id, key) as held:
+        if held:
+            await _start(d, call, tool, key, guarded=True)
+            return
+    # Another process holds it: a worker that lost the run is running this call, or
+    # is about to find out that it may not.
+    await _settle_lost_call(d, call, tool, key, timed_out=False, since=time.time())
+
+
+def _guards(d: Driver, tool: Tool) -> CallGuardStore | None:
+    """Where a call of ``tool`` takes its guard: only a non-idempotent tool with
+    ``reconcile`` is ever run again automatically, so only it needs one."""
+    store = d.setup.store
+    if tool.spec.idempotent or tool.reconcile is None:
+        return None
+    return store if isinstance(store, CallGuardStore) else None
+
+
+async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bool) -> None:
+    args = call.run_args()
+    d.record(
+        ToolStarted(
+            **d.fields(),
+            step=call.step,
+            call_id=call.call_id,
+            tool=tool.name,
+            args=args,
+            idempotency_key=key,
+            guarded=guarded,
+        )
+    )
+    await d.flush()  # write-ahead: the intent is durable before the side effect
+    if d.own is not None:
+        # The append was fenced, but a renewal may have failed since: a worker that may
+        # no longer own the run starts no side effect (the new owner settles the call).
+        d.own.check()
+    crash_point("after_intent_commit")
+    ctx = ToolContext(d.state.run_id, call.step, call.call_id, key, _secrets(d))
+    with extraction_log() as extractions:
+        outcome = await d.obs.tool_call(
+            call.call_id,
+            call.step,
+            tool.name,
+            tool.run(args, ctx, max_result_bytes=d.state.policy.max_tool_result_bytes),
+        )
+    crash_point("after_tool_return")
+    _record_extractions(d, call.step, extractions)
+    if (outcome.timed_out or outcome.lost) and not tool.spec.idempotent:
+        # Not a failure: the call may have happened, or still be happening (a sync
+        # tool's thread keeps running, a remote server may have acted before its
+        # connection broke). Reported to the model as a failure it would invite a
+        # retry, a second payment. It is a lost call.
+        d.log.warning("tool_outcome_lost", step=call.step, tool=tool.name)
+        await _settle_lost_call(
+            d, call, tool, key, timed_out=True, cause=None if outcome.timed_out else outcome.error
+        )
+        return
+    d.record(
+        ToolFinished(
+            **d.fields(),
+            step=call.step,
+            call_id=call.call_id,
+            tool=tool.name,
+            ok=outcome.ok,
+            result=outcome.result,
+            error=outcome.error,
+            duration_ms=round(outcome.duration_ms, 3),
+            result_bytes=outcome.result_bytes,
+            result_sha256=outcome.result_sha256,
+        )
+    )
+    if not tool.spec.idempotent:
+        await d.flush()
+
+
+def _secrets(d: Driver) -> Callable[[str], Awaitable[str]] | None:
+    """The call's secret resolver: the agent's, each value it returns redacted from then on."""
+    resolver = d.setup.secrets
+    if resolver is None:
+        return None
+
+    async def secret(name: str) -> str:
+        value = await resolve_secret(resolver, name)
+        d.redactor.add(name, value)
+        return value
+
+    return secret
+
+
+def _record_extractions(d: Driver, step: int, log: ExtractionLog) -> None:
+    """The extractions the tool made (``Agent.extract`` inside the call): model calls of
+    the run, so their tokens count in its usage and budget."""
+    for entry in log.entries:
+        d.record(
+            ModelCalled(
+                **d.fields(),
+                step=step,
+                model=entry.model,
+                outcome="error" if entry.error else "ok",
+                role="extract",
+                attempts=entry.attempts,
+                input_tokens=entry.usage.input_tokens,
+                output_tokens=entry.usage.output_tokens,
+                cached_input_tokens=entry.usage.cached_input_tokens,
+                cost=entry.usage.cost,
+                latency_ms=round(entry.latency_ms, 3),
+                error=clean_text(entry.error, _ERROR_CAP) if entry.error else None,
+            )
+        )
+
+
+async def recover_call(d: Driver, call: OpenCall) -> None:
+    """A tool was started but its outcome was never recorded (the process died, or it
+    timed out and a person has not settled it yet)."""
+    assert isinstance(call.action, ToolAction) and call.started is not None
+    tool = d.setup.tools[call.action.tool]
+    if tool.spec.idempotent or (
+        call.resolution is not None and call.resolution.decision == "rerun"
+    ):
+        await run_call(d, call)
+        return
+    await _settle_lost_call(d, call, tool, call.started.idempotency_key, timed_out=False)
+
+
+async def _settle_lost_call(
+    d: Driver,
+    call: OpenCall,
+    tool: Tool,
+    key: str,
+    *,
+    timed_out: bool,
+    cause: str | None = None,
+    since: float | None = None,
+) -> None:
+    """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
+    run it again, or stop as ``needs_attention`` for a person.
+
+    The one rule: never a second execution while the first may still be running, and
+    never one a person was asked about. ``reconcile`` finding nothing reruns the call
+    only when no process can still be running it: its guard (held by the worker that
+    ran it, let go when the call returns or that worker's process or database session
+    ends) is free, and the run was not put to a person since. A stalled worker keeps
+    its guard: the run waits for it up to ``lost_call_wait_s`` after the call started
+    (plus the tool's timeout), asking ``reconcile`` again once it is free. After a
+    timeout (a sync tool's thread may still be running, a remote call may still land)
+    or once a person was asked, only a person's ``resolve(rerun=True)`` runs it again.
+
+    Args:
+        since: when the call started, when it has no ``tool_started`` (its guard was
+            found held before this worker could write one).
+    """
+    problem = ""
+    if tool.reconcile is not None:
+        may_rerun = not timed_out and not call.put_to_a_person
+        free: bool | None = None
+        if may_rerun:
+            free, problem = await _guard_free(d, call, tool, key, since)
+            if d.state.status is not RunStatus.RUNNING:
+                return  # cancelled while it waited
+        found, failed = await _reconcile(tool, key)
+        if found is not None:
+            d.record(_reconciled(d, call, tool.name, found))
+            await d.flush()
+            return
+        if failed:
+            problem = failed
+        elif free:
+            await run_call(d, call)  # it did not happen and nothing can still run it
+            return
+        else:
+            problem = "; reconcile(key) found no record of it" + problem
+    if cause is not None:
+        what = (
+            f"lost its outcome at step {call.step} with {short_args(call.run_args())} "
+            f"(idempotency key {key}): {cause}; it may have happened, so it is neither "
+            "retried nor reported to the model as failed"
+        )
+    elif timed_out:
+        what = (
+            f"timed out after {tool.timeout:g}s at step {call.step} with "
+            f"{short_args(call.run_args())} (idempotency key {key}); its outcome is unknown "
+            "and it may still be running, so it is neither retried nor reported to the "
+            "model as failed"
+        )
+    else:
+        what = (
+            f"was started at step {call.step} with {short_args(call.run_args())} "
+            f"(idempotency key {key}) but its outcome was not recorded"
+        )
+    d.finish(
+        RunStatus.NEEDS_ATTENTION,
+        reason=(
+            f"non-idempotent tool {tool.name!r} {what}{problem}; a person must say whether "
+            f"it happened: agentcore resolve {d.state.run_id} --result JSON | --rerun "
+            "| --fail --by NAME"
+        ),
+    )
+
+
+async def _reconcile(tool: Tool, key: str) -> tuple[object | None, str]:
+    """What ``reconcile(key)`` found (``None``: no record), and why it could not say."""
+    assert tool.reconcile is not None
+    try:
+        found = tool.reconcile(key)
+        if inspect.isawaitable(found):
+            found = await found
+    except Exception as exc:  # user code: its failure is a reason for a person
+        return None, f"; reconcile raised {type(exc).__name__}: {exc}"
+    return found, ""
+
+
+async def _guard_free(
+    d: Driver, call: OpenCall, tool: Tool, key: str, since: float | None
+) -> tuple[bool, str]:
+    """Wait while another process may still be running the call (its guard is held),
+    up to the bound; whether none can now, and if not, why (for the person).
+
+    Returns at once when the call's guard is free, or when whether its worker is gone
+    cannot be told (the call was started without a guard). A cancel request honoured
+    while waiting ends the run (``state.status`` tells the caller).
+    """
+    started = call.started
+    if started is not None and not started.guarded:
+        return False, (
+            ", and whether the worker that started it is gone cannot be told (it ran "
+            "without a call guard: an older agentcore, or a store that keeps none)"
+        )
+    guards = _guards(d, tool)
+    if guards is None:
+        return False, (
+            ", and whether the worker that started it is gone cannot be told (the store "
+            "keeps no call guards)"
+        )
+    begun = started.at if started is not None else since if since is not None else time.time()
+    deadline = begun + d.setup.lost_call_wait_s + (tool.timeout or 0.0)
+    waited = False
+    while True:
+        try:
+            running = await guards.call_running(d.state.run_id, key)
+        except StoreError as exc:  # cannot tell now: assume it may run, ask again
+            d.log.warning("call_guard_unreadable", step=call.step, error=str(exc))
+            running = True
+        if not running:
+            if waited:
+                d.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
+            return True, ""
+        now = time.time()
+        if now >= deadline:
+            return False, (
+                f", and the worker that started it still holds the call's guard "
+                f"{now - begun:.0f}s after it started: it may still be running it (a "
+                "stalled process)"
+            )
+        if not waited:
+            waited = True
+            d.log.warning("lost_call_waiting", step=call.step, tool=tool.name, until=deadline)
+            await d.flush()  # what this worker recorded is not held back by the wait
+        await asyncio.sleep(min(GUARD_POLL_S, deadline - now))
+        if d.own is not None:
+            d.own.check()
+        if await d.cancel_requested():
+            return False, ""
+
+
+def _reconciled(d: Driver, call: OpenCall, tool: str, found: object) -> ToolFinished:
+    """The outcome ``reconcile`` reported for a lost call, recorded like a result."""
+    try:
+        result, full, digest = recordable_result(found, d.state.policy.max_tool_result_bytes)
+    except LimitExceededError as exc:
+        return ToolFinished(
+            **d.fields(),
+            step=call.step,
+            call_id=call.call_id,
+            tool=tool,
+            ok=False,
+            error=f"reconcile found the call happened, but {exc}",
+        )
+    return ToolFinished(
+        **d.fields(),
+        step=call.step,
+        call_id=call.call_id,
+        tool=tool,
+        ok=True,
+        result=result,
+        result_bytes=full,
+        result_sha256=digest,
+    )

@@ -11,8 +11,7 @@ from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers: True)
 if TYPE_CHECKING:
     from ._integrity import check_transcript
-    from ._log import configure_logging
-    from ._observe import configure_telemetry
+    from ._observability import configure_logging, configure_telemetry
     from ._runner import ContextProvider, ContextRequest
     from ._signals import run_until_signalled
     from ._state import PendingCall, RunResult, RunStatus, RunUsage
@@ -82,8 +81,8 @@ _EXPORTS = {
     "Tool": "tools",
     "ToolContext": "tools",
     "check_transcript": "_integrity",
-    "configure_logging": "_log",
-    "configure_telemetry": "_observe",
+    "configure_logging": "_observability",
+    "configure_telemetry": "_observability",
     "env_secrets": "secrets",
     "host_allowed": "guards",
     "path_within": "guards",

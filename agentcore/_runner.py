@@ -46,8 +46,7 @@ from agentcore.contracts.errors import (
 from ._dispatch import changed_since_pinned, decide
 from ._extract import ExtractionLog, extraction_log
 from ._faults import crash_point
-from ._log import get_logger
-from ._observe import observer
+from ._observability import get_logger, observer
 from ._ownership import Ownership
 from ._render import MessageView, Renderer
 from ._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag

@@ -47,9 +47,8 @@ from agentcore.contracts.errors import (
     ToolManifestChangedError,
 )
 
-from ._log import get_logger
 from ._manifest import manifest_change, manifest_entry
-from ._observe import log_events
+from ._observability import get_logger, log_events
 from ._ownership import DEFAULT_LEASE_S, Ownership, default_owner
 from ._runner import LOST_CALL_WAIT_S, ContextProvider, Driver, History, RunSetup, Turn
 from ._snapshot import UNUSABLE, restore, snapshot_interval

@@ -29,6 +29,7 @@ import json
 import os
 import queue
 import re
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -109,9 +110,13 @@ class ToolContext:
         OpenTelemetry tracer, are that span's children without these headers. Empty when
         OpenTelemetry is not in use. Call it from the tool, while it runs.
         """
-        from ._observe import trace_headers
+        if "opentelemetry.trace" not in sys.modules:
+            return {}  # nobody imported OpenTelemetry, so no span is current
+        from opentelemetry.propagate import inject
 
-        return trace_headers()
+        headers: dict[str, str] = {}
+        inject(headers)
+        return headers
 
 
 @dataclass(frozen=True, slots=True)

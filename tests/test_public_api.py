@@ -13,6 +13,7 @@ PACKAGES = [
     "agentcore.stores",
     "agentcore.errors",
     "agentcore.events",
+    "agentcore.evals",
 ]
 
 

@@ -23,7 +23,7 @@ from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.contracts import FinishAction, ToolAction, ToolSpec, compile_action_schema
 from agentcore.contracts._dialects import anthropic_limits, choose_form, compile_wire_schema
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     AuthenticationError,
     ModelRefusedError,
     ModelTruncatedError,

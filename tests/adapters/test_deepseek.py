@@ -13,7 +13,7 @@ from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.contracts import FinishAction, ToolAction
 from agentcore.contracts._dialects import compile_wire_schema
-from agentcore.contracts.errors import SpendLimitError
+from agentcore.errors import SpendLimitError
 
 from .conftest import FINISH, NOTE_CALL, FakeTime
 from .fakes import FakeProvider, error_reply, ok

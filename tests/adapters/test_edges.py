@@ -20,7 +20,7 @@ from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts.errors import AuthenticationError, ModelRefusedError
+from agentcore.errors import AuthenticationError, ModelRefusedError
 from agentcore.events import ModelCalled
 
 from .conftest import FINISH, FakeTime, wrapped

@@ -24,8 +24,7 @@ from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts.errors import AuthenticationError, ConfigurationError
-from agentcore.errors import ExtractionError
+from agentcore.errors import AuthenticationError, ConfigurationError, ExtractionError
 from agentcore.events import ModelCalled
 
 from .fakes import FakeProvider, JsonReply, anthropic_message, error_reply, gemini_response, ok

@@ -18,7 +18,7 @@ from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.contracts import FinishAction, ToolAction
 from agentcore.contracts._dialects import compile_wire_schema
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     AuthenticationError,
     BadRequestError,
     ModelRefusedError,

@@ -13,7 +13,7 @@ from agentcore.adapters._breaker import BreakerPolicy
 from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.local import LocalAdapter, LocalServer
 from agentcore.contracts import FinishAction
-from agentcore.contracts.errors import BadRequestError, ConfigurationError, ModelTruncatedError
+from agentcore.errors import BadRequestError, ConfigurationError, ModelTruncatedError
 
 from .conftest import FINISH, strict_schema, wrapped
 from .fakes import FakeProvider, JsonReply, error_reply, ok

@@ -28,7 +28,7 @@ from agentcore.contracts import (
     compile_action_schema,
 )
 from agentcore.contracts._dialects import compile_parameters
-from agentcore.contracts.errors import ModelRefusedError, ModelTruncatedError
+from agentcore.errors import ModelRefusedError, ModelTruncatedError
 from agentcore.events import ModelCalled
 
 from .conftest import TOOLS

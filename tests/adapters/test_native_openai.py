@@ -32,7 +32,7 @@ from agentcore.contracts import (
     compile_action_schema,
 )
 from agentcore.contracts._dialects import compile_parameters
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     ConfigurationError,
     ModelRefusedError,
     ModelTruncatedError,

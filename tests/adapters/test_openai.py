@@ -25,7 +25,7 @@ from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.contracts import FinishAction, ToolAction, ToolSpec, compile_action_schema
 from agentcore.contracts._dialects import compile_wire_schema
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     ConfigurationError,
     ModelRefusedError,
     ModelTruncatedError,

@@ -16,7 +16,7 @@ from agentcore.adapters._breaker import BreakerPolicy, CircuitBreaker, breaker_f
 from agentcore.adapters._errors import parse_retry_after
 from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     AuthenticationError,
     BadRequestError,
     CircuitOpenError,

@@ -30,7 +30,7 @@ from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.contracts import FinishAction, ToolAction
-from agentcore.contracts.errors import ModelTruncatedError, ProviderUnavailableError
+from agentcore.errors import ModelTruncatedError, ProviderUnavailableError
 from agentcore.events import ActionProposed, ToolStarted
 
 from .conftest import NOTE_CALL, FakeTime, wrapped

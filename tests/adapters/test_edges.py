@@ -11,10 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from agentcore import Agent, RunEnded, RunStatus, tool
-from agentcore.adapters import CompletionRequest
-from agentcore.adapters._breaker import BreakerPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy
 from agentcore.adapters._litellm import LiteLLMAdapter
-from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter

@@ -16,9 +16,7 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 from agentcore import Agent, Budget, ModelSpec, Route, RunStatus, ToolContext, tool
-from agentcore.adapters import ScriptedModel
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, RetryPolicy, ScriptedModel
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter

@@ -94,6 +94,7 @@ _SUBMODULES = frozenset(
         "secrets",
         "streaming",
         "stores",
+        "testing",
         "tools",
     }
 )

@@ -16,6 +16,7 @@ PACKAGES = [
     "agentcore.errors",
     "agentcore.events",
     "agentcore.evals",
+    "agentcore.testing",
 ]
 
 

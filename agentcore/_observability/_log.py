@@ -1,6 +1,6 @@
 """Logging: structlog events bound to ``run_id`` and ``step``; configured by the application.
 
-structlog is imported on first use (it pulls in rich, ~100 ms). If the application has
+structlog is imported on first use (it pulls in rich, a slow import). If the application has
 configured structlog (itself, or with :func:`configure_logging`), agentcore logs through
 that configuration. If it has not, agentcore does not print: events go to the standard
 ``logging`` logger ``"agentcore"``, which by Python's defaults shows warnings and errors on

@@ -49,7 +49,7 @@ __all__ = [
 
 # Public names whose modules load on first use: extraction brings the litellm adapter
 # modules; the retry and breaker policies (tenacity) and the scripted model are needed by
-# the provider adapters and by tests, not by `from agentcore import Agent` (issue 15).
+# the provider adapters and by tests, not by `from agentcore import Agent` (start-up time).
 _LAZY = {
     "BreakerPolicy": "_breaker",
     "Extraction": "_extract",

@@ -152,7 +152,7 @@ def litellm() -> Any:  # Any: litellm's module namespace is untyped where we use
     if _module is None:
         with _module_lock:
             if _module is None:
-                # Never fetch the price list over the network at import (FACTS.md), nor the
+                # Never fetch the price list over the network at import, nor the
                 # Anthropic beta-header table on the first Anthropic call (litellm's
                 # anthropic_beta_headers_manager reads this variable at call time).
                 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -883,7 +883,7 @@ class _RefusalTap:
     """Reads ``delta.refusal`` from the raw chunks under litellm's stream wrapper.
 
     litellm's ``CustomStreamWrapper`` drops a Chat Completions chunk whose delta carries only
-    ``refusal`` (FACTS.md), so a streamed refusal would arrive as an empty reply. The tap
+    ``refusal``, so a streamed refusal would arrive as an empty reply. The tap
     takes the wrapper's ``completion_stream`` (the openai SDK's chunk stream, which the
     wrapper iterates with ``async for``), passes every chunk on unchanged and keeps the
     refusal text. Where a wrapper has no such stream yet, nothing is tapped.

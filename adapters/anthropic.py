@@ -11,7 +11,7 @@ it: it emits ``output_format`` only when its bundled model map flags the model w
 ``supports_native_structured_output`` and the schema has no open object; otherwise it
 silently turns the schema into a tool, ``json_tool_call``, forced with
 ``tool_choice: {"type": "tool"}`` for a model in its map (current models reject a forced
-tool, FACTS.md) and unforced for a model it does not know (both seen on the captured request
+tool) and unforced for a model it does not know (both seen on the captured request
 with litellm 1.110). So the adapter never sends ``response_format``: it passes
 ``output_config`` itself, which litellm's Anthropic transformation copies into the request
 body (``AnthropicConfig._apply_output_config``) for any model name, and no ``tools`` or

@@ -10,8 +10,8 @@ server kind is sent, through ``litellm.acompletion``:
     litellm provider ``openai`` with ``api_base`` (``POST <api_base>/chat/completions``),
     ``response_format: {"type": "json_object", "schema": <schema>}``, ``max_tokens``.
     Its server answers HTTP 500 to ``{"type": "json_schema"}`` and accepts a schema inside
-    ``json_object`` (observed on llama-cpp-python's server and recorded in the project's
-    FACTS.md; here a test checks the request shape on the captured request, not the server).
+    ``json_object`` (observed on llama-cpp-python's server; here a test checks the request
+    shape on the captured request, not the server).
 ``llama_cpp`` (llama.cpp's ``llama-server``; an adapter object with ``server="llama_cpp"``)
     litellm provider ``openai`` with ``api_base``, ``response_format:
     {"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``. Read in

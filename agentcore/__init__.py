@@ -11,8 +11,7 @@ from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers: True)
 if TYPE_CHECKING:
     from ._integrity import check_transcript
-    from ._log import configure_logging
-    from ._observe import configure_telemetry
+    from ._observability import configure_logging, configure_telemetry
     from ._run import ContextProvider, ContextRequest
     from ._signals import run_until_signalled
     from ._state import PendingCall, RunResult, RunStatus, RunUsage
@@ -58,41 +57,29 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-# Every public name is imported from its module on first use (PEP 562), so `import agentcore`
-# loads neither pydantic nor the contracts, stores and adapters (issue 15: start-up).
-_EXPORTS = {
-    "ActionDetected": "streaming",
-    "Agent": "agent",
-    "ArgumentPolicy": "guards",
-    "Budget": "policy",
-    "ContextProvider": "_run",
-    "ContextRequest": "_run",
-    "ModelSpec": "agent",
-    "PendingCall": "_state",
-    "Policy": "policy",
-    "Route": "routing",
-    "RunEnded": "streaming",
-    "RunResult": "_state",
-    "RunStatus": "_state",
-    "RunUsage": "_state",
-    "Secret": "secrets",
-    "SecretResolver": "secrets",
-    "StreamEvent": "streaming",
-    "ThoughtDelta": "streaming",
-    "Tool": "tools",
-    "ToolContext": "tools",
-    "check_transcript": "_integrity",
-    "configure_logging": "_log",
-    "configure_telemetry": "_observe",
-    "env_secrets": "secrets",
-    "host_allowed": "guards",
-    "path_within": "guards",
-    "resolve_within": "guards",
-    "run_until_signalled": "_signals",
-    "tool": "tools",
+# The public names, by the module each is imported from on first use (PEP 562), so
+# `import agentcore` loads neither pydantic nor the contracts, stores and adapters. Type
+# checkers read neither this table nor `__getattr__`: `__all__` and the TYPE_CHECKING imports
+# above are the same names written the way they read, and tests/test_public_api.py checks
+# that both agree with this table.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_integrity": ("check_transcript",),
+    "_observability": ("configure_logging", "configure_telemetry"),
+    "_run": ("ContextProvider", "ContextRequest"),
+    "_signals": ("run_until_signalled",),
+    "_state": ("PendingCall", "RunResult", "RunStatus", "RunUsage"),
+    "agent": ("Agent", "ModelSpec"),
+    "guards": ("ArgumentPolicy", "host_allowed", "path_within", "resolve_within"),
+    "policy": ("Budget", "Policy"),
+    "routing": ("Route",),
+    "secrets": ("Secret", "SecretResolver", "env_secrets"),
+    "streaming": ("ActionDetected", "RunEnded", "StreamEvent", "ThoughtDelta"),
+    "tools": ("Tool", "ToolContext", "tool"),
 }
-# The public subpackages and modules that importing the package used to load as a side
-# effect: `import agentcore` then `agentcore.stores.MemoryStore` still works.
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+# The public subpackages and modules reachable as attributes of the package:
+# `import agentcore` then `agentcore.stores.MemoryStore` works.
 _SUBMODULES = frozenset(
     {
         "adapters",
@@ -107,6 +94,7 @@ _SUBMODULES = frozenset(
         "secrets",
         "streaming",
         "stores",
+        "testing",
         "tools",
     }
 )
@@ -114,7 +102,7 @@ _SUBMODULES = frozenset(
 
 def __getattr__(name: str) -> object:
     """A public name, imported from its module when first asked for (then kept here)."""
-    module = _EXPORTS.get(name)
+    module = _HOME.get(name)
     if module is None and name not in _SUBMODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib

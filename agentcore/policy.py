@@ -9,7 +9,10 @@ from typing import Any, Protocol
 from agentcore.contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm, Usage
 from agentcore.contracts.errors import ConfigurationError
 
-__all__ = ["Budget", "Consumption", "Policy"]
+__all__ = ["DEFAULT_MAX_TOOL_RESULT_BYTES", "Budget", "Consumption", "Policy"]
+
+DEFAULT_MAX_TOOL_RESULT_BYTES = 256 * 1024
+"""The default cap on a tool result as recorded (:attr:`Policy.max_tool_result_bytes`)."""
 
 
 class Consumption(Protocol):
@@ -162,7 +165,7 @@ class Policy:
     max_observation_chars: int = 8_000
     schema_form: SchemaForm = "typed"
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
-    max_tool_result_bytes: int = 256 * 1024
+    max_tool_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES
     dead_letter_after: int = 5
     approval_ttl: float | None = None
 

@@ -29,6 +29,7 @@ import json
 import os
 import queue
 import re
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ from agentcore.contracts.errors import (
 )
 
 from .guards import ArgumentPolicy
+from .policy import DEFAULT_MAX_TOOL_RESULT_BYTES
 from .secrets import Secret
 
 __all__ = [
@@ -109,9 +111,13 @@ class ToolContext:
         OpenTelemetry tracer, are that span's children without these headers. Empty when
         OpenTelemetry is not in use. Call it from the tool, while it runs.
         """
-        from ._observe import trace_headers
+        if "opentelemetry.trace" not in sys.modules:
+            return {}  # nobody imported OpenTelemetry, so no span is current
+        from opentelemetry.propagate import inject
 
-        return trace_headers()
+        headers: dict[str, str] = {}
+        inject(headers)
+        return headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +142,11 @@ class ToolOutcome:
     mid-call). Recorded like a timeout."""
 
 
-DEFAULT_MAX_RESULT_BYTES = 256 * 1024
 _MAX_ERROR_CHARS = 8_000
 
 
 def recordable_result(
-    value: object, max_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    value: object, max_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES
 ) -> tuple[Any, int | None, str | None]:  # Any: a JSON-ready value
     """A tool's return value as it can be recorded: ``(result, full_bytes, sha256)``.
 
@@ -556,7 +561,7 @@ class Tool:
         args: dict[str, Any],
         ctx: ToolContext,
         *,
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES,
     ) -> ToolOutcome:
         """Validate ``args``, call the function (with a timeout) and capture the outcome.
 

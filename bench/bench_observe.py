@@ -158,8 +158,8 @@ def level_check() -> list[tuple[str, float]]:
     import structlog
 
     from agentcore import Agent, Budget, configure_logging, tool
-    from agentcore._log import get_logger
-    from agentcore._observe import LogObserver, _fields  # pyright: ignore[reportPrivateUsage]
+    from agentcore._observability import get_logger
+    from agentcore._observability._observer import LogObserver, _fields  # pyright: ignore[reportPrivateUsage]
     from agentcore.adapters import ScriptedModel
 
     @tool(effect="read", name="get_order")

@@ -48,22 +48,11 @@ from agentcore.events import (
     ToolStarted,
 )
 from agentcore.stores import SQLiteStore
+from agentcore.testing import call, finish, plan
 
 # --------------------------------------------------------------------------- helpers
 
 E = TypeVar("E")
-
-
-def call(name: str, thought: str = "I need this.", **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": thought, "tool": name, "args": args}
-
-
-def plan(*steps: str, thought: str = "Here is how.") -> dict[str, Any]:
-    return {"type": "plan", "thought": thought, "steps": list(steps)}
-
-
-def finish(answer: str = "Done.", thought: str = "I can answer.") -> dict[str, Any]:
-    return {"type": "finish", "thought": thought, "answer": answer}
 
 
 def output_tokens(reply: dict[str, Any] | str) -> int:

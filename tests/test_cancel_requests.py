@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcore.contracts.errors import RunNotFoundError
+from agentcore.errors import RunNotFoundError
 from agentcore.events import RunStarted
 from agentcore.stores import CancelRequest, MemoryStore, SQLiteStore, TranscriptStore
 

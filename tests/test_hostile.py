@@ -39,6 +39,7 @@ from agentcore.events import (
     ToolStarted,
 )
 from agentcore.stores import MemoryStore, SQLiteStore
+from agentcore.testing import finish
 
 HOSTILE = settings(
     max_examples=200,
@@ -88,10 +89,6 @@ def keep(payload: Any) -> str:  # Any: a tool that takes any JSON value
     return "kept"
 
 
-def _finish() -> dict[str, str]:
-    return {"type": "finish", "thought": "Done.", "answer": "done"}
-
-
 async def _check_readable(db: Path, agent: Agent, run_id: str) -> None:
     fresh = SQLiteStore(db)
     try:
@@ -125,7 +122,7 @@ def test_hostile_replies_never_make_a_run_unreadable(tmp_path: Path, payload: ob
     async def go() -> None:
         agent = Agent(
             tools=[keep],
-            model=ScriptedModel([_reply_text(payload), _finish(), _finish()]),
+            model=ScriptedModel([_reply_text(payload), finish(), finish()]),
             store=f"sqlite:///{db}",
             policy=Policy(max_reply_bytes=2_000_000),
         )
@@ -153,7 +150,7 @@ def test_hostile_tool_results_never_make_a_run_unreadable(tmp_path: Path, value:
         agent = Agent(
             tools=[produce],
             model=ScriptedModel(
-                [{"type": "tool", "thought": "t", "tool": "produce", "args": {}}, _finish()]
+                [{"type": "tool", "thought": "t", "tool": "produce", "args": {}}, finish()]
             ),
             store=f"sqlite:///{db}",
             policy=Policy(max_tool_result_bytes=4_096),
@@ -174,7 +171,7 @@ def test_hostile_run_ids_are_refused_or_read_back(tmp_path: Path, run_id: str) -
     db = tmp_path / "hostile-ids.db"
 
     async def go() -> None:
-        agent = Agent(tools=[keep], model=ScriptedModel([_finish()]), store=f"sqlite:///{db}")
+        agent = Agent(tools=[keep], model=ScriptedModel([finish()]), store=f"sqlite:///{db}")
         try:
             try:
                 result = await agent.run("go", run_id=run_id)
@@ -194,7 +191,7 @@ def test_hostile_metadata_is_refused_or_reads_back(tmp_path: Path, meta: object)
     db = tmp_path / "hostile-meta.db"
 
     async def go() -> None:
-        agent = Agent(tools=[keep], model=ScriptedModel([_finish()]), store=f"sqlite:///{db}")
+        agent = Agent(tools=[keep], model=ScriptedModel([finish()]), store=f"sqlite:///{db}")
         try:
             try:
                 result = await agent.run("go", metadata={"m": meta})

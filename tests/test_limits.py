@@ -21,6 +21,7 @@ from agentcore.errors import ConfigurationError, LimitExceededError
 from agentcore.events import ModelCalled, ToolFinished
 from agentcore.limits import MAX_DEPTH, check_run_id, json_problem
 from agentcore.stores import SQLiteStore
+from agentcore.testing import finish
 
 
 def nested(depth: int, leaf: object = 1) -> object:
@@ -49,10 +50,6 @@ def measure(x: float) -> float:
         x: the number.
     """
     return x * 2
-
-
-def finish(answer: str = "done") -> dict[str, str]:
-    return {"type": "finish", "thought": "Done.", "answer": answer}
 
 
 async def readback(db: Path, run_id: str) -> list[Any]:  # Any: events

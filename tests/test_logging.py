@@ -99,7 +99,7 @@ async def test_console_rendering_for_a_terminal() -> None:
 async def test_below_the_level_no_event_fields_are_gathered(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import agentcore._observe as observe
+    import agentcore._observability._observer as observe
 
     def gathered(_event: object) -> dict[str, Any]:  # Any: as the real one
         raise AssertionError("fields gathered for a level that is off")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcore.contracts.errors import StoreCorruptedError, StoreError
+from agentcore.errors import StoreCorruptedError, StoreError
 from agentcore.events import ContextAdded, RunStarted
 from agentcore.stores import SQLiteStore, open_store
 from agentcore.stores._sqlite_schema import SCHEMA_VERSION

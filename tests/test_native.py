@@ -29,7 +29,7 @@ from agentcore.contracts import (
     ToolSpec,
     compile_action_schema,
 )
-from agentcore.contracts.errors import UnknownToolError
+from agentcore.errors import UnknownToolError
 
 
 class GcdArgs(BaseModel):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,8 @@ PACKAGES = [
     "agentcore.stores",
     "agentcore.errors",
     "agentcore.events",
+    "agentcore.evals",
+    "agentcore.testing",
 ]
 
 
@@ -40,6 +44,26 @@ def test_all_is_sorted_and_complete(name: str) -> None:
     assert public <= set(exported) | {"annotations"}, (
         f"{name} exports unlisted {public - set(exported)}"
     )
+
+
+def test_the_lazy_export_table_is_what_all_and_the_type_checkers_see() -> None:
+    """``agentcore._EXPORTS`` is the one table; ``__all__`` and the TYPE_CHECKING imports
+    (what type checkers read) name the same names from the same modules."""
+    import agentcore
+
+    home: dict[str, str] = agentcore._HOME  # pyright: ignore[reportPrivateUsage]  # the table under test
+    assert sorted(home, key=_isort_key) == agentcore.__all__
+    tree = ast.parse(Path(agentcore.__file__).read_text())
+    guard = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    imported = {
+        alias.name: node.module
+        for node in guard.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == home
 
 
 def test_issue_api_names() -> None:

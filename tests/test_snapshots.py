@@ -37,23 +37,12 @@ from agentcore.stores import (
     TranscriptStore,
 )
 from agentcore.stores._snapshots import seal
+from agentcore.testing import call, finish, plan
 
 __all__ = ["pg_schema", "postgres_dsn"]  # fixtures, imported to be found here
 
 KEY = "snapshot-test-key"
 AnyStore = MemoryStore | SQLiteStore | PostgresStore
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": f"calling {name}", "tool": name, "args": args}
-
-
-def plan(*steps: str) -> dict[str, Any]:
-    return {"type": "plan", "thought": "Here is how.", "steps": list(steps)}
-
-
-def finish(answer: str = "Done.") -> dict[str, Any]:
-    return {"type": "finish", "thought": "I can answer.", "answer": answer}
 
 
 # Every kind of event and fold field: a read, an invalid reply (re-ask), a write refused

@@ -34,6 +34,7 @@ from agentcore import (
     tool,
 )
 from agentcore.adapters import Completion, CompletionRequest, ScriptedModel
+from agentcore.testing import call
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,10 +115,6 @@ def only(spans: Sequence[ReadableSpan]) -> ReadableSpan:
 
 PLAN = {"type": "plan", "thought": "Look it up, then answer.", "steps": ["look up", "answer"]}
 FINISH = {"type": "finish", "thought": "Found it.", "answer": "Shipped."}
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:  # Any: JSON arguments
-    return {"type": "tool", "thought": f"Call {name}.", "tool": name, "args": args}
 
 
 @tool

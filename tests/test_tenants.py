@@ -14,16 +14,13 @@ from agentcore.errors import LimitExceededError
 from agentcore.events import RunStarted
 from agentcore.limits import MAX_TENANT_CHARS, check_tenant
 from agentcore.stores import SQLiteStore
+from agentcore.testing import finish
 
 
 @tool(effect="read")
 def noop() -> str:
     """Do nothing."""
     return "ok"
-
-
-def finish(answer: str = "done") -> dict[str, str]:
-    return {"type": "finish", "thought": "Done.", "answer": answer}
 
 
 @pytest.mark.parametrize("bad", ["", "a" * (MAX_TENANT_CHARS + 1), "a\nb", "a\x00b", "\ud800"])

@@ -19,16 +19,9 @@ from agentcore.adapters import ScriptedModel
 from agentcore.errors import ToolManifestChangedError, ToolOutcomeUnknownError
 from agentcore.events import Decision, RunResumed, ToolFinished
 from agentcore.stores import MemoryStore
+from agentcore.testing import call, finish
 
 NO_PLAN = Policy(plan_before_writes=False)
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": "go", "tool": name, "args": args}
-
-
-def finish() -> dict[str, Any]:
-    return {"type": "finish", "thought": "done", "answer": "done"}
 
 
 @tool(effect="read")

@@ -45,9 +45,8 @@ from agentcore.contracts.errors import (
 
 from .._dispatch import decide
 from .._faults import crash_point
-from .._log import get_logger
 from .._manifest import changed_since_pinned
-from .._observe import observer
+from .._observability import get_logger, observer
 from .._ownership import Ownership
 from .._render import MessageView, Renderer
 from .._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag

@@ -20,8 +20,7 @@ from agentcore.contracts.errors import (
     StoreError,
 )
 
-from .._log import get_logger
-from .._observe import log_events
+from .._observability import get_logger, log_events
 from .._ownership import Ownership
 from .._snapshot import UNUSABLE, restore
 from .._state import RunResult, RunState

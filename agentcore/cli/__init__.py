@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of --help)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cost of every --help)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -97,7 +97,7 @@ Commands:
 """
 """What ``agentcore --help`` prints on a terminal at least 80 columns wide (click's help is
 80 wide there, whatever the terminal): printed without loading typer, rich and the command
-modules, which cost ~100 ms of every ``agentcore --help``. tests/test_cli.py checks that it
+modules, which would slow every ``agentcore --help``. tests/test_cli.py checks that it
 is what the app itself prints; after changing a command's name or help, paste the app's
 ``--help`` output (at ``COLUMNS=80``) here."""
 

@@ -34,7 +34,7 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted
 from agentcore.queue import InProcessQueue
 
-from .._log import get_logger
+from .._observability import get_logger
 
 __all__ = ["Answer", "Approvals", "ConsoleError", "json_object", "pending_of"]
 

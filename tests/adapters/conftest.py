@@ -16,11 +16,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from agentcore.adapters import CompletionRequest, Message
-from agentcore.adapters._breaker import BreakerPolicy, reset_breakers
-from agentcore.adapters._retry import RetryPolicy
-from agentcore.contracts import ActionSchema, ToolSpec, compile_action_schema
-from agentcore.contracts._dialects import compile_wire_schema
+from agentcore.adapters import BreakerPolicy, CompletionRequest, Message, RetryPolicy
+from agentcore.adapters._breaker import reset_breakers
+from agentcore.contracts import ActionSchema, ToolSpec, compile_action_schema, compile_wire_schema
 
 from .fakes import FakeProvider
 

@@ -17,13 +17,18 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agentcore.adapters import CompletionRequest, Message, resolve_model
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, Message, RetryPolicy, resolve_model
 from agentcore.adapters.anthropic import AnthropicAdapter
-from agentcore.contracts import FinishAction, ToolAction, ToolSpec, compile_action_schema
-from agentcore.contracts._dialects import anthropic_limits, choose_form, compile_wire_schema
-from agentcore.contracts.errors import (
+from agentcore.contracts import (
+    FinishAction,
+    ToolAction,
+    ToolSpec,
+    anthropic_limits,
+    choose_form,
+    compile_action_schema,
+    compile_wire_schema,
+)
+from agentcore.errors import (
     AuthenticationError,
     ModelRefusedError,
     ModelTruncatedError,

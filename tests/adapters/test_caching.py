@@ -18,9 +18,7 @@ from typing import Any
 import pytest
 
 from agentcore import Agent, RunStatus, tool
-from agentcore.adapters import ModelAdapter
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, ModelAdapter, RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter

@@ -21,10 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcore import Agent, RunStatus, tool
-from agentcore.adapters import Message, ModelAdapter, ScriptedModel
-from agentcore.adapters._breaker import BreakerPolicy
+from agentcore.adapters import BreakerPolicy, Message, ModelAdapter, RetryPolicy, ScriptedModel
 from agentcore.adapters._litellm import merge_messages
-from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter

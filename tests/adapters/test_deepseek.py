@@ -7,13 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from agentcore.adapters import CompletionRequest
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy
 from agentcore.adapters.deepseek import DeepSeekAdapter
-from agentcore.contracts import FinishAction, ToolAction
-from agentcore.contracts._dialects import compile_wire_schema
-from agentcore.contracts.errors import SpendLimitError
+from agentcore.contracts import FinishAction, ToolAction, compile_wire_schema
+from agentcore.errors import SpendLimitError
 
 from .conftest import FINISH, NOTE_CALL, FakeTime
 from .fakes import FakeProvider, error_reply, ok

@@ -11,16 +11,14 @@ from collections.abc import Callable
 import pytest
 
 from agentcore import Agent, RunEnded, RunStatus, tool
-from agentcore.adapters import CompletionRequest
-from agentcore.adapters._breaker import BreakerPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy
 from agentcore.adapters._litellm import LiteLLMAdapter
-from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts.errors import AuthenticationError, ModelRefusedError
+from agentcore.errors import AuthenticationError, ModelRefusedError
 from agentcore.events import ModelCalled
 
 from .conftest import FINISH, FakeTime, wrapped

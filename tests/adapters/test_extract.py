@@ -16,16 +16,13 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 from agentcore import Agent, Budget, ModelSpec, Route, RunStatus, ToolContext, tool
-from agentcore.adapters import ScriptedModel
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, RetryPolicy, ScriptedModel
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts.errors import AuthenticationError, ConfigurationError
-from agentcore.errors import ExtractionError
+from agentcore.errors import AuthenticationError, ConfigurationError, ExtractionError
 from agentcore.events import ModelCalled
 
 from .fakes import FakeProvider, JsonReply, anthropic_message, error_reply, gemini_response, ok

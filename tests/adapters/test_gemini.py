@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
-from agentcore.adapters import CompletionRequest, resolve_model
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy, resolve_model
 from agentcore.adapters.gemini import GeminiAdapter
-from agentcore.contracts import FinishAction, ToolAction
-from agentcore.contracts._dialects import compile_wire_schema
-from agentcore.contracts.errors import (
+from agentcore.contracts import FinishAction, ToolAction, compile_wire_schema
+from agentcore.errors import (
     AuthenticationError,
     BadRequestError,
     ModelRefusedError,

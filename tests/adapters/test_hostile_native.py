@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from agentcore import Agent, Budget, RunStatus, check_transcript, tool
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, RetryPolicy
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.events import ModelCalled, ToolStarted
 

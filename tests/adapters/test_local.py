@@ -8,12 +8,10 @@ from typing import Any
 
 import pytest
 
-from agentcore.adapters import CompletionRequest, resolve_model
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy, resolve_model
 from agentcore.adapters.local import LocalAdapter, LocalServer
 from agentcore.contracts import FinishAction
-from agentcore.contracts.errors import BadRequestError, ConfigurationError, ModelTruncatedError
+from agentcore.errors import BadRequestError, ConfigurationError, ModelTruncatedError
 
 from .conftest import FINISH, strict_schema, wrapped
 from .fakes import FakeProvider, JsonReply, error_reply, ok

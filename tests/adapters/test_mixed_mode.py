@@ -22,10 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentcore import Agent, RunStatus, tool
-from agentcore.adapters import ModelAdapter, ScriptedModel
-from agentcore.adapters._breaker import BreakerPolicy
+from agentcore.adapters import BreakerPolicy, ModelAdapter, RetryPolicy, ScriptedModel
 from agentcore.adapters._native import native_messages, native_note
-from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.openai import OpenAIAdapter

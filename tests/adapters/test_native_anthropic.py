@@ -16,9 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentcore import Agent, RunStatus, tool
-from agentcore.adapters import CompletionRequest, PartialAction
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, PartialAction, RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.contracts import (
     FinishAction,
@@ -26,9 +24,9 @@ from agentcore.contracts import (
     ToolAction,
     ToolSpec,
     compile_action_schema,
+    compile_parameters,
 )
-from agentcore.contracts._dialects import compile_parameters
-from agentcore.contracts.errors import ModelRefusedError, ModelTruncatedError
+from agentcore.errors import ModelRefusedError, ModelTruncatedError
 from agentcore.events import ModelCalled
 
 from .conftest import TOOLS

@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agentcore.adapters import CompletionRequest, Message, PartialAction
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, Message, PartialAction, RetryPolicy
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.contracts import (
     FinishAction,
@@ -25,9 +23,9 @@ from agentcore.contracts import (
     ToolAction,
     ToolSpec,
     compile_action_schema,
+    compile_parameters,
 )
-from agentcore.contracts._dialects import compile_parameters
-from agentcore.contracts.errors import ModelRefusedError, ModelTruncatedError
+from agentcore.errors import ModelRefusedError, ModelTruncatedError
 
 from .conftest import TOOLS
 from .fakes import FakeProvider, JsonReply, SseReply, gemini_response

@@ -20,9 +20,14 @@ import pytest
 from pydantic import BaseModel
 
 from agentcore import Agent, RunStatus, tool
-from agentcore.adapters import CompletionRequest, Message, PartialAction, resolve_model
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import (
+    BreakerPolicy,
+    CompletionRequest,
+    Message,
+    PartialAction,
+    RetryPolicy,
+    resolve_model,
+)
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.contracts import (
     FinishAction,
@@ -30,9 +35,9 @@ from agentcore.contracts import (
     ToolAction,
     ToolSpec,
     compile_action_schema,
+    compile_parameters,
 )
-from agentcore.contracts._dialects import compile_parameters
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     ConfigurationError,
     ModelRefusedError,
     ModelTruncatedError,

@@ -17,15 +17,18 @@ import pytest
 from pydantic import BaseModel
 
 from agentcore import Agent, RunStatus, tool
-from agentcore.adapters import CompletionRequest, resolve_model
-from agentcore.adapters._breaker import BreakerPolicy
-from agentcore.adapters._retry import RetryPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy, resolve_model
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts import FinishAction, ToolAction, ToolSpec, compile_action_schema
-from agentcore.contracts._dialects import compile_wire_schema
-from agentcore.contracts.errors import (
+from agentcore.contracts import (
+    FinishAction,
+    ToolAction,
+    ToolSpec,
+    compile_action_schema,
+    compile_wire_schema,
+)
+from agentcore.errors import (
     ConfigurationError,
     ModelRefusedError,
     ModelTruncatedError,

@@ -11,12 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
-from agentcore.adapters import CompletionRequest
-from agentcore.adapters._breaker import BreakerPolicy, CircuitBreaker, breaker_for
+from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy
+from agentcore.adapters._breaker import CircuitBreaker, breaker_for
 from agentcore.adapters._errors import parse_retry_after
-from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.openai import OpenAIAdapter
-from agentcore.contracts.errors import (
+from agentcore.errors import (
     AuthenticationError,
     BadRequestError,
     CircuitOpenError,

@@ -20,17 +20,15 @@ from typing import Any
 import pytest
 
 from agentcore import Agent, RunEnded, RunStatus, ThoughtDelta, tool
-from agentcore.adapters import CompletionRequest, PartialAction
-from agentcore.adapters._breaker import BreakerPolicy
+from agentcore.adapters import BreakerPolicy, CompletionRequest, PartialAction, RetryPolicy
 from agentcore.adapters._litellm import LiteLLMAdapter
-from agentcore.adapters._retry import RetryPolicy
 from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.adapters.gemini import GeminiAdapter
 from agentcore.adapters.local import LocalAdapter
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.contracts import FinishAction, ToolAction
-from agentcore.contracts.errors import ModelTruncatedError, ProviderUnavailableError
+from agentcore.errors import ModelTruncatedError, ProviderUnavailableError
 from agentcore.events import ActionProposed, ToolStarted
 
 from .conftest import NOTE_CALL, FakeTime, wrapped

@@ -53,7 +53,7 @@ import structlog
 
 from agentcore import Agent, Policy, RunResult, RunStatus, ToolContext, run_until_signalled, tool
 from agentcore.adapters import Message, ScriptedModel
-from agentcore.contracts.errors import AgentcoreError, RunBusyError
+from agentcore.errors import AgentcoreError, RunBusyError
 from agentcore.stores import PostgresStore, TranscriptStore
 
 TOOL_NAME = "record_entry"

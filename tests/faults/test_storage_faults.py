@@ -17,7 +17,7 @@ import pytest
 
 from agentcore import Agent, Policy, RunStatus, check_transcript, tool
 from agentcore.adapters import Message, ScriptedModel
-from agentcore.contracts.errors import StoreCorruptedError, StoreError
+from agentcore.errors import StoreCorruptedError, StoreError
 from agentcore.stores import SQLiteStore
 from faults._support import KILLED, RUN_ID, TIMEOUT_S, Case, assert_store_consistent, dumped
 from faults.worker import ANSWER, TOOL_NAME, make_tool

@@ -52,7 +52,7 @@ from typing import Any
 
 from agentcore import Agent, Policy, RunResult, ToolContext, tool
 from agentcore.adapters import Message, ScriptedModel
-from agentcore.contracts.errors import AgentcoreError
+from agentcore.errors import AgentcoreError
 
 TOOL_NAME = "record_entry"
 ENTRY = "order A1 refunded"

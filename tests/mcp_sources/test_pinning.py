@@ -19,24 +19,13 @@ from agentcore.errors import ToolManifestChangedError
 from agentcore.events import Confirmation, Decision, ToolFinished
 from agentcore.mcp import McpServer, ToolConfig
 from agentcore.stores import MemoryStore
+from agentcore.testing import call, finish, plan
 
 from .mcp_helpers import PINNED
 
 pytestmark = pytest.mark.subprocess
 
 Variant = Callable[[str], dict[str, str]]
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": "I need this.", "tool": name, "args": args}
-
-
-def plan(*steps: str) -> dict[str, Any]:
-    return {"type": "plan", "thought": "Here is how.", "steps": list(steps)}
-
-
-def finish(answer: str = "Done.") -> dict[str, Any]:
-    return {"type": "finish", "thought": "I can answer.", "answer": answer}
 
 
 CONFIG = {

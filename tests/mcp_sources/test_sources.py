@@ -12,22 +12,11 @@ from agentcore.adapters import ScriptedModel
 from agentcore.errors import ConfigurationError, RemoteToolError
 from agentcore.events import Decision, Event, ToolFinished
 from agentcore.mcp import McpServer, ToolConfig, connect
+from agentcore.testing import call, finish, plan
 
 from .mcp_helpers import PINNED, executable
 
 pytestmark = pytest.mark.subprocess
-
-
-def call(name: str, thought: str = "I need this.", **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": thought, "tool": name, "args": args}
-
-
-def plan(*steps: str) -> dict[str, Any]:
-    return {"type": "plan", "thought": "Here is how.", "steps": list(steps)}
-
-
-def finish(answer: str = "Done.") -> dict[str, Any]:
-    return {"type": "finish", "thought": "I can answer.", "answer": answer}
 
 
 def finished(events: list[Event]) -> list[ToolFinished]:

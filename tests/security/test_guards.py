@@ -22,6 +22,7 @@ from agentcore import (
 from agentcore.adapters import ScriptedModel
 from agentcore.errors import ConfigurationError
 from agentcore.events import Decision, ToolStarted
+from agentcore.testing import call
 
 
 @pytest.fixture
@@ -117,10 +118,6 @@ def _agent(root: Path, script: list[Any], policy: Policy | None = None) -> tuple
     return Agent([remove, broken], ScriptedModel(script), store="memory://", policy=policy), ran
 
 
-def _call(name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": "t", "tool": name, "args": args}
-
-
 PLAN = {"type": "plan", "thought": "t", "steps": ["remove"]}
 FINISH = {"type": "finish", "thought": "t", "answer": "done"}
 
@@ -128,7 +125,7 @@ FINISH = {"type": "finish", "thought": "t", "answer": "done"}
 async def test_refusal_is_a_decision_before_a_person_is_asked(root: Path) -> None:
     agent, ran = _agent(
         root,
-        [PLAN, _call("remove", path="../secret.txt"), _call("remove", path="a.txt")],
+        [PLAN, call("remove", path="../secret.txt"), call("remove", path="a.txt")],
     )
     result = await agent.run("tidy up")
     assert result.status is RunStatus.AWAITING_CONFIRMATION  # the second call, not the first
@@ -141,7 +138,7 @@ async def test_refusal_is_a_decision_before_a_person_is_asked(root: Path) -> Non
 
 
 async def test_refusal_comes_before_the_plan_request(root: Path) -> None:
-    agent, _ = _agent(root, [_call("remove", path="/etc/passwd"), FINISH])
+    agent, _ = _agent(root, [call("remove", path="/etc/passwd"), FINISH])
     result = await agent.run("tidy up")
     assert result.status is RunStatus.COMPLETED
     verdicts = [e.verdict for e in await agent.transcript(result.run_id) if isinstance(e, Decision)]
@@ -149,7 +146,7 @@ async def test_refusal_comes_before_the_plan_request(root: Path) -> None:
 
 
 async def test_a_person_edit_passes_the_same_policies(root: Path) -> None:
-    agent, ran = _agent(root, [PLAN, _call("remove", path="a.txt"), FINISH])
+    agent, ran = _agent(root, [PLAN, call("remove", path="a.txt"), FINISH])
     result = await agent.run("tidy up")
     assert result.pending is not None
     with pytest.raises(ConfigurationError, match="refused"):
@@ -159,7 +156,7 @@ async def test_a_person_edit_passes_the_same_policies(root: Path) -> None:
 
 
 async def test_a_policy_that_raises_refuses(root: Path) -> None:
-    agent, ran = _agent(root, [_call("broken", x=1), FINISH])
+    agent, ran = _agent(root, [call("broken", x=1), FINISH])
     result = await agent.run("go")
     events = await agent.transcript(result.run_id)
     reasons = [e.reason or "" for e in events if isinstance(e, Decision)]

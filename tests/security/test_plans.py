@@ -12,11 +12,7 @@ from agentcore import Agent, Policy, RunStatus, tool
 from agentcore.adapters import ScriptedModel
 from agentcore.errors import ToolDefinitionError
 from agentcore.events import Decision
-
-
-def _call(name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": "t", "tool": name, "args": args}
-
+from agentcore.testing import call
 
 PLAN = {"type": "plan", "thought": "t", "steps": ["publish the summary"]}
 FINISH = {"type": "finish", "thought": "t", "answer": "done"}
@@ -47,7 +43,7 @@ def _agent(script: list[Any], policy: Policy | None = None) -> tuple[Agent, list
 
 
 async def test_a_person_approved_plan_unlocks_the_tool() -> None:
-    agent, ran = _agent([_call("publish", text="hi"), PLAN, _call("publish", text="hi"), FINISH])
+    agent, ran = _agent([call("publish", text="hi"), PLAN, call("publish", text="hi"), FINISH])
     result = await agent.run("publish")
     assert result.status is RunStatus.AWAITING_CONFIRMATION  # the plan waits for a person
     assert result.pending is not None and result.pending.kind == "plan"
@@ -60,7 +56,7 @@ async def test_a_person_approved_plan_unlocks_the_tool() -> None:
 
 
 async def test_a_denied_plan_leaves_it_locked() -> None:
-    agent, ran = _agent([PLAN, _call("publish", text="secret"), FINISH])
+    agent, ran = _agent([PLAN, call("publish", text="secret"), FINISH])
     result = await agent.run("publish")
     result = await agent.confirm(result.run_id, approve=False, by="ann", reason="no")
     assert result.status is RunStatus.COMPLETED and ran == []
@@ -71,23 +67,23 @@ async def test_a_denied_plan_leaves_it_locked() -> None:
 @pytest.mark.parametrize("policy", [Policy(), Policy(plan_before_writes=False)])
 async def test_the_policy_cannot_approve_it(policy: Policy) -> None:
     # Without the tool in scope, the policy approves plans and unlocks ordinary writes only.
-    agent, ran = _agent([PLAN, _call("note", text="a"), _call("publish", text="b"), FINISH], policy)
+    agent, ran = _agent([PLAN, call("note", text="a"), call("publish", text="b"), FINISH], policy)
     result = await agent.run("x", scope=["note", "look"])
     assert result.status is RunStatus.COMPLETED and ran == ["note a"]  # publish: out of scope
-    agent, ran = _agent([_call("publish", text="b"), FINISH], policy)
+    agent, ran = _agent([call("publish", text="b"), FINISH], policy)
     result = await agent.run("x")
     assert result.status is RunStatus.COMPLETED and ran == []
 
 
 async def test_plans_wait_only_while_no_person_approved_one() -> None:
-    agent, ran = _agent([PLAN, PLAN, _call("publish", text="x"), FINISH])
+    agent, ran = _agent([PLAN, PLAN, call("publish", text="x"), FINISH])
     result = await agent.run("x")
     result = await agent.confirm(result.run_id, approve=True, by="ann")
     assert result.status is RunStatus.COMPLETED and ran == ["x"]  # the second plan: policy
 
 
 async def test_reads_never_wait() -> None:
-    agent, _ = _agent([_call("look"), FINISH])
+    agent, _ = _agent([call("look"), FINISH])
     assert (await agent.run("x")).status is RunStatus.COMPLETED
 
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any
+from typing import Annotated
 
 import pytest
 import structlog
@@ -25,6 +25,7 @@ from agentcore.errors import ConfigurationError
 from agentcore.events import ToolFinished, ToolStarted, dump_event
 from agentcore.secrets import Redactor
 from agentcore.stores import SQLiteStore
+from agentcore.testing import call
 
 KEY = "sk-live-7f3a9c1e55d2-MAILKEY"  # the secret a resolver returns
 DB_PASSWORD = "db-pass-91c2e7aa04"  # an environment variable listed in redact_env
@@ -84,10 +85,6 @@ def restore_structlog() -> Iterator[None]:
 
 def _files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
-
-
-def _call(name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool", "thought": "send it", "tool": name, "args": args}
 
 
 @pytest.mark.usefixtures("restore_structlog")
@@ -179,7 +176,7 @@ async def test_every_byte_written_is_free_of_secrets(
 
 
 async def test_a_missing_resolver_or_secret_is_an_error_without_the_value() -> None:
-    script = [_call("leak_in_error"), {"type": "finish", "thought": "t", "answer": "a"}]
+    script = [call("leak_in_error"), {"type": "finish", "thought": "t", "answer": "a"}]
     agent = Agent([leak_in_error], ScriptedModel(script), store="memory://")
     result = await agent.run("x")
     fin = next(e for e in await agent.transcript(result.run_id) if isinstance(e, ToolFinished))
@@ -199,7 +196,7 @@ async def test_an_async_resolver() -> None:
         return KEY
 
     script = [
-        _call("send_mail", to="a@b.c", body="hi"),
+        call("send_mail", to="a@b.c", body="hi"),
         {"type": "finish", "thought": "t", "answer": "ok"},
     ]
     agent = Agent(

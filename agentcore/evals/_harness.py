@@ -1,20 +1,5 @@
-"""Tool-selection evaluation: how well a model follows the action contract, measured.
-
-Each case is a one-step decision: the model sees the conversation and the case's tools
-(through the same contract, schema and validation path as a real run) and must return one
-action. Nothing is executed. Scores: tool selection, argument accuracy, correct abstention
-(``finish`` or ``plan`` when no tool fits or a plan should come first), invalid-action rate,
-re-asks, tokens and latency.
-
-Datasets: this project's JSON Lines format (see ``fixtures/evals/README.md``) and the
-Berkeley Function Calling Leaderboard's published format (question files plus
-``possible_answer`` files), loaded unchanged. Two rule sets score them (see
-:func:`score_action`): this project's own, and BFCL's AST checker.
-
-A case the harness cannot run (a tool schema it cannot compile, a published answer no
-call can meet, an adapter that cannot send it) is a case error: counted and named in the
-scorecard, left out of the rates, never a crash of the whole evaluation.
-"""
+"""The harness: run each case through a model (:func:`evaluate`) and keep the result as a
+scorecard (:func:`save_scorecard`, :func:`load_scorecard`)."""
 
 from __future__ import annotations
 
@@ -30,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentcore._render import reask_messages
 from agentcore.adapters import CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
     ActionSchema,
@@ -42,42 +28,10 @@ from agentcore.contracts import (
 )
 from agentcore.contracts.errors import ConfigurationError, InvalidActionError, ModelError
 
-from ._evals_bfcl import BFCL_CATEGORIES, load_bfcl
-from ._evals_cases import (
-    EvalCase,
-    EvalTool,
-    Expected,
-    Score,
-    Scoring,
-    dataset_hash,
-    load_cases,
-)
-from ._evals_scoring import score_action
-from ._evals_stats import Interval, bootstrap_interval, paired_difference, split_halves
-from ._render import reask_messages
+from ._cases import EvalCase, Scoring
+from ._scoring import score_action
 
-__all__ = [
-    "BFCL_CATEGORIES",
-    "CaseResult",
-    "EvalCase",
-    "EvalTool",
-    "Expected",
-    "Interval",
-    "Mode",
-    "Score",
-    "Scorecard",
-    "Scoring",
-    "bootstrap_interval",
-    "dataset_hash",
-    "evaluate",
-    "load_bfcl",
-    "load_cases",
-    "load_scorecard",
-    "paired_difference",
-    "save_scorecard",
-    "score_action",
-    "split_halves",
-]
+__all__ = ["CaseResult", "Mode", "Scorecard", "evaluate", "load_scorecard", "save_scorecard"]
 
 Mode = Literal["structured", "native"]
 

@@ -40,7 +40,7 @@ from typing import Any, cast
 from agentcore.contracts import NextAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
-from ._evals_cases import EvalCase, EvalTool, Expected, Score, read_jsonl
+from ._cases import EvalCase, EvalTool, Expected, Score, read_jsonl
 
 __all__ = ["BFCL_CATEGORIES", "bfcl_score", "load_bfcl"]
 

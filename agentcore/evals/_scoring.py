@@ -1,4 +1,4 @@
-"""Scoring one action: this project's rules, or BFCL's (see :mod:`agentcore._evals_bfcl`)."""
+"""Scoring one action: this project's rules, or BFCL's (see :mod:`agentcore.evals._bfcl`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, cast
 from agentcore.contracts import NextAction, PlanAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
-from ._evals_bfcl import bfcl_score
-from ._evals_cases import EvalCase, Score, Scoring
+from ._bfcl import bfcl_score
+from ._cases import EvalCase, Score, Scoring
 
 __all__ = ["score_action"]
 
@@ -29,7 +29,7 @@ def score_action(
     and argument rates. Abstention cases: an action of an accepted type.
 
     ``bfcl``: the Berkeley Function Calling Leaderboard's AST checker (see
-    :func:`agentcore._evals_bfcl.bfcl_score`).
+    :func:`agentcore.evals._bfcl.bfcl_score`).
 
     In both, an argument sent as ``null`` counts as left out (strict schema dialects write
     a left-out optional argument as ``null``), unless ``null`` is an acceptable value.

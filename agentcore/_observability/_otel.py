@@ -35,18 +35,18 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
-from ._observe import LogObserver, Observer
-from ._state import RunStatus
-from .events import ActionProposed, Confirmation, Decision, Event, ModelCalled, RunFinished
+from agentcore._state import RunStatus
+from agentcore.events import ActionProposed, Confirmation, Decision, Event, ModelCalled, RunFinished
+
+from ._observer import LogObserver, Observer
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
+    from agentcore._state import RunState
     from agentcore.adapters import Completion
-
-    from ._state import RunState
-    from .tools import ToolOutcome
+    from agentcore.tools import ToolOutcome
 
 __all__ = ["OtelObserver", "configured_providers", "run_span_context"]
 

@@ -19,7 +19,7 @@ from agentcore.contracts.errors import (
     StoreError,
 )
 
-from .._state import RunStatus, status_after
+from .._status import FINISHED_STATUSES, RunStatus, status_after
 from ..events import Event, RunStarted
 from ._snapshots import Snapshot
 
@@ -98,9 +98,6 @@ class RunSummary:
     owner: str | None = None
     lease_expires_at: float | None = None
 
-
-FINISHED_STATUSES: Final = ("completed", "cancelled", "failed")
-"""What ``prune`` removes unless told otherwise: runs that nobody will advance again."""
 
 PRUNE_CHUNK: Final = 500
 """Runs deleted per transaction by ``prune``: short transactions, bounded lock times."""

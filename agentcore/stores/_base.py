@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
@@ -27,9 +27,7 @@ __all__ = [
     "FINISHED_STATUSES",
     "PRUNE_CHUNK",
     "CancelRequest",
-    "InProcessClaims",
     "Lease",
-    "RunClaim",
     "RunSummary",
     "SnapshotStore",
     "TranscriptStore",
@@ -119,39 +117,6 @@ class CancelRequest:
     by: str
     reason: str | None
     at: float
-
-
-class RunClaim(Protocol):
-    """Exclusive ownership of a run while one worker advances it (superseded by
-    :class:`Lease`: ``acquire`` / ``renew`` / ``release``)."""
-
-    def release(self) -> None:
-        """Give the run back (idempotent). A dead process releases its claims by itself."""
-        ...
-
-
-class InProcessClaims:
-    """Claims that hold within one process (MemoryStore)."""
-
-    def __init__(self) -> None:
-        self._held: set[str] = set()
-
-    def claim(self, run_id: str) -> RunClaim:
-        """Claim ``run_id`` or raise RunBusyError."""
-        if run_id in self._held:
-            raise RunBusyError(f"Run {run_id} is being advanced by another task right now.")
-        self._held.add(run_id)
-        return _Release(lambda: self._held.discard(run_id))
-
-
-class _Release:
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn: Callable[[], None] | None = fn
-
-    def release(self) -> None:
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            fn()
 
 
 @runtime_checkable
@@ -345,21 +310,6 @@ class TranscriptStore(Protocol):
 
         Raises:
             StoreError: the store failed.
-        """
-        ...
-
-    def claim(self, run_id: str) -> RunClaim:
-        """Take exclusive ownership of a run while advancing it.
-
-        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release` (leases with
-        fencing); kept until the agent uses them.
-
-        Conditional appends order writes; a claim keeps a second worker from even starting
-        a step (and re-running a tool the first is still inside) while the first is alive.
-        A claim dies with its process, so a crashed worker's run can be resumed at once.
-
-        Raises:
-            RunBusyError: another worker holds the run.
         """
         ...
 

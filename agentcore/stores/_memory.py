@@ -18,9 +18,7 @@ from agentcore.events import Event, RunStarted, encode_event_body
 from ._base import (
     FINISHED_STATUSES,
     CancelRequest,
-    InProcessClaims,
     Lease,
-    RunClaim,
     RunSummary,
     busy_error,
     check_batch,
@@ -53,7 +51,6 @@ class MemoryStore:
         self._status: dict[str, str] = {}
         self._tenant: dict[str, str | None] = {}
         self._cancel: dict[str, CancelRequest] = {}
-        self._claims = InProcessClaims()
         self._guards = LocalGuards()
         # run_id -> (owner or None when released, epoch, expires_at or None)
         self._leases: dict[str, tuple[str | None, int, float | None]] = {}
@@ -291,11 +288,6 @@ class MemoryStore:
     async def call_running(self, run_id: str, key: str) -> bool:
         """See :meth:`CallGuardStore.call_running`."""
         return await self._guards.call_running(run_id, key)
-
-    def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim` (within this process). Superseded by
-        :meth:`acquire` / :meth:`renew` / :meth:`release`."""
-        return self._claims.claim(run_id)
 
     async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
         """See :meth:`SnapshotStore.save_snapshot`."""

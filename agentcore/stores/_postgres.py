@@ -53,11 +53,6 @@ Event loops (``_pg_pools``):
     A pool belongs to the event loop that opened it, so the store keeps one per running
     loop, opened on first use and closed when that loop ends: code that calls
     ``asyncio.run`` repeatedly with one store (the CLI, the ``*_sync`` methods) works.
-
-Claims (``_pg_claims``), superseded by leases:
-    Session-level advisory locks on one synchronous connection per store, dedicated to
-    claims (``claim`` is synchronous in the protocol). Kept until the agent moves to
-    ``acquire``; claims and leases do not see each other.
 """
 
 from __future__ import annotations
@@ -85,7 +80,6 @@ from ._base import (
     PRUNE_CHUNK,
     CancelRequest,
     Lease,
-    RunClaim,
     RunSummary,
     busy_error,
     check_batch,
@@ -108,7 +102,6 @@ from ._chain import (
 )
 from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
 from ._commits import CommitStats
-from ._pg_claims import AdvisoryClaims
 from ._pg_commit import PgAppend, PgCommits
 from ._pg_guards import PgGuards
 from ._pg_pools import LoopPools
@@ -169,10 +162,10 @@ class PostgresStore:
     """A durable store in PostgreSQL; the same semantics as :class:`SQLiteStore`.
 
     Any number of processes and store objects may share a database: conditional appends
-    keep them consistent, and a run's lease (like a claim, which it supersedes) is
-    exclusive across all of them. The constructor
-    connects once, synchronously, to check (or create, or upgrade) the schema, so a bad DSN
-    or a newer database fails at open; the pools open on first use in each event loop.
+    keep them consistent, and a run's lease is exclusive across all of them. The
+    constructor connects once, synchronously, to check (or create, or upgrade) the schema,
+    so a bad DSN or a newer database fails at open; the pools open on first use in each
+    event loop.
 
     Args:
         dsn: a ``postgresql://`` / ``postgres://`` URL or a libpq ``key=value`` string.
@@ -239,12 +232,6 @@ class PostgresStore:
         self._migrate(migrate)
         self._pools = LoopPools(
             dsn, min_size=min_connections, max_size=max_connections, timeout=connect_timeout_s
-        )
-        self._claims = AdvisoryClaims(
-            dsn,
-            namespace=schema or "",
-            connect_timeout=self._connect_timeout,
-            error=self._error,
         )
         self._commits = PgCommits(
             self._pool, self._sql.run_state, self._error, self._refusal, group=group_commit
@@ -809,17 +796,6 @@ class PostgresStore:
                 return
             after = str(ids[-1][0])
 
-    def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim`: a session-level advisory lock per run, on the
-        store's claim connection; it dies with the connection or the process. Exclusive
-        across every process and store object using the same database and schema.
-
-        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release` (leases with
-        fencing), which replace it; the two do not see each other."""
-        if self._closed:
-            raise StoreError(f"The store {self._display} is closed; open a new one")
-        return self._claims.claim(run_id)
-
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`: a session-level advisory lock on a
         connection opened for the call, freed by the server when that session ends."""
@@ -838,12 +814,11 @@ class PostgresStore:
         await self._pools.check()
 
     async def close(self) -> None:
-        """Close every pool and the claim connection (releasing all claims). Idempotent.
+        """Close every pool. Idempotent.
         This loop's appends already queued are committed first."""
         await self._commits.wait()
         self._closed = True
         await self._pools.close()
-        self._claims.close()
 
     # ------------------------------------------------------------------ internals
 

@@ -37,8 +37,7 @@ Leases (``acquire`` / ``renew`` / ``release``, ``_sqlite_leases``):
     is gone, and voids its lease at once. A holder that is alive but stalled keeps its
     flock: once its lease has expired the run is taken without the flock, and the stalled
     holder, resumed, is fenced by the epoch. An append made with a lease checks owner and
-    epoch in its ``BEGIN IMMEDIATE`` transaction, before the seq. ``claim`` (superseded)
-    takes the same flock.
+    epoch in its ``BEGIN IMMEDIATE`` transaction, before the seq.
 
 Errors:
     Nothing is ever deleted or recreated. A file that is not a SQLite database, or whose
@@ -65,7 +64,6 @@ from typing import Literal
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
-    RunBusyError,
     RunNotFoundError,
     StoreCorruptedError,
     StoreError,
@@ -77,7 +75,6 @@ from ._base import (
     PRUNE_CHUNK,
     CancelRequest,
     Lease,
-    RunClaim,
     RunSummary,
     check_batch,
     check_lease_request,
@@ -105,7 +102,6 @@ from ._sqlite_leases import (
     Flock,
     HeldFlocks,
     check_lease,
-    lock_path,
     lost,
     release_lease,
     renew_lease,
@@ -537,20 +533,6 @@ class SQLiteStore:
         """See :meth:`CallGuardStore.call_running`."""
         return await self._guards.call_running(run_id, key)
 
-    def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in
-        ``<database>.locks/``, held by this store object; the OS drops it if the process
-        dies. Works for every process on this machine that opens the same file.
-
-        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release`, which use the same
-        flock; an acquire refuses a never-leased run while a claim holds it."""
-        fd = try_flock(self.path, run_id)
-        if fd is None:
-            raise RunBusyError(
-                f"Run {run_label(run_id)} is being advanced by another worker right now."
-            )
-        return _FileClaim(fd, self, run_id)
-
     async def close(self) -> None:
         """Close the connection and let go of the leases' flocks (the leases stay recorded;
         another process voids them at once). Idempotent; the store is unusable afterwards.
@@ -695,36 +677,6 @@ def _append_if_at(
     else:
         conn.execute(_ADVANCE_RUN, (events[-1].at, end, head, run_id))
     return expected_seq
-
-
-class _FileClaim:
-    """A held flock; released explicitly or when the process dies."""
-
-    def __init__(self, fd: int, store: SQLiteStore, run_id: str) -> None:
-        self._fd: int | None = fd
-        self._store = store
-        self._run_id = run_id
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        # A finished run is never advanced again: remove its lock file while still holding it,
-        # so lock files do not pile up (a late opener of the removed file only reads results).
-        try:
-            with contextlib.suppress(OSError, sqlite3.Error, StoreError, *_BIND_ERRORS):
-                row = (
-                    self._store._open_conn()  # pyright: ignore[reportPrivateUsage]  # same module
-                    .execute("SELECT status FROM runs WHERE run_id = ?", (self._run_id,))
-                    .fetchone()
-                )
-                if row is not None and row[0] in ("completed", "cancelled"):
-                    os.unlink(lock_path(self._store.path, self._run_id))
-        finally:
-            os.close(fd)  # closing the descriptor drops the lock
-
-    def __del__(self) -> None:
-        self.release()
 
 
 def _truncate(

@@ -2,7 +2,7 @@
 
 A store passes by subclassing :class:`StoreConformance` in a ``Test...`` class and
 overriding the ``store`` fixture (and ``peer`` when a second store object can open the same
-data, so that races and claims are also checked across objects)::
+data, so that races and leases are also checked across objects)::
 
     class TestMyStore(StoreConformance):
         @pytest.fixture
@@ -808,7 +808,7 @@ class StoreConformance:
             await store.truncate(run, after=-1)
         assert len(await store.load(run)) == 3
 
-    # ------------------------------------------------------------------ claims
+    # ------------------------------------------------------------------ call guards
 
     async def test_a_call_guard_is_seen_by_every_object_until_let_go(
         self, store: TranscriptStore, peer: TranscriptStore | None
@@ -842,26 +842,6 @@ class StoreConformance:
         async with (peer or store).guard_call(run, f"{run}:1") as again:
             assert isinstance(again, bool) and again
             assert await store.call_running(run, f"{run}:1")
-
-    async def test_claims_are_exclusive_until_released(
-        self, store: TranscriptStore, peer: TranscriptStore | None
-    ) -> None:
-        run, other = fresh_run_id(), fresh_run_id()
-        claim = store.claim(run)
-        with pytest.raises(RunBusyError):
-            store.claim(run)
-        if peer is not None:
-            with pytest.raises(RunBusyError):
-                peer.claim(run)
-        second = store.claim(other)  # other runs stay free
-        claim.release()
-        claim.release()  # idempotent
-        again = (peer or store).claim(run)
-        with pytest.raises(RunBusyError):
-            store.claim(run)
-        again.release()
-        second.release()
-        store.claim(run).release()
 
     # ------------------------------------------------------------------ leases
 

@@ -147,26 +147,6 @@ async def test_a_stolen_lease_takes_the_flock_on_renew(path: Path) -> None:
             await s.close()
 
 
-async def test_a_claim_keeps_a_never_leased_run_from_being_acquired(
-    path: Path, store: SQLiteStore
-) -> None:
-    """claim() (until the agent moves to leases) and acquire() share the run's flock."""
-    await store.append("r", 0, [started("r")])
-    other = SQLiteStore(path)
-    try:
-        claim = store.claim("r")
-        with pytest.raises(RunBusyError):
-            await other.acquire("r", owner="other", ttl_s=30)
-        claim.release()
-        lease = await other.acquire("r", owner="other", ttl_s=30)
-        with pytest.raises(RunBusyError):
-            store.claim("r")
-        await other.release(lease)
-        store.claim("r").release()
-    finally:
-        await other.close()
-
-
 async def test_releasing_a_finished_run_removes_its_lock_file(
     path: Path, store: SQLiteStore
 ) -> None:

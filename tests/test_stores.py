@@ -42,7 +42,7 @@ from agentcore.stores import (
     open_store,
     schema_status,
 )
-from agentcore.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
+from agentcore.stores.sqlite import SCHEMA_VERSION as SQLITE_VERSION
 
 # --------------------------------------------------------------------------- helpers
 

@@ -21,8 +21,8 @@ from agentcore.contracts.errors import (
     StoreError,
 )
 from agentcore.stores import PostgresStore, open_store
-from agentcore.stores import _pg_schema as pg_module
 from agentcore.stores._migrations import Migration
+from agentcore.stores.postgres import _schema as pg_module
 
 from .conformance import context, fresh_run_id, started, tool_result
 
@@ -390,7 +390,7 @@ async def test_a_killed_connection_is_retried_on_a_fresh_one_and_the_call_succee
                 outcomes.append("ok")
             except StoreError as exc:
                 outcomes.append("error" if "cannot list runs" in str(exc) else str(exc))
-        assert outcomes == ["ok", "ok", "ok"]  # the store retries (_pg_retry)
+        assert outcomes == ["ok", "ok", "ok"]  # the store retries (postgres._retry)
         assert await store.load(run) == [started(run)]
     finally:
         await store.close()

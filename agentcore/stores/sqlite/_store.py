@@ -3,7 +3,7 @@
 Layout: one row per event in ``events`` (the body is the event's compact JSON without
 ``run_id`` and ``seq``, which are the primary key), and one row per run in ``runs`` (status,
 task, timestamps and the next sequence number), so that ``list_runs`` never reads events.
-The layout is built by numbered migrations (``_sqlite_schema.py``) applied on open, in one
+The layout is built by numbered migrations (``_schema``) applied on open, in one
 transaction; the version is kept in ``PRAGMA user_version``. A file written by a newer
 version, or by another application, is refused and left untouched.
 
@@ -17,7 +17,7 @@ Durability:
     itself stays consistent). An append's events are written all or none, inside one
     ``BEGIN IMMEDIATE`` transaction, and ``append`` returns only after it committed.
 
-Group commit (``_sqlite_commit``, ``group_commit=True`` by default):
+Group commit (``_commit``, ``group_commit=True`` by default):
     Appends made at once on one event loop (concurrent runs) share that transaction and
     its fsync, each inside its own ``SAVEPOINT``, so one append's conflict or fencing
     undoes only its own rows. The commit starts on the loop's next iteration after the
@@ -30,7 +30,7 @@ Concurrency:
     writers can never both append the same step. Calls are made inline, on the caller's
     thread: they are short, and a thread hop per step would cost more than the write.
 
-Leases (``acquire`` / ``renew`` / ``release``, ``_sqlite_leases``):
+Leases (``acquire`` / ``renew`` / ``release``, ``_leases``):
     The run's row holds the lease (owner, epoch, lease_until in Unix seconds of the
     machine's clock, which every process on the file shares). An acquire also takes the
     run's flock in ``<database>.locks/``; whoever gets that flock later knows its holder
@@ -70,7 +70,7 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted, decode_event
 
-from ._base import (
+from .._base import (
     FINISHED_STATUSES,
     PRUNE_CHUNK,
     CancelRequest,
@@ -84,7 +84,7 @@ from ._base import (
     metadata_text,
     status_after,
 )
-from ._chain import (
+from .._chain import (
     ChainKey,
     ChainReport,
     ChainRow,
@@ -93,12 +93,12 @@ from ._chain import (
     extend,
     truncated_head,
 )
-from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
-from ._commits import CommitStats
-from ._guards import FileGuards
-from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
-from ._sqlite_commit import Pending, SQLiteCommits
-from ._sqlite_leases import (
+from .._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
+from .._commits import CommitStats
+from .._guards import FileGuards
+from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from ._commit import Pending, SQLiteCommits
+from ._leases import (
     Flock,
     HeldFlocks,
     check_lease,
@@ -108,8 +108,8 @@ from ._sqlite_leases import (
     take_lease,
     try_flock,
 )
-from ._sqlite_readonly import open_read_only
-from ._sqlite_schema import SCHEMA_VERSION, open_schema
+from ._readonly import open_read_only
+from ._schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -168,7 +168,7 @@ class SQLiteStore:
             when false, every append is a transaction of its own.
         read_only: open an existing store only to read it (listings): nothing is created,
             migrated or locked, and a file or directory without write permission can be
-            read; writes fail with StoreError (``_sqlite_readonly``).
+            read; writes fail with StoreError (``_readonly``).
         chain_key: the key that signs each run's chain head (``_chain``); default
             ``$AGENTCORE_CHAIN_KEY`` when set. Without one the chain is still kept, its head
             unsigned. Never stored or shown.
@@ -213,7 +213,7 @@ class SQLiteStore:
         self._guards = FileGuards(self.path)
         self._key = ChainKey.configured(chain_key)
         write = partial(_append_if_at, key=self._key, written=WrittenHeads())
-        if read_only:  # _sqlite_readonly: creates, migrates and locks nothing
+        if read_only:  # _readonly: creates, migrates and locks nothing
             try:
                 self._conn = open_read_only(self.path, busy_timeout_s)
             except (sqlite3.Error, *_BIND_ERRORS) as exc:
@@ -267,7 +267,7 @@ class SQLiteStore:
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
         in the append's transaction, before the seq. With group commit, concurrent appends
-        share that transaction (``_sqlite_commit``); each returns once it is durable."""
+        share that transaction (``_commit``); each returns once it is durable."""
         check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)
         self._open_conn()
@@ -330,7 +330,7 @@ class SQLiteStore:
         after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        ``updated_at`` order (``_sqlite_schema``, migration 4): no sort, no scan. A search
+        ``updated_at`` order (``_schema``, migration 4): no sort, no scan. A search
         tests each run's row in that order (id, task, metadata: migration 5) until
         ``limit`` runs matched."""
         conn = self._open_conn()
@@ -613,7 +613,7 @@ def _append_if_at(
     written: WrittenHeads,
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
-    (and, with a lease, held by it); the caller commits or rolls back (``_sqlite_commit``).
+    (and, with a lease, held by it); the caller commits or rolls back (``_commit``).
     Their digests extend the chain head read here, in the same transaction (``_chain``).
 
     Returns:

@@ -41,9 +41,9 @@ from agentcore._faults import crash_point
 from agentcore.contracts.errors import SeqConflictError, StoreError
 from agentcore.events import Event
 
-from ._base import Lease
-from ._codec import run_label
-from ._commits import CommitStats
+from .._base import Lease
+from .._codec import run_label
+from .._commits import CommitStats
 
 __all__ = ["BIND_ERRORS", "Pending", "SQLiteCommits"]
 

@@ -18,7 +18,7 @@ Layout (schema version 1):
     text (``task``, ``cancel_by``, ``cancel_reason``) is therefore kept as a JSON string
     literal (``"the task"``), escaped the same way as the bodies.
 
-Migrations (``_pg_schema``):
+Migrations (``_schema``):
     Numbered steps, additions only, applied on open in one transaction under an advisory
     lock, so processes opening at once do not race; a newer database is refused, untouched.
 
@@ -33,7 +33,7 @@ Appends:
     UPDATE, so fencing costs no round trip; only a refused append reads the row again, to
     say whether the lease was lost (LeaseLostError) or the seq moved (SeqConflictError).
 
-Group commit (``_pg_commit``, ``group_commit=True`` by default):
+Group commit (``_commit``, ``group_commit=True`` by default):
     Appends made at once on one event loop share one transaction: their statements are
     pipelined on one connection (``BEGIN``, the statements in run id order, ``COMMIT``:
     one round trip, one WAL flush), each keeping its own conditions and outcome. The
@@ -49,7 +49,7 @@ Leases (``acquire`` / ``renew`` / ``release``):
     a connection: a worker that dies, or whose connection drops, keeps its run until its
     lease expires, and is fenced by the epoch if it comes back after someone took over.
 
-Event loops (``_pg_pools``):
+Event loops (``_pools``):
     A pool belongs to the event loop that opened it, so the store keeps one per running
     loop, opened on first use and closed when that loop ends: code that calls
     ``asyncio.run`` repeatedly with one store (the CLI, the ``*_sync`` methods) works.
@@ -75,7 +75,7 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted, decode_event
 
-from ._base import (
+from .._base import (
     FINISHED_STATUSES,
     PRUNE_CHUNK,
     CancelRequest,
@@ -91,7 +91,7 @@ from ._base import (
     metadata_text,
     status_after,
 )
-from ._chain import (
+from .._chain import (
     ChainKey,
     ChainReport,
     ChainRow,
@@ -100,14 +100,14 @@ from ._chain import (
     extend,
     truncated_head,
 )
-from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
-from ._commits import CommitStats
-from ._pg_commit import PgAppend, PgCommits
-from ._pg_guards import PgGuards
-from ._pg_pools import LoopPools
-from ._pg_retry import retried, retried_append
-from ._pg_schema import Statements, upgrade
-from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from .._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
+from .._commits import CommitStats
+from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from ._commit import PgAppend, PgCommits
+from ._guards import PgGuards
+from ._pools import LoopPools
+from ._retry import retried, retried_append
+from ._schema import Statements, upgrade
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -262,7 +262,7 @@ class PostgresStore:
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
         checked by the same one-statement append as the seq (no extra round trip). With
-        group commit, concurrent appends share one transaction (``_pg_commit``); each
+        group commit, concurrent appends share one transaction (``_commit``); each
         returns once it is durable.
 
         The batch's digests extend the run's chain head (``_chain``), computed here: the head
@@ -456,7 +456,7 @@ class PostgresStore:
         after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        the listing's order (``_pg_schema``): no sort, no scan. A search tests each run in
+        the listing's order (``_schema``): no sort, no scan. A search tests each run in
         that order (id, task and metadata on its row) until ``limit`` matched."""
         import psycopg
 
@@ -810,7 +810,7 @@ class PostgresStore:
     async def check_connections(self) -> None:
         """Test this event loop's idle pooled connections and replace the dead ones. The
         store calls it itself before retrying an operation whose connection was lost
-        (``_pg_retry``); never raises."""
+        (``_retry``); never raises."""
         await self._pools.check()
 
     async def close(self) -> None:

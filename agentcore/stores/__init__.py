@@ -16,6 +16,7 @@ from ._admin import SchemaStatus, schema_status, upgrade_schema
 from ._base import (
     FINISHED_STATUSES,
     CancelRequest,
+    ChainVerifier,
     Lease,
     RunSummary,
     SnapshotStore,
@@ -37,6 +38,7 @@ __all__ = [
     "CallGuardStore",
     "CancelRequest",
     "ChainReport",
+    "ChainVerifier",
     "CommitStats",
     "Lease",
     "MemoryStore",

@@ -60,8 +60,8 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import (
@@ -73,7 +73,7 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, decode_event
+from agentcore.events import Event, RunStarted
 
 from .._base import (
     FINISHED_STATUSES,
@@ -86,10 +86,14 @@ from .._base import (
     check_lease_request,
     check_listing,
     check_prune_request,
+    check_truncate,
+    kept_status,
     like_escape,
     lost_error,
     metadata_text,
     status_after,
+    translated,
+    verify_each,
 )
 from .._chain import (
     ChainKey,
@@ -100,7 +104,7 @@ from .._chain import (
     extend,
     truncated_head,
 )
-from .._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
+from .._codec import decode_rows, encode_batch, run_label
 from .._commits import CommitStats
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
 from ._commit import PgAppend, PgCommits
@@ -362,14 +366,11 @@ class PostgresStore:
     async def _one_row(self, sql: Any, params: Any, where: str) -> Any:  # Any: a psycopg row
         """The first row of one statement on a pooled connection (``None``: no row), with
         a failure reported as ``where``."""
-        import psycopg
 
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 return await (await conn.execute(sql, params)).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
 
     @retried
     async def _chain_state(self, run_id: str) -> tuple[int | None, str | None, bool]:
@@ -382,16 +383,13 @@ class PostgresStore:
     @retried
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
-        import psycopg
 
         where = f"cannot load run {run_label(run_id)} after seq {after}"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 cur = await conn.execute(self._sql.load, (after, run_id))
                 rows = await cur.fetchall()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         return decode_rows(run_id, after, int(rows[0][0]), rows, self._corrupted)
@@ -399,48 +397,34 @@ class PostgresStore:
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False
     ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate`."""
-        import psycopg
-
-        if after < 0:
-            raise StoreError("truncate keeps at least run_started: use after >= 0")
-        where = f"cannot truncate run {run_label(run_id)} after seq {after}"
+        """See :meth:`TranscriptStore.truncate` (one transaction, under the run's row lock)."""
+        check_truncate(run_id, after)
+        where = f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
         pool = await self._pool(where)
         try:
-            async with pool.connection() as conn, conn.transaction():
-                found = await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone()
-                if found is None:
-                    raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
-                rows = await (await conn.execute(self._sql.bodies, (run_id,))).fetchall()
-                head = truncated_head(
-                    self._key,
-                    run_id,
-                    found[0],
-                    [
-                        (int(seq), None if c is None else bytes(c))
-                        for seq, _, c in rows
-                        if seq <= after
-                    ],
-                )
-                status, kept = "running", 0
-                for seq, body, _ in rows:
-                    if seq > after:
-                        continue
-                    try:
-                        status = status_after(status, decode_event(run_id, seq, body))
-                    except DECODE_ERRORS as exc:
-                        raise StoreCorruptedError(
-                            f"Run {run_label(run_id)} in {self._display} is corrupted at seq "
-                            f"{seq}: an event the truncation would keep cannot be decoded ({exc}); "
-                            "truncate earlier"
-                        ) from exc
-                    kept += 1
-                if not dry_run:
-                    await conn.execute(self._sql.delete_after, (run_id, after))
-                    await conn.execute(self._sql.snapshots_after, (run_id, after))
-                    await conn.execute(self._sql.reset_run, (kept, status, head, run_id))
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
+            with self._translated(where):
+                async with pool.connection() as conn, conn.transaction():
+                    found = await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone()
+                    if found is None:
+                        raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+                    rows = await (await conn.execute(self._sql.bodies, (run_id,))).fetchall()
+                    head = truncated_head(
+                        self._key,
+                        run_id,
+                        found[0],
+                        [
+                            (int(seq), None if c is None else bytes(c))
+                            for seq, _, c in rows
+                            if seq <= after
+                        ],
+                    )
+                    status, kept = kept_status(
+                        run_id, self._display, ((seq, body) for seq, body, _ in rows), after
+                    )
+                    if not dry_run:
+                        await conn.execute(self._sql.delete_after, (run_id, after))
+                        await conn.execute(self._sql.snapshots_after, (run_id, after))
+                        await conn.execute(self._sql.reset_run, (kept, status, head, run_id))
         finally:
             self._heads.pop(run_id, None)
         return [(int(seq), str(body)) for seq, body, _ in rows if seq > after]
@@ -458,7 +442,6 @@ class PostgresStore:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
         the listing's order (``_schema``): no sort, no scan. A search tests each run in
         that order (id, task and metadata on its row) until ``limit`` matched."""
-        import psycopg
 
         where = "cannot list runs"
         check_listing(tenant, limit)
@@ -474,11 +457,9 @@ class PostgresStore:
                 (True, True): (self._sql.list_tenant_status, (tenant, status, limit)),
             }[status is not None, tenant is not None]
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 rows = await (await conn.execute(statement, params)).fetchall()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         out: list[RunSummary] = []
         for run_id, st, task, created, updated, events, owner, holder, until in rows:
             try:
@@ -551,7 +532,6 @@ class PostgresStore:
         """See :meth:`TranscriptStore.prune`: one ``DELETE ... RETURNING`` per chunk (its own
         transaction), which picks the runs through the ``(status, updated_at)`` index, skips
         rows a writer holds, and takes the events along by ``ON DELETE CASCADE``."""
-        import psycopg
 
         wanted = check_prune_request(before, statuses, tenant)
         where = "cannot prune runs"
@@ -567,7 +547,7 @@ class PostgresStore:
         )
         pruned: list[str] = []
         pool = await self._pool(where)
-        try:
+        with self._translated(lambda: f"{where} ({len(pruned)} pruned before the failure)"):
             async with pool.connection() as conn:
                 if ids is not None:
                     for i in range(0, len(ids), PRUNE_CHUNK):
@@ -583,8 +563,6 @@ class PostgresStore:
                         pruned += [str(row[0]) for row in rows]
                         if len(rows) < PRUNE_CHUNK:
                             break
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, f"{where} ({len(pruned)} pruned before the failure)") from exc
         return pruned
 
     @retried
@@ -624,13 +602,12 @@ class PostgresStore:
         """See :meth:`TranscriptStore.acquire`: one ``UPDATE ... RETURNING`` that takes the
         run if nobody holds it or the holder's lease has expired by the database's clock.
         A dead worker's run is taken once its lease expires."""
-        import psycopg
 
         check_lease_request(owner, ttl_s)
         where = f"cannot acquire run {run_label(run_id)}"
         params: dict[str, Any] = {"run_id": run_id, "owner": owner, "ttl": float(ttl_s)}
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 for _ in range(3):  # again if it came free between the two statements
                     row = await (await conn.execute(self._sql.acquire, params)).fetchone()
@@ -644,8 +621,6 @@ class PostgresStore:
                         raise busy_error(
                             run_label(run_id), holder, int(epoch), float(until), float(now)
                         )
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         raise RunBusyError(
             f"Run {run_label(run_id)} changed hands repeatedly while this worker tried to "
             "acquire it; try again."
@@ -654,7 +629,6 @@ class PostgresStore:
     @retried
     async def renew(self, lease: Lease) -> Lease:
         """See :meth:`TranscriptStore.renew` (from the database's ``clock_timestamp()``)."""
-        import psycopg
 
         where = f"cannot renew the lease of run {run_label(lease.run_id)}"
         params: dict[str, Any] = {
@@ -664,7 +638,7 @@ class PostgresStore:
             "ttl": float(lease.ttl_s),
         }
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 row = await (await conn.execute(self._sql.renew, params)).fetchone()
                 if row is not None:
@@ -672,34 +646,28 @@ class PostgresStore:
                 found = await (
                     await conn.execute(self._sql.lease_state, (lease.run_id,))
                 ).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         raise self._lost(lease, found, what="It was not renewed")
 
     @retried
     async def release(self, lease: Lease) -> None:
         """See :meth:`TranscriptStore.release`."""
-        import psycopg
 
         where = f"cannot release the lease of run {run_label(lease.run_id)}"
         params = {"run_id": lease.run_id, "owner": lease.owner, "epoch": lease.epoch}
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 await conn.execute(self._sql.release, params)
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
 
     async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
         """See :meth:`SnapshotStore.save_snapshot`: one transaction that locks the run's
         row, checks the lease, reads event ``seq``'s digest and replaces the run's
         snapshots from ``snapshot.start`` on. Not retried: a snapshot is only a cache."""
-        import psycopg
 
         check_snapshot(run_id, snapshot)
         where = f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn, conn.transaction():
                 found = await (
                     await conn.execute(self._sql.snapshot_target, (snapshot.seq, run_id))
@@ -721,8 +689,6 @@ class PostgresStore:
                 await conn.execute(
                     self._sql.snapshot_insert, row_for(self._key, run_id, snapshot, bytes(chain))
                 )
-        except (psycopg.Error, UnicodeError) as exc:
-            raise self._error(exc, where) from exc
 
     @retried
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
@@ -730,15 +696,12 @@ class PostgresStore:
         return usable(self._key, run_id, await self._snapshot_rows(run_id))
 
     async def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
-        import psycopg
 
         where = f"cannot read the snapshots of run {run_label(run_id)}"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 found = await (await conn.execute(self._sql.snapshots_load, (run_id,))).fetchall()
-        except (psycopg.Error, UnicodeError) as exc:
-            raise self._error(exc, where) from exc
         return [
             (
                 int(seq),
@@ -755,16 +718,13 @@ class PostgresStore:
 
     @retried
     async def verify_chain(self, run_id: str) -> ChainReport:
-        """See :meth:`SQLiteStore.verify_chain` (the row and the events in one statement)."""
-        import psycopg
+        """See :meth:`ChainVerifier.verify_chain` (the row and the events in one statement)."""
 
         where = f"cannot read run {run_label(run_id)} to verify it"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 rows = await (await conn.execute(self._sql.chain_rows, (run_id,))).fetchall()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         events: list[ChainRow] = [
@@ -776,25 +736,17 @@ class PostgresStore:
         return audit(report, self._key, run_id, await self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """See :meth:`SQLiteStore.verify_chains` (keyset pages of run ids)."""
-        import psycopg
+        """See :meth:`ChainVerifier.verify_chains` (keyset pages of run ids)."""
+        async for report in verify_each(self._run_page, self.verify_chain, page):
+            yield report
 
-        after = ""
-        while True:
-            pool = await self._pool("cannot list runs to verify them")
-            try:
-                async with pool.connection() as conn:
-                    ids = await (await conn.execute(self._sql.run_page, (after, page))).fetchall()
-            except psycopg.Error as exc:
-                raise self._error(exc, "cannot list runs to verify them") from exc
-            for (run_id,) in ids:
-                try:
-                    yield await self.verify_chain(str(run_id))
-                except RunNotFoundError:
-                    continue
-            if len(ids) < page:
-                return
-            after = str(ids[-1][0])
+    async def _run_page(self, after: str, page: int) -> list[str]:
+        where = "cannot list runs to verify them"
+        pool = await self._pool(where)
+        with self._translated(where):
+            async with pool.connection() as conn:
+                ids = await (await conn.execute(self._sql.run_page, (after, page))).fetchall()
+        return [str(run_id) for (run_id,) in ids]
 
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`: a session-level advisory lock on a
@@ -837,13 +789,20 @@ class PostgresStore:
         """Create or upgrade the schema (synchronously: called by the constructor)."""
         import psycopg
 
-        try:
-            with psycopg.connect(
+        with (
+            self._translated("cannot open the database"),
+            psycopg.connect(
                 self.url, autocommit=True, connect_timeout=self._connect_timeout
-            ) as conn:
-                upgrade(conn, self._sql, schema=self.schema, display=self._display, migrate=migrate)
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, "cannot open the database") from exc
+            ) as conn,
+        ):
+            upgrade(conn, self._sql, schema=self.schema, display=self._display, migrate=migrate)
+
+    def _translated(self, what: str | Callable[[], str]) -> AbstractContextManager[None]:
+        """psycopg's errors (and a lone surrogate it cannot send: UnicodeError) leave the
+        block as :meth:`_error`."""
+        import psycopg
+
+        return translated((psycopg.Error, UnicodeError), self._error, what)
 
     def _error(self, exc: Exception, what: str) -> StoreError:
         sqlstate = getattr(exc, "sqlstate", None)

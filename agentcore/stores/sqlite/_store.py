@@ -55,8 +55,8 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -68,7 +68,7 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, decode_event
+from agentcore.events import Event, RunStarted
 
 from .._base import (
     FINISHED_STATUSES,
@@ -80,9 +80,13 @@ from .._base import (
     check_lease_request,
     check_listing,
     check_prune_request,
+    check_truncate,
+    kept_status,
     like_escape,
     metadata_text,
     status_after,
+    translated,
+    verify_each,
 )
 from .._chain import (
     ChainKey,
@@ -93,11 +97,11 @@ from .._chain import (
     extend,
     truncated_head,
 )
-from .._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
+from .._codec import decode_rows, encode_batch, printable, run_label
 from .._commits import CommitStats
 from .._guards import FileGuards
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
-from ._commit import Pending, SQLiteCommits
+from ._commit import BIND_ERRORS, Pending, SQLiteCommits
 from ._leases import (
     Flock,
     HeldFlocks,
@@ -144,9 +148,7 @@ _RUN_PAGE = "SELECT run_id FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?"
 
 _SYNCHRONOUS = ("FULL", "NORMAL")
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
-# What a call into sqlite3 may raise besides sqlite3.Error: a value it cannot bind (a lone
-# surrogate in a str: UnicodeEncodeError; an int beyond 64 bits: OverflowError).
-_BIND_ERRORS = (UnicodeError, OverflowError)
+_SQLITE_ERRORS = (sqlite3.Error, *BIND_ERRORS)
 
 
 class SQLiteStore:
@@ -214,10 +216,8 @@ class SQLiteStore:
         self._key = ChainKey.configured(chain_key)
         write = partial(_append_if_at, key=self._key, written=WrittenHeads())
         if read_only:  # _readonly: creates, migrates and locks nothing
-            try:
+            with self._translated("cannot open the file to read"):
                 self._conn = open_read_only(self.path, busy_timeout_s)
-            except (sqlite3.Error, *_BIND_ERRORS) as exc:
-                raise self._error(exc, "cannot open the file to read") from exc
             self._commits = SQLiteCommits(self._conn, write, self._error, group=False)
             return
         if Path(self.path).is_dir():
@@ -231,15 +231,13 @@ class SQLiteStore:
             raise StoreError(
                 f"Cannot create the directory for SQLite store {self.path}: {exc}"
             ) from exc
-        try:
+        with self._translated("cannot open the file"):
             conn = sqlite3.connect(
                 self.path,
                 timeout=busy_timeout_s,
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, "cannot open the file") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             open_schema(conn, self.path, synchronous, migrate=migrate)
@@ -281,14 +279,10 @@ class SQLiteStore:
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot load run {run_label(run_id)} after seq {after}"):
             rows: list[tuple[int, int | None, str | None, str | bytes | None]] = conn.execute(
                 _LOAD, (after, run_id)
             ).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot load run {run_label(run_id)} after seq {after}"
-            ) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return decode_rows(run_id, after, rows[0][0], rows, self._corrupted)
@@ -297,25 +291,18 @@ class SQLiteStore:
         self, run_id: str, *, after: int, dry_run: bool = False
     ) -> list[tuple[int, str]]:
         """See :meth:`TranscriptStore.truncate`."""
+        check_truncate(run_id, after)
         conn = self._open_conn()
-        if after < 0:
-            raise StoreError(
-                f"run {run_label(run_id)}: truncate after seq {after}? It keeps at least "
-                "run_started: use after >= 0"
-            )
-        try:
+        with self._translated(
+            f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
+        ):
             conn.execute("BEGIN IMMEDIATE")
             try:
-                removed = _truncate(conn, run_id, after, self._key)
+                removed = _truncate(conn, run_id, after, self._key, self.url)
                 conn.execute("ROLLBACK" if dry_run else "COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc,
-                f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted",
-            ) from exc
         if removed is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
@@ -336,12 +323,10 @@ class SQLiteStore:
         conn = self._open_conn()
         check_listing(tenant, limit)
         sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
-        try:
+        with self._translated("cannot list runs"):
             rows: list[
                 tuple[str, str, str, float, float, int, str | None, str | None, float | None]
             ] = conn.execute(sql, (*params, limit)).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, "cannot list runs") from exc
         return [RunSummary(*row) for row in rows]
 
     async def prune(
@@ -359,7 +344,9 @@ class SQLiteStore:
         wanted = check_prune_request(before, statuses, tenant)
         conn = self._open_conn()
         pruned: list[str] = []
-        try:
+        with self._translated(
+            lambda: f"cannot prune runs ({len(pruned)} pruned before the failure)"
+        ):
             if run_ids is not None:
                 ids = sorted(set(run_ids))
                 for i in range(0, len(ids), PRUNE_CHUNK):
@@ -375,35 +362,23 @@ class SQLiteStore:
                     pruned += chunk
                     if len(chunk) < PRUNE_CHUNK:
                         break
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot prune runs ({len(pruned)} pruned before the failure)"
-            ) from exc
         return pruned
 
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot record a cancel request for run {run_label(run_id)}"):
             cur = conn.execute(_REQUEST_CANCEL, (by, reason, time.time(), run_id))
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot record a cancel request for run {run_label(run_id)}"
-            ) from exc
         if cur.rowcount == 0:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
 
     async def cancel_request(self, run_id: str) -> CancelRequest | None:
         """See :meth:`TranscriptStore.cancel_request`."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot read the cancel request of run {run_label(run_id)}"):
             row: tuple[str | None, str | None, float | None] | None = conn.execute(
                 "SELECT cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot read the cancel request of run {run_label(run_id)}"
-            ) from exc
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         by, reason, at = row
@@ -429,7 +404,7 @@ class SQLiteStore:
         except BaseException as exc:
             if fd is not None:
                 os.close(fd)
-            if isinstance(exc, sqlite3.Error | UnicodeError | OverflowError):
+            if isinstance(exc, _SQLITE_ERRORS):
                 raise self._error(exc, f"cannot acquire run {run_label(run_id)}") from exc
             raise
         if fd is not None:
@@ -450,7 +425,7 @@ class SQLiteStore:
         try:
             renewed = renew_lease(conn, lease, flocked=held == lease.epoch or fd is not None)
             error = None if renewed is not None else lost(conn, lease, what="It was not renewed")
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+        except _SQLITE_ERRORS as exc:
             if fd is not None:
                 os.close(fd)
             what = f"cannot renew the lease of run {run_label(lease.run_id)}"
@@ -472,7 +447,7 @@ class SQLiteStore:
         finished = False
         try:
             finished = release_lease(conn, lease)
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+        except _SQLITE_ERRORS as exc:
             raise self._error(
                 exc, f"cannot release the lease of run {run_label(lease.run_id)}"
             ) from exc
@@ -480,20 +455,13 @@ class SQLiteStore:
             self._flocks.drop(lease.run_id, lease.epoch, unlink=finished)
 
     async def verify_chain(self, run_id: str) -> ChainReport:
-        """Check the run's hash chain and its signed head with this store's key
-        (``_chain.check_chain``): intact, or the first broken seq and why.
-
-        Raises:
-            RunNotFoundError: no such run.
-            StoreError: the store failed.
-        """
+        """See :meth:`ChainVerifier.verify_chain` (the row and the events in one
+        statement)."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot read run {run_label(run_id)} to verify it"):
             rows: list[
                 tuple[int, str | None, int | None, str | None, bytes | None, bytes | None]
             ] = conn.execute(_CHAIN_ROWS, (run_id,)).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, f"cannot read run {run_label(run_id)} to verify it") from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         events: list[ChainRow] = [
@@ -505,24 +473,15 @@ class SQLiteStore:
         return audit(report, self._key, run_id, self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """:meth:`verify_chain` for every run, in run id order, reading ``page`` run ids at
-        a time (keyset pages: memory stays flat however many runs there are). A run
-        deleted meanwhile is skipped."""
+        """See :meth:`ChainVerifier.verify_chains` (keyset pages of run ids)."""
+        async for report in verify_each(self._run_page, self.verify_chain, page):
+            yield report
+
+    async def _run_page(self, after: str, page: int) -> list[str]:
         conn = self._open_conn()
-        after = ""
-        while True:
-            try:
-                ids: list[tuple[str]] = conn.execute(_RUN_PAGE, (after, page)).fetchall()
-            except (sqlite3.Error, *_BIND_ERRORS) as exc:
-                raise self._error(exc, "cannot list runs to verify them") from exc
-            for (run_id,) in ids:
-                try:
-                    yield await self.verify_chain(run_id)
-                except RunNotFoundError:
-                    continue
-            if len(ids) < page:
-                return
-            after = ids[-1][0]
+        with self._translated("cannot list runs to verify them"):
+            ids: list[tuple[str]] = conn.execute(_RUN_PAGE, (after, page)).fetchall()
+        return [run_id for (run_id,) in ids]
 
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`: a flock in ``<database>.locks/``, dropped
@@ -555,7 +514,9 @@ class SQLiteStore:
         snapshots from ``snapshot.start`` on."""
         check_snapshot(run_id, snapshot)
         conn = self._open_conn()
-        try:
+        with self._translated(
+            f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
+        ):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 _save_snapshot(conn, run_id, snapshot, lease, self._key)
@@ -563,10 +524,6 @@ class SQLiteStore:
             except BaseException:
                 _rollback(conn)
                 raise
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
-            ) from exc
 
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
         """See :meth:`SnapshotStore.load_snapshot`."""
@@ -574,11 +531,13 @@ class SQLiteStore:
 
     def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot read the snapshots of run {run_label(run_id)}"):
             rows: list[StoredRow] = conn.execute(_LOAD_SNAPSHOTS, (run_id,)).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, f"cannot read the snapshots of run {run_label(run_id)}") from exc
         return rows
+
+    def _translated(self, what: str | Callable[[], str]) -> AbstractContextManager[None]:
+        """sqlite3's errors (and a value it cannot bind) leave the block as :meth:`_error`."""
+        return translated(_SQLITE_ERRORS, self._error, what)
 
     def _error(self, exc: Exception, what: str) -> StoreError:
         """Our error for a sqlite3 error: corrupted for a damaged file, else StoreError."""
@@ -680,7 +639,7 @@ def _append_if_at(
 
 
 def _truncate(
-    conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None
+    conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None, where: str
 ) -> list[tuple[int, str]] | None:
     """Delete events after ``after`` inside the caller's transaction; ``None``: no such run.
     The chain head is moved back to the last kept event and signed again (``_chain``)."""
@@ -697,21 +656,9 @@ def _truncate(
         (run_id, after),
     ).fetchall()
     head = truncated_head(key, run_id, found[0], chains)
-    status = "running"
-    for seq, body in rows:
-        if seq > after:
-            continue
-        try:
-            event = decode_event(run_id, seq, body)
-        except DECODE_ERRORS as exc:
-            raise StoreCorruptedError(
-                f"Run {run_label(run_id)} is corrupted at seq {seq}, which the truncation "
-                f"would keep: its body cannot be decoded ({exc}). Truncate before it."
-            ) from exc
-        status = status_after(status, event)
+    status, kept = kept_status(run_id, where, rows, after)
     conn.execute("DELETE FROM events WHERE run_id = ? AND seq > ?", (run_id, after))
     conn.execute("DELETE FROM snapshots WHERE run_id = ? AND seq > ?", (run_id, after))
-    kept = sum(1 for seq, _ in rows if seq <= after)
     conn.execute(
         "UPDATE runs SET next_seq = ?, status = ?, chain_head = ? WHERE run_id = ?",
         (kept, status, head, run_id),

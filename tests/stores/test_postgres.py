@@ -23,8 +23,7 @@ from agentcore.contracts.errors import (
 from agentcore.stores import PostgresStore, open_store
 from agentcore.stores._migrations import Migration
 from agentcore.stores.postgres import _schema as pg_module
-
-from .conformance import context, fresh_run_id, started, tool_result
+from agentcore.stores.testing import context, fresh_run_id, started, tool_result
 
 pytestmark = pytest.mark.postgres
 

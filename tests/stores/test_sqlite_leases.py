@@ -18,8 +18,7 @@ import pytest
 from agentcore.errors import RunBusyError
 from agentcore.events import RunFinished
 from agentcore.stores import SQLiteStore
-
-from .conformance import context, started
+from agentcore.stores.testing import context, started
 
 # A holder in its own process: acquires the run, says so, waits for a line on stdin, then
 # appends seq 1 with its lease and reports how that went.

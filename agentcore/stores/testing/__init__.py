@@ -60,5 +60,5 @@ class StoreConformance(AppendChecks, RunChecks, OwnershipChecks, ContentChecks):
     @pytest.fixture
     async def peer(self, store: TranscriptStore) -> TranscriptStore | None:
         """A second store object on the same data as ``store``, or ``None`` where a store
-        cannot be opened twice (MemoryStore). Used to race and claim across objects."""
+        cannot be opened twice (MemoryStore). It races appends and leases across objects."""
         return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from agentcore.contracts import (
@@ -17,6 +16,8 @@ from agentcore.contracts import (
     canonical_json,
 )
 
+from ._status import CLOSED_STATUSES as FINAL_STATUSES
+from ._status import RunStatus, status_after
 from .events import (
     ActionProposed,
     Confirmation,
@@ -34,6 +35,7 @@ from .events import (
 from .policy import Budget, Policy
 
 __all__ = [
+    "FINAL_STATUSES",
     "OpenCall",
     "PendingCall",
     "RunResult",
@@ -43,44 +45,6 @@ __all__ = [
     "args_hash",
     "status_after",
 ]
-
-
-class RunStatus(StrEnum):
-    """Where a run stands.
-
-    ``completed``, ``failed`` and ``cancelled`` are final (``resume`` returns the result;
-    a failed run can still be resumed by hand). ``awaiting_confirmation`` waits for
-    ``confirm``; ``budget_exhausted`` and ``needs_attention`` wait for ``resume``.
-    ``running`` is a run being advanced, or one whose process died (resume it).
-    """
-
-    RUNNING = "running"
-    COMPLETED = "completed"
-    AWAITING_CONFIRMATION = "awaiting_confirmation"
-    NEEDS_ATTENTION = "needs_attention"
-    BUDGET_EXHAUSTED = "budget_exhausted"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-FINAL_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})
-
-_RUNNING = RunStatus.RUNNING.value
-_CONTINUES = frozenset({"run_started", "run_resumed", "confirmation", "resolution"})
-
-
-def status_after(current: str, event: Event) -> str:
-    """The one rule for a run's status: its status after ``event``, given the one before.
-
-    ``run_finished`` sets the status it names; a start, a resume, a person's confirmation
-    or resolution sets the run running again; every other event leaves it as it was. The
-    state fold and every store's run listing call this, so they cannot disagree.
-    """
-    if isinstance(event, RunFinished):
-        return event.status
-    if event.type in _CONTINUES:
-        return _RUNNING
-    return current
 
 
 def args_hash(tool: str, args: dict[str, Any]) -> str:  # Any: JSON values

@@ -66,8 +66,8 @@ import structlog
 from agentcore import Agent, Budget, tool
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.stores import PostgresStore, SQLiteStore, TranscriptStore
-from agentcore.stores._sqlite import _append_if_at  # the thread variant commits the same way
-from agentcore.stores._sqlite_commit import Pending, SQLiteCommits
+from agentcore.stores.sqlite._commit import Pending, SQLiteCommits
+from agentcore.stores.sqlite._store import _append_if_at  # the thread variant commits the same way
 
 HERE = Path(__file__).resolve().parent
 SECTION = "## Scale: durable steps per second, group commit on and off"
@@ -592,7 +592,7 @@ def report(
             "the GIL on every statement (its batches are smaller), and hands every result "
             "across threads. Inline, the loop blocks for one transaction per batch while "
             "the runs whose replies arrive meanwhile queue the next one. Why inline was "
-            "chosen, over several runs of this benchmark: `agentcore/stores/_sqlite_commit.py`.",
+            "chosen, over several runs of this benchmark: `agentcore/stores/sqlite/_commit.py`.",
             "",
         ]
     if memory:

@@ -17,7 +17,7 @@ import pytest
 from agentcore.errors import StoreCorruptedError, StoreError
 from agentcore.events import ContextAdded, RunStarted
 from agentcore.stores import SQLiteStore, open_store
-from agentcore.stores._sqlite_schema import SCHEMA_VERSION
+from agentcore.stores.sqlite import SCHEMA_VERSION
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store-0.1.0.db"
 APPLICATION_ID = int.from_bytes(b"agtc", "big")

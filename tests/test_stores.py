@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -17,7 +15,6 @@ import pytest
 from agentcore.contracts import FinishAction, ToolAction
 from agentcore.contracts.errors import (
     ConfigurationError,
-    RunBusyError,
     RunNotFoundError,
     SeqConflictError,
     StoreCorruptedError,
@@ -45,7 +42,7 @@ from agentcore.stores import (
     open_store,
     schema_status,
 )
-from agentcore.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
+from agentcore.stores.sqlite import SCHEMA_VERSION as SQLITE_VERSION
 
 # --------------------------------------------------------------------------- helpers
 
@@ -859,46 +856,3 @@ async def test_default_store_url_env(tmp_path: Path, monkeypatch: pytest.MonkeyP
     finally:
         await store.close()
     assert (tmp_path / "env.db").is_file()
-
-
-# --------------------------------------------------------------------------- claims
-
-
-async def test_memory_claims_are_exclusive_until_released() -> None:
-    store = MemoryStore()
-    claim = store.claim("r")
-    with pytest.raises(RunBusyError, match="r"):
-        store.claim("r")
-    other = store.claim("other")  # other runs are independent
-    claim.release()
-    claim.release()  # idempotent
-    store.claim("r").release()
-    other.release()
-
-
-def test_sqlite_claims_hold_across_store_objects_and_die_with_the_holder(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "claims.db"
-    first, second = SQLiteStore(path), SQLiteStore(path)
-    try:
-        claim = first.claim("r")
-        with pytest.raises(RunBusyError):
-            second.claim("r")
-        claim.release()
-        second.claim("r").release()
-        # A claim held by a process that dies is released by the OS.
-        code = (
-            "import os, signal, sys; from agentcore.stores import SQLiteStore;"
-            f"s = SQLiteStore({str(path)!r}); c = s.claim('r'); print('held', flush=True);"
-            "os.kill(os.getpid(), signal.SIGKILL)"
-        )
-        proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
-        )
-        assert proc.stdout.strip() == "held"
-        assert proc.returncode == -9
-        first.claim("r").release()
-    finally:
-        asyncio.run(first.close())
-        asyncio.run(second.close())

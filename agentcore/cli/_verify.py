@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable
-from typing import Annotated, Protocol, runtime_checkable
+from typing import Annotated
 
 import typer
 
@@ -21,7 +21,7 @@ from agentcore.cli._common import (
     run_async,
     valid_run_id,
 )
-from agentcore.stores import ChainReport, default_store_url
+from agentcore.stores import ChainReport, ChainVerifier, default_store_url
 
 __all__ = ["EXIT_BROKEN"]
 
@@ -29,13 +29,6 @@ EXIT_BROKEN = 10
 """``verify``: a run's chain is broken (an event changed, missing or unsigned)."""
 
 _KEY_VARIABLE = "AGENTCORE_CHAIN_KEY"
-
-
-@runtime_checkable
-class _Verifiable(Protocol):
-    async def verify_chain(self, run_id: str) -> ChainReport: ...
-
-    def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]: ...
 
 
 @app.command()
@@ -77,7 +70,7 @@ def verify(
         if st is None:
             abort(f"no store at {url}")
         try:
-            if not isinstance(st, _Verifiable):
+            if not isinstance(st, ChainVerifier):
                 abort(f"the store {url} cannot verify chains")
             checked = broken = unchained = 0
             reports = st.verify_chains() if run_id is None else _one(st.verify_chain(run_id))

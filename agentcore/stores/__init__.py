@@ -16,6 +16,7 @@ from ._admin import SchemaStatus, schema_status, upgrade_schema
 from ._base import (
     FINISHED_STATUSES,
     CancelRequest,
+    ChainVerifier,
     Lease,
     RunSummary,
     SnapshotStore,
@@ -26,10 +27,10 @@ from ._commits import CommitStats
 from ._guards import CallGuardStore
 from ._memory import MemoryStore
 from ._snapshots import Snapshot
-from ._sqlite import SQLiteStore
+from .sqlite import SQLiteStore
 
 if TYPE_CHECKING:
-    from ._postgres import PostgresStore
+    from .postgres import PostgresStore
 
 __all__ = [
     "DEFAULT_STORE_URL",
@@ -37,6 +38,7 @@ __all__ = [
     "CallGuardStore",
     "CancelRequest",
     "ChainReport",
+    "ChainVerifier",
     "CommitStats",
     "Lease",
     "MemoryStore",
@@ -84,7 +86,7 @@ def open_store(url: str | None = None, *, migrate: bool = True) -> TranscriptSto
             raise ConfigurationError(f"Store URL {url!r} has no file path: use sqlite:///runs.db")
         return SQLiteStore(path, migrate=migrate)
     if url.startswith(("postgresql://", "postgres://")):
-        from ._postgres import PostgresStore
+        from .postgres import PostgresStore
 
         return PostgresStore(url, migrate=migrate)
     raise ConfigurationError(
@@ -97,7 +99,7 @@ def __getattr__(name: str) -> Any:  # Any: the PostgreSQL store class
     # The PostgreSQL store's modules load on first use (psycopg itself when a store is
     # constructed): ~5% of `import agentcore` otherwise.
     if name == "PostgresStore":
-        from ._postgres import PostgresStore
+        from .postgres import PostgresStore
 
         return PostgresStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,8 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
 
-from . import _pg_schema, _sqlite_schema
 from ._migrations import Migration, pending
+from .postgres._schema import MIGRATIONS as PG_MIGRATIONS
+from .postgres._schema import SCHEMA_VERSION as PG_VERSION
+from .postgres._schema import Statements, schema_version, upgrade
+from .sqlite._schema import MIGRATIONS as SQLITE_MIGRATIONS
+from .sqlite._schema import SCHEMA_VERSION as SQLITE_VERSION
+from .sqlite._schema import check_ours, open_schema, read_version
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -61,9 +66,9 @@ def schema_status(url: str) -> SchemaStatus:
     """
     if url.startswith("sqlite:///"):
         path = _sqlite_path(url)
-        return _status(url, _sqlite_schema.MIGRATIONS, _sqlite_version(path))
+        return _status(url, SQLITE_MIGRATIONS, _sqlite_version(path))
     if url.startswith(("postgresql://", "postgres://")):
-        return _status(_redact_dsn(url), _pg_schema.MIGRATIONS, _pg_version(url))
+        return _status(_redact_dsn(url), PG_MIGRATIONS, _pg_version(url))
     raise _no_layout(url)
 
 
@@ -81,15 +86,15 @@ def upgrade_schema(url: str) -> tuple[int, int]:
     if url.startswith("sqlite:///"):
         path = _sqlite_path(url)
         before = _sqlite_upgrade(path)
-        return before, max(before, _sqlite_schema.SCHEMA_VERSION)
+        return before, max(before, SQLITE_VERSION)
     if url.startswith(("postgresql://", "postgres://")):
         before = _pg_upgrade(url)
-        return before, max(before, _pg_schema.SCHEMA_VERSION)
+        return before, max(before, PG_VERSION)
     raise _no_layout(url)
 
 
 def _redact_dsn(url: str) -> str:
-    from ._postgres import redact_dsn  # the PostgreSQL modules load on first use
+    from .postgres import redact_dsn  # the PostgreSQL modules load on first use
 
     return redact_dsn(url)
 
@@ -125,8 +130,8 @@ def _sqlite_version(path: str) -> int:
     except sqlite3.Error as exc:
         raise StoreError(f"SQLite store {path}: cannot open the file: {exc}") from exc
     try:
-        version = _sqlite_schema.read_version(conn)
-        _sqlite_schema.check_ours(conn, path, version)
+        version = read_version(conn)
+        check_ours(conn, path, version)
     except sqlite3.DatabaseError as exc:
         raise StoreCorruptedError(
             f"SQLite store {path} is not a usable database ({exc}); it was left untouched."
@@ -143,7 +148,7 @@ def _sqlite_upgrade(path: str) -> int:
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"SQLite store {path}: cannot open the file: {exc}") from exc
     try:
-        return _sqlite_schema.open_schema(conn, path, "FULL", migrate=True)
+        return open_schema(conn, path, "FULL", migrate=True)
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"SQLite store {path}: the upgrade failed and was rolled back: {exc}"
@@ -168,10 +173,10 @@ def _pg_connect(url: str) -> psycopg.Connection[Any]:  # Any: psycopg's row type
 def _pg_version(url: str) -> int:
     import psycopg
 
-    sql = _pg_schema.Statements.build(None)
+    sql = Statements.build(None)
     with _pg_connect(url) as conn:
         try:
-            return _pg_schema.schema_version(conn, sql)
+            return schema_version(conn, sql)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL store {_redact_dsn(url)}: {exc}") from exc
 
@@ -179,11 +184,11 @@ def _pg_version(url: str) -> int:
 def _pg_upgrade(url: str) -> int:
     import psycopg
 
-    sql = _pg_schema.Statements.build(None)
+    sql = Statements.build(None)
     display = _redact_dsn(url)
     with _pg_connect(url) as conn:
         try:
-            return _pg_schema.upgrade(conn, sql, schema=None, display=display, migrate=True)
+            return upgrade(conn, sql, schema=None, display=display, migrate=True)
         except psycopg.Error as exc:
             raise StoreError(
                 f"PostgreSQL store {display}: the upgrade failed and was rolled back: {exc}"

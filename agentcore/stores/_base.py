@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Generator,
+    Iterable,
+    Sequence,
+)
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
@@ -16,20 +25,23 @@ from agentcore.contracts.errors import (
     LeaseLostError,
     LimitExceededError,
     RunBusyError,
+    RunNotFoundError,
+    StoreCorruptedError,
     StoreError,
 )
 
-from .._state import RunStatus, status_after
-from ..events import Event, RunStarted
+from .._status import FINISHED_STATUSES, RunStatus, status_after
+from ..events import Event, RunStarted, decode_event
+from ._chain import ChainReport
+from ._codec import DECODE_ERRORS, run_label
 from ._snapshots import Snapshot
 
 __all__ = [
     "FINISHED_STATUSES",
     "PRUNE_CHUNK",
     "CancelRequest",
-    "InProcessClaims",
+    "ChainVerifier",
     "Lease",
-    "RunClaim",
     "RunSummary",
     "SnapshotStore",
     "TranscriptStore",
@@ -38,10 +50,14 @@ __all__ = [
     "check_lease_request",
     "check_listing",
     "check_prune_request",
+    "check_truncate",
+    "kept_status",
     "like_escape",
     "lost_error",
     "metadata_text",
     "status_after",
+    "translated",
+    "verify_each",
 ]
 
 
@@ -99,9 +115,6 @@ class RunSummary:
     lease_expires_at: float | None = None
 
 
-FINISHED_STATUSES: Final = ("completed", "cancelled", "failed")
-"""What ``prune`` removes unless told otherwise: runs that nobody will advance again."""
-
 PRUNE_CHUNK: Final = 500
 """Runs deleted per transaction by ``prune``: short transactions, bounded lock times."""
 
@@ -122,39 +135,6 @@ class CancelRequest:
     by: str
     reason: str | None
     at: float
-
-
-class RunClaim(Protocol):
-    """Exclusive ownership of a run while one worker advances it (superseded by
-    :class:`Lease`: ``acquire`` / ``renew`` / ``release``)."""
-
-    def release(self) -> None:
-        """Give the run back (idempotent). A dead process releases its claims by itself."""
-        ...
-
-
-class InProcessClaims:
-    """Claims that hold within one process (MemoryStore)."""
-
-    def __init__(self) -> None:
-        self._held: set[str] = set()
-
-    def claim(self, run_id: str) -> RunClaim:
-        """Claim ``run_id`` or raise RunBusyError."""
-        if run_id in self._held:
-            raise RunBusyError(f"Run {run_id} is being advanced by another task right now.")
-        self._held.add(run_id)
-        return _Release(lambda: self._held.discard(run_id))
-
-
-class _Release:
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn: Callable[[], None] | None = fn
-
-    def release(self) -> None:
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            fn()
 
 
 @runtime_checkable
@@ -351,21 +331,6 @@ class TranscriptStore(Protocol):
         """
         ...
 
-    def claim(self, run_id: str) -> RunClaim:
-        """Take exclusive ownership of a run while advancing it.
-
-        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release` (leases with
-        fencing); kept until the agent uses them.
-
-        Conditional appends order writes; a claim keeps a second worker from even starting
-        a step (and re-running a tool the first is still inside) while the first is alive.
-        A claim dies with its process, so a crashed worker's run can be resumed at once.
-
-        Raises:
-            RunBusyError: another worker holds the run.
-        """
-        ...
-
     async def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
         ...
@@ -394,6 +359,32 @@ class SnapshotStore(Protocol):
 
         Raises:
             StoreError: the store failed (the caller reads the events instead).
+        """
+        ...
+
+
+@runtime_checkable
+class ChainVerifier(Protocol):
+    """A store that keeps each run's hash chain and can check it (``agentcore verify``):
+    the three built-in stores do."""
+
+    async def verify_chain(self, run_id: str) -> ChainReport:
+        """Check the run's hash chain, its signed head (with the store's key) and its
+        snapshots' seals: intact, or the first broken seq and why.
+
+        Raises:
+            RunNotFoundError: no such run.
+            StoreError: the store failed.
+        """
+        ...
+
+    def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
+        """:meth:`verify_chain` for every run, in run id order, reading ``page`` run ids at
+        a time (memory stays flat however many runs there are). A run deleted meanwhile is
+        skipped.
+
+        Raises:
+            StoreError: the store failed.
         """
         ...
 
@@ -552,3 +543,75 @@ def lost_error(
         f"Run {run_label}: the lease of {lease.owner!r} (epoch {lease.epoch}) was lost; "
         f"{holder}. {what}; stop advancing the run."
     )
+
+
+@contextmanager
+def translated(
+    errors: tuple[type[Exception], ...],
+    error: Callable[[Exception, str], StoreError],
+    what: str | Callable[[], str],
+) -> Generator[None]:
+    """Run the block; an exception of ``errors`` (the driver's) leaves it as the store's
+    ``error(exc, what)``, with the driver's exception as its cause. ``what`` may be a
+    function, for a message that says how far the block got."""
+    try:
+        yield
+    except errors as exc:
+        raise error(exc, what() if callable(what) else what) from exc
+
+
+def check_truncate(run_id: str, after: int) -> None:
+    """Refuse a truncation that would remove ``run_started``.
+
+    Raises:
+        StoreError: ``after`` is negative.
+    """
+    if after < 0:
+        raise StoreError(
+            f"run {run_label(run_id)}: truncate after seq {after}? It keeps at least "
+            "run_started: use after >= 0"
+        )
+
+
+def kept_status(
+    run_id: str, where: str, bodies: Iterable[tuple[int, str | bytes]], after: int
+) -> tuple[str, int]:
+    """The status a truncated run has (:func:`status_after` over the events it keeps) and
+    how many events it keeps, from the run's stored ``(seq, body)`` pairs.
+
+    Raises:
+        StoreCorruptedError: an event that would be kept cannot be decoded (names it).
+    """
+    status, kept = "running", 0
+    for seq, body in bodies:
+        if seq > after:
+            continue
+        try:
+            status = status_after(status, decode_event(run_id, seq, body))
+        except DECODE_ERRORS as exc:
+            raise StoreCorruptedError(
+                f"Run {run_label(run_id)} in {where} is corrupted at seq {seq}, which the "
+                f"truncation would keep: its body cannot be decoded ({exc}); truncate earlier"
+            ) from exc
+        kept += 1
+    return status, kept
+
+
+async def verify_each(
+    run_page: Callable[[str, int], Awaitable[Sequence[str]]],
+    verify: Callable[[str], Awaitable[ChainReport]],
+    page: int,
+) -> AsyncIterator[ChainReport]:
+    """:meth:`ChainVerifier.verify_chains` over a store's keyset pages of run ids:
+    ``run_page(after, page)`` returns up to ``page`` run ids above ``after``, in order."""
+    after = ""
+    while True:
+        ids = await run_page(after, page)
+        for run_id in ids:
+            try:
+                yield await verify(run_id)
+            except RunNotFoundError:
+                continue
+        if len(ids) < page:
+            return
+        after = ids[-1]

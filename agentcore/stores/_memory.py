@@ -12,23 +12,23 @@ from contextlib import AbstractAsyncContextManager
 
 from pydantic_core import to_json
 
-from agentcore.contracts.errors import RunNotFoundError, SeqConflictError, StoreError
+from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
 from agentcore.events import Event, RunStarted, encode_event_body
 
 from ._base import (
     FINISHED_STATUSES,
     CancelRequest,
-    InProcessClaims,
     Lease,
-    RunClaim,
     RunSummary,
     busy_error,
     check_batch,
     check_lease_request,
     check_listing,
     check_prune_request,
+    check_truncate,
     lost_error,
     status_after,
+    verify_each,
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
@@ -53,7 +53,6 @@ class MemoryStore:
         self._status: dict[str, str] = {}
         self._tenant: dict[str, str | None] = {}
         self._cancel: dict[str, CancelRequest] = {}
-        self._claims = InProcessClaims()
         self._guards = LocalGuards()
         # run_id -> (owner or None when released, epoch, expires_at or None)
         self._leases: dict[str, tuple[str | None, int, float | None]] = {}
@@ -113,14 +112,10 @@ class MemoryStore:
         self, run_id: str, *, after: int, dry_run: bool = False
     ) -> list[tuple[int, str]]:
         """See :meth:`TranscriptStore.truncate`."""
+        check_truncate(run_id, after)
         log = self._runs.get(run_id)
         if log is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
-        if after < 0:
-            raise StoreError(
-                f"run {run_label(run_id)}: truncate after seq {after}? It keeps at least "
-                "run_started: use after >= 0"
-            )
         removed = [(ev.seq, encode_event_body(ev)) for ev in log[after + 1 :]]
         if dry_run:
             return removed
@@ -260,7 +255,7 @@ class MemoryStore:
             self._leases[lease.run_id] = (None, epoch, None)
 
     async def verify_chain(self, run_id: str) -> ChainReport:
-        """See :meth:`SQLiteStore.verify_chain`."""
+        """See :meth:`ChainVerifier.verify_chain`."""
         log = self._runs.get(run_id)
         if log is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
@@ -278,11 +273,12 @@ class MemoryStore:
         return audit(report, self._key, run_id, self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """See :meth:`SQLiteStore.verify_chains` (in run id order)."""
-        del page  # everything is in memory already
-        for run_id in sorted(self._runs):
-            if run_id in self._runs:
-                yield await self.verify_chain(run_id)
+        """See :meth:`ChainVerifier.verify_chains`."""
+        async for report in verify_each(self._run_page, self.verify_chain, page):
+            yield report
+
+    async def _run_page(self, after: str, page: int) -> list[str]:
+        return sorted(run_id for run_id in self._runs if run_id > after)[:page]
 
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call` (held in this process: so is the store)."""
@@ -291,11 +287,6 @@ class MemoryStore:
     async def call_running(self, run_id: str, key: str) -> bool:
         """See :meth:`CallGuardStore.call_running`."""
         return await self._guards.call_running(run_id, key)
-
-    def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim` (within this process). Superseded by
-        :meth:`acquire` / :meth:`renew` / :meth:`release`."""
-        return self._claims.claim(run_id)
 
     async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
         """See :meth:`SnapshotStore.save_snapshot`."""

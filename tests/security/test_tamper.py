@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from stores.conftest import drop_schema, pg_schema, postgres_dsn  # the PostgreSQL fixtures
 
 from agentcore.stores import ChainReport, PostgresStore, SQLiteStore
-from agentcore.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_VERSION
+from agentcore.stores.sqlite import SCHEMA_VERSION as SQLITE_VERSION
 
 KEY = "tamper-test-key-0123456789abcdef"
 KEY_VARIABLE = "AGENTCORE_CHAIN_KEY"

@@ -15,8 +15,7 @@ import pytest
 
 from agentcore.errors import StoreCorruptedError, StoreError
 from agentcore.stores import MemoryStore, PostgresStore, SQLiteStore, TranscriptStore
-
-from .conformance import context, started
+from agentcore.stores.testing import context, started
 
 KEY = "chain-test-key"
 

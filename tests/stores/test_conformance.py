@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentcore.stores import MemoryStore, PostgresStore, SQLiteStore, TranscriptStore
-
-from .conformance import StoreConformance
+from agentcore.stores.testing import StoreConformance
 
 
 class TestMemoryStore(StoreConformance):

@@ -21,8 +21,7 @@ import pytest
 
 from agentcore.errors import LeaseLostError, SeqConflictError, StoreError
 from agentcore.stores import CommitStats, PostgresStore, SQLiteStore
-
-from .conformance import context, fresh_run_id, started
+from agentcore.stores.testing import context, fresh_run_id, started
 
 
 @dataclass

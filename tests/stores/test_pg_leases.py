@@ -16,8 +16,7 @@ import pytest
 
 from agentcore.errors import RunBusyError
 from agentcore.stores import PostgresStore
-
-from .conformance import context, started
+from agentcore.stores.testing import context, started
 
 pytestmark = pytest.mark.postgres
 

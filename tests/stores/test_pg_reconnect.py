@@ -14,9 +14,8 @@ import pytest
 from agentcore.errors import SeqConflictError, StoreError
 from agentcore.events import Event
 from agentcore.stores import Lease, PostgresStore
-from agentcore.stores._pg_retry import connection_lost, retried_append
-
-from .conformance import context, fresh_run_id, started
+from agentcore.stores.postgres._retry import connection_lost, retried_append
+from agentcore.stores.testing import context, fresh_run_id, started
 
 pytestmark = pytest.mark.postgres
 

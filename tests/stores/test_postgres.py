@@ -1,5 +1,5 @@
 """PostgresStore beyond the conformance suite: schema and migrations, the TEXT bodies,
-corruption reports, errors, claims on the claim connection, and event loops."""
+corruption reports, errors, and event loops."""
 
 from __future__ import annotations
 
@@ -16,16 +16,14 @@ import pytest
 
 from agentcore.contracts.errors import (
     ConfigurationError,
-    RunBusyError,
     SeqConflictError,
     StoreCorruptedError,
     StoreError,
 )
 from agentcore.stores import PostgresStore, open_store
-from agentcore.stores import _pg_schema as pg_module
 from agentcore.stores._migrations import Migration
-
-from .conformance import context, fresh_run_id, started, tool_result
+from agentcore.stores.postgres import _schema as pg_module
+from agentcore.stores.testing import context, fresh_run_id, started, tool_result
 
 pytestmark = pytest.mark.postgres
 
@@ -368,7 +366,6 @@ async def test_unstorable_arguments_are_store_errors(store: PostgresStore) -> No
         with pytest.raises(StoreError) as info:
             await call()
         assert not isinstance(info.value, SeqConflictError | StoreCorruptedError), name
-    store.claim("a\ud800").release()  # a claim is only a lock: any id can be claimed
     assert await store.load(run, after=2**70) == []
 
 
@@ -392,7 +389,7 @@ async def test_a_killed_connection_is_retried_on_a_fresh_one_and_the_call_succee
                 outcomes.append("ok")
             except StoreError as exc:
                 outcomes.append("error" if "cannot list runs" in str(exc) else str(exc))
-        assert outcomes == ["ok", "ok", "ok"]  # the store retries (_pg_retry)
+        assert outcomes == ["ok", "ok", "ok"]  # the store retries (postgres._retry)
         assert await store.load(run) == [started(run)]
     finally:
         await store.close()
@@ -403,8 +400,6 @@ async def test_closed_store(store: PostgresStore) -> None:
     await store.close()  # idempotent
     with pytest.raises(StoreError, match="closed"):
         await store.list_runs()
-    with pytest.raises(StoreError, match="closed"):
-        store.claim("r")
 
 
 # --------------------------------------------------------------------------- event loops
@@ -472,59 +467,3 @@ def test_a_finished_loop_leaves_no_connection_behind(
         asyncio.run(store.list_runs())
     assert settled_connections() == []
     asyncio.run(store.close())
-
-
-# --------------------------------------------------------------------------- claims
-
-
-async def test_claims_hold_across_store_objects_and_die_with_the_connection(
-    postgres_dsn: str, pg_schema: str, sql: Any
-) -> None:
-    store = PostgresStore(tagged(postgres_dsn, pg_schema), schema=pg_schema)
-    other = PostgresStore(postgres_dsn, schema=pg_schema)
-    try:
-        claim = store.claim("r1")
-        with pytest.raises(RunBusyError, match="r1"):
-            other.claim("r1")
-        # the claim connection dies (network, server restart): its locks go with it
-        killed = sql.execute(
-            b"""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE application_name = %s""",
-            (pg_schema,),
-        ).fetchall()
-        assert (True,) in killed  # (the constructor's schema check may still be leaving)
-        await asyncio.sleep(0.05)
-        taken = other.claim("r1")
-        claim.release()  # on a dead connection: no error, and the new holder keeps it
-        with pytest.raises(RunBusyError):
-            store.claim("r1")
-        taken.release()
-        store.claim("r1").release()
-    finally:
-        await other.close()
-        await store.close()
-
-
-async def test_closing_a_store_releases_its_claims(store: PostgresStore, postgres_dsn: str) -> None:
-    other = PostgresStore(postgres_dsn, schema=store.schema)
-    other.claim("r1")
-    other.claim("r2")
-    with pytest.raises(RunBusyError):
-        store.claim("r1")
-    await other.close()
-    store.claim("r1").release()
-    store.claim("r2").release()
-
-
-async def test_claims_are_scoped_to_the_schema(store: PostgresStore, postgres_dsn: str) -> None:
-    from .conftest import drop_schema
-
-    other_schema = f"{store.schema}_b"
-    other = PostgresStore(postgres_dsn, schema=other_schema)
-    try:
-        held = store.claim("same-id")
-        other.claim("same-id").release()
-        held.release()
-    finally:
-        await other.close()
-        drop_schema(postgres_dsn, other_schema)

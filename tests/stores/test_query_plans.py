@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agentcore.stores import PostgresStore, SQLiteStore
-from agentcore.stores._pg_schema import Statements
-from agentcore.stores._sqlite import list_query, prune_query
+from agentcore.stores.postgres._schema import Statements
+from agentcore.stores.sqlite._store import list_query, prune_query
 
 RUNS = 20_000
 EVENTS_PER_RUN = 10

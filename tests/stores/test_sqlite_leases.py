@@ -18,8 +18,7 @@ import pytest
 from agentcore.errors import RunBusyError
 from agentcore.events import RunFinished
 from agentcore.stores import SQLiteStore
-
-from .conformance import context, started
+from agentcore.stores.testing import context, started
 
 # A holder in its own process: acquires the run, says so, waits for a line on stdin, then
 # appends seq 1 with its lease and reports how that went.
@@ -145,26 +144,6 @@ async def test_a_stolen_lease_takes_the_flock_on_renew(path: Path) -> None:
     finally:
         for s in (first, second, third):
             await s.close()
-
-
-async def test_a_claim_keeps_a_never_leased_run_from_being_acquired(
-    path: Path, store: SQLiteStore
-) -> None:
-    """claim() (until the agent moves to leases) and acquire() share the run's flock."""
-    await store.append("r", 0, [started("r")])
-    other = SQLiteStore(path)
-    try:
-        claim = store.claim("r")
-        with pytest.raises(RunBusyError):
-            await other.acquire("r", owner="other", ttl_s=30)
-        claim.release()
-        lease = await other.acquire("r", owner="other", ttl_s=30)
-        with pytest.raises(RunBusyError):
-            store.claim("r")
-        await other.release(lease)
-        store.claim("r").release()
-    finally:
-        await other.close()
 
 
 async def test_releasing_a_finished_run_removes_its_lock_file(

@@ -3,7 +3,7 @@
 Layout: one row per event in ``events`` (the body is the event's compact JSON without
 ``run_id`` and ``seq``, which are the primary key), and one row per run in ``runs`` (status,
 task, timestamps and the next sequence number), so that ``list_runs`` never reads events.
-The layout is built by numbered migrations (``_sqlite_schema.py``) applied on open, in one
+The layout is built by numbered migrations (``_schema``) applied on open, in one
 transaction; the version is kept in ``PRAGMA user_version``. A file written by a newer
 version, or by another application, is refused and left untouched.
 
@@ -17,7 +17,7 @@ Durability:
     itself stays consistent). An append's events are written all or none, inside one
     ``BEGIN IMMEDIATE`` transaction, and ``append`` returns only after it committed.
 
-Group commit (``_sqlite_commit``, ``group_commit=True`` by default):
+Group commit (``_commit``, ``group_commit=True`` by default):
     Appends made at once on one event loop (concurrent runs) share that transaction and
     its fsync, each inside its own ``SAVEPOINT``, so one append's conflict or fencing
     undoes only its own rows. The commit starts on the loop's next iteration after the
@@ -30,15 +30,14 @@ Concurrency:
     writers can never both append the same step. Calls are made inline, on the caller's
     thread: they are short, and a thread hop per step would cost more than the write.
 
-Leases (``acquire`` / ``renew`` / ``release``, ``_sqlite_leases``):
+Leases (``acquire`` / ``renew`` / ``release``, ``_leases``):
     The run's row holds the lease (owner, epoch, lease_until in Unix seconds of the
     machine's clock, which every process on the file shares). An acquire also takes the
     run's flock in ``<database>.locks/``; whoever gets that flock later knows its holder
     is gone, and voids its lease at once. A holder that is alive but stalled keeps its
     flock: once its lease has expired the run is taken without the flock, and the stalled
     holder, resumed, is fenced by the epoch. An append made with a lease checks owner and
-    epoch in its ``BEGIN IMMEDIATE`` transaction, before the seq. ``claim`` (superseded)
-    takes the same flock.
+    epoch in its ``BEGIN IMMEDIATE`` transaction, before the seq.
 
 Errors:
     Nothing is ever deleted or recreated. A file that is not a SQLite database, or whose
@@ -56,8 +55,8 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -65,29 +64,31 @@ from typing import Literal
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
-    RunBusyError,
     RunNotFoundError,
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, decode_event
+from agentcore.events import Event, RunStarted
 
-from ._base import (
+from .._base import (
     FINISHED_STATUSES,
     PRUNE_CHUNK,
     CancelRequest,
     Lease,
-    RunClaim,
     RunSummary,
     check_batch,
     check_lease_request,
     check_listing,
     check_prune_request,
+    check_truncate,
+    kept_status,
     like_escape,
     metadata_text,
     status_after,
+    translated,
+    verify_each,
 )
-from ._chain import (
+from .._chain import (
     ChainKey,
     ChainReport,
     ChainRow,
@@ -96,24 +97,23 @@ from ._chain import (
     extend,
     truncated_head,
 )
-from ._codec import DECODE_ERRORS, decode_rows, encode_batch, printable, run_label
-from ._commits import CommitStats
-from ._guards import FileGuards
-from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
-from ._sqlite_commit import Pending, SQLiteCommits
-from ._sqlite_leases import (
+from .._codec import decode_rows, encode_batch, printable, run_label
+from .._commits import CommitStats
+from .._guards import FileGuards
+from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from ._commit import BIND_ERRORS, Pending, SQLiteCommits
+from ._leases import (
     Flock,
     HeldFlocks,
     check_lease,
-    lock_path,
     lost,
     release_lease,
     renew_lease,
     take_lease,
     try_flock,
 )
-from ._sqlite_readonly import open_read_only
-from ._sqlite_schema import SCHEMA_VERSION, open_schema
+from ._readonly import open_read_only
+from ._schema import SCHEMA_VERSION, open_schema
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -148,9 +148,7 @@ _RUN_PAGE = "SELECT run_id FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?"
 
 _SYNCHRONOUS = ("FULL", "NORMAL")
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
-# What a call into sqlite3 may raise besides sqlite3.Error: a value it cannot bind (a lone
-# surrogate in a str: UnicodeEncodeError; an int beyond 64 bits: OverflowError).
-_BIND_ERRORS = (UnicodeError, OverflowError)
+_SQLITE_ERRORS = (sqlite3.Error, *BIND_ERRORS)
 
 
 class SQLiteStore:
@@ -172,7 +170,7 @@ class SQLiteStore:
             when false, every append is a transaction of its own.
         read_only: open an existing store only to read it (listings): nothing is created,
             migrated or locked, and a file or directory without write permission can be
-            read; writes fail with StoreError (``_sqlite_readonly``).
+            read; writes fail with StoreError (``_readonly``).
         chain_key: the key that signs each run's chain head (``_chain``); default
             ``$AGENTCORE_CHAIN_KEY`` when set. Without one the chain is still kept, its head
             unsigned. Never stored or shown.
@@ -217,11 +215,9 @@ class SQLiteStore:
         self._guards = FileGuards(self.path)
         self._key = ChainKey.configured(chain_key)
         write = partial(_append_if_at, key=self._key, written=WrittenHeads())
-        if read_only:  # _sqlite_readonly: creates, migrates and locks nothing
-            try:
+        if read_only:  # _readonly: creates, migrates and locks nothing
+            with self._translated("cannot open the file to read"):
                 self._conn = open_read_only(self.path, busy_timeout_s)
-            except (sqlite3.Error, *_BIND_ERRORS) as exc:
-                raise self._error(exc, "cannot open the file to read") from exc
             self._commits = SQLiteCommits(self._conn, write, self._error, group=False)
             return
         if Path(self.path).is_dir():
@@ -235,15 +231,13 @@ class SQLiteStore:
             raise StoreError(
                 f"Cannot create the directory for SQLite store {self.path}: {exc}"
             ) from exc
-        try:
+        with self._translated("cannot open the file"):
             conn = sqlite3.connect(
                 self.path,
                 timeout=busy_timeout_s,
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, "cannot open the file") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             open_schema(conn, self.path, synchronous, migrate=migrate)
@@ -271,7 +265,7 @@ class SQLiteStore:
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
         in the append's transaction, before the seq. With group commit, concurrent appends
-        share that transaction (``_sqlite_commit``); each returns once it is durable."""
+        share that transaction (``_commit``); each returns once it is durable."""
         check_batch(run_id, expected_seq, events, lease)
         bodies = encode_batch(run_id, events)
         self._open_conn()
@@ -285,14 +279,10 @@ class SQLiteStore:
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot load run {run_label(run_id)} after seq {after}"):
             rows: list[tuple[int, int | None, str | None, str | bytes | None]] = conn.execute(
                 _LOAD, (after, run_id)
             ).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot load run {run_label(run_id)} after seq {after}"
-            ) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return decode_rows(run_id, after, rows[0][0], rows, self._corrupted)
@@ -301,25 +291,18 @@ class SQLiteStore:
         self, run_id: str, *, after: int, dry_run: bool = False
     ) -> list[tuple[int, str]]:
         """See :meth:`TranscriptStore.truncate`."""
+        check_truncate(run_id, after)
         conn = self._open_conn()
-        if after < 0:
-            raise StoreError(
-                f"run {run_label(run_id)}: truncate after seq {after}? It keeps at least "
-                "run_started: use after >= 0"
-            )
-        try:
+        with self._translated(
+            f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
+        ):
             conn.execute("BEGIN IMMEDIATE")
             try:
-                removed = _truncate(conn, run_id, after, self._key)
+                removed = _truncate(conn, run_id, after, self._key, self.url)
                 conn.execute("ROLLBACK" if dry_run else "COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc,
-                f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted",
-            ) from exc
         if removed is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
@@ -334,18 +317,16 @@ class SQLiteStore:
         after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        ``updated_at`` order (``_sqlite_schema``, migration 4): no sort, no scan. A search
+        ``updated_at`` order (``_schema``, migration 4): no sort, no scan. A search
         tests each run's row in that order (id, task, metadata: migration 5) until
         ``limit`` runs matched."""
         conn = self._open_conn()
         check_listing(tenant, limit)
         sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
-        try:
+        with self._translated("cannot list runs"):
             rows: list[
                 tuple[str, str, str, float, float, int, str | None, str | None, float | None]
             ] = conn.execute(sql, (*params, limit)).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, "cannot list runs") from exc
         return [RunSummary(*row) for row in rows]
 
     async def prune(
@@ -363,7 +344,9 @@ class SQLiteStore:
         wanted = check_prune_request(before, statuses, tenant)
         conn = self._open_conn()
         pruned: list[str] = []
-        try:
+        with self._translated(
+            lambda: f"cannot prune runs ({len(pruned)} pruned before the failure)"
+        ):
             if run_ids is not None:
                 ids = sorted(set(run_ids))
                 for i in range(0, len(ids), PRUNE_CHUNK):
@@ -379,35 +362,23 @@ class SQLiteStore:
                     pruned += chunk
                     if len(chunk) < PRUNE_CHUNK:
                         break
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot prune runs ({len(pruned)} pruned before the failure)"
-            ) from exc
         return pruned
 
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot record a cancel request for run {run_label(run_id)}"):
             cur = conn.execute(_REQUEST_CANCEL, (by, reason, time.time(), run_id))
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot record a cancel request for run {run_label(run_id)}"
-            ) from exc
         if cur.rowcount == 0:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
 
     async def cancel_request(self, run_id: str) -> CancelRequest | None:
         """See :meth:`TranscriptStore.cancel_request`."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot read the cancel request of run {run_label(run_id)}"):
             row: tuple[str | None, str | None, float | None] | None = conn.execute(
                 "SELECT cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot read the cancel request of run {run_label(run_id)}"
-            ) from exc
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         by, reason, at = row
@@ -433,7 +404,7 @@ class SQLiteStore:
         except BaseException as exc:
             if fd is not None:
                 os.close(fd)
-            if isinstance(exc, sqlite3.Error | UnicodeError | OverflowError):
+            if isinstance(exc, _SQLITE_ERRORS):
                 raise self._error(exc, f"cannot acquire run {run_label(run_id)}") from exc
             raise
         if fd is not None:
@@ -454,7 +425,7 @@ class SQLiteStore:
         try:
             renewed = renew_lease(conn, lease, flocked=held == lease.epoch or fd is not None)
             error = None if renewed is not None else lost(conn, lease, what="It was not renewed")
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+        except _SQLITE_ERRORS as exc:
             if fd is not None:
                 os.close(fd)
             what = f"cannot renew the lease of run {run_label(lease.run_id)}"
@@ -476,7 +447,7 @@ class SQLiteStore:
         finished = False
         try:
             finished = release_lease(conn, lease)
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
+        except _SQLITE_ERRORS as exc:
             raise self._error(
                 exc, f"cannot release the lease of run {run_label(lease.run_id)}"
             ) from exc
@@ -484,20 +455,13 @@ class SQLiteStore:
             self._flocks.drop(lease.run_id, lease.epoch, unlink=finished)
 
     async def verify_chain(self, run_id: str) -> ChainReport:
-        """Check the run's hash chain and its signed head with this store's key
-        (``_chain.check_chain``): intact, or the first broken seq and why.
-
-        Raises:
-            RunNotFoundError: no such run.
-            StoreError: the store failed.
-        """
+        """See :meth:`ChainVerifier.verify_chain` (the row and the events in one
+        statement)."""
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot read run {run_label(run_id)} to verify it"):
             rows: list[
                 tuple[int, str | None, int | None, str | None, bytes | None, bytes | None]
             ] = conn.execute(_CHAIN_ROWS, (run_id,)).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, f"cannot read run {run_label(run_id)} to verify it") from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         events: list[ChainRow] = [
@@ -509,24 +473,15 @@ class SQLiteStore:
         return audit(report, self._key, run_id, self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """:meth:`verify_chain` for every run, in run id order, reading ``page`` run ids at
-        a time (keyset pages: memory stays flat however many runs there are). A run
-        deleted meanwhile is skipped."""
+        """See :meth:`ChainVerifier.verify_chains` (keyset pages of run ids)."""
+        async for report in verify_each(self._run_page, self.verify_chain, page):
+            yield report
+
+    async def _run_page(self, after: str, page: int) -> list[str]:
         conn = self._open_conn()
-        after = ""
-        while True:
-            try:
-                ids: list[tuple[str]] = conn.execute(_RUN_PAGE, (after, page)).fetchall()
-            except (sqlite3.Error, *_BIND_ERRORS) as exc:
-                raise self._error(exc, "cannot list runs to verify them") from exc
-            for (run_id,) in ids:
-                try:
-                    yield await self.verify_chain(run_id)
-                except RunNotFoundError:
-                    continue
-            if len(ids) < page:
-                return
-            after = ids[-1][0]
+        with self._translated("cannot list runs to verify them"):
+            ids: list[tuple[str]] = conn.execute(_RUN_PAGE, (after, page)).fetchall()
+        return [run_id for (run_id,) in ids]
 
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`: a flock in ``<database>.locks/``, dropped
@@ -536,20 +491,6 @@ class SQLiteStore:
     async def call_running(self, run_id: str, key: str) -> bool:
         """See :meth:`CallGuardStore.call_running`."""
         return await self._guards.call_running(run_id, key)
-
-    def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim`: an OS file lock (``flock``) per run, in
-        ``<database>.locks/``, held by this store object; the OS drops it if the process
-        dies. Works for every process on this machine that opens the same file.
-
-        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release`, which use the same
-        flock; an acquire refuses a never-leased run while a claim holds it."""
-        fd = try_flock(self.path, run_id)
-        if fd is None:
-            raise RunBusyError(
-                f"Run {run_label(run_id)} is being advanced by another worker right now."
-            )
-        return _FileClaim(fd, self, run_id)
 
     async def close(self) -> None:
         """Close the connection and let go of the leases' flocks (the leases stay recorded;
@@ -573,7 +514,9 @@ class SQLiteStore:
         snapshots from ``snapshot.start`` on."""
         check_snapshot(run_id, snapshot)
         conn = self._open_conn()
-        try:
+        with self._translated(
+            f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
+        ):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 _save_snapshot(conn, run_id, snapshot, lease, self._key)
@@ -581,10 +524,6 @@ class SQLiteStore:
             except BaseException:
                 _rollback(conn)
                 raise
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(
-                exc, f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
-            ) from exc
 
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
         """See :meth:`SnapshotStore.load_snapshot`."""
@@ -592,11 +531,13 @@ class SQLiteStore:
 
     def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
         conn = self._open_conn()
-        try:
+        with self._translated(f"cannot read the snapshots of run {run_label(run_id)}"):
             rows: list[StoredRow] = conn.execute(_LOAD_SNAPSHOTS, (run_id,)).fetchall()
-        except (sqlite3.Error, *_BIND_ERRORS) as exc:
-            raise self._error(exc, f"cannot read the snapshots of run {run_label(run_id)}") from exc
         return rows
+
+    def _translated(self, what: str | Callable[[], str]) -> AbstractContextManager[None]:
+        """sqlite3's errors (and a value it cannot bind) leave the block as :meth:`_error`."""
+        return translated(_SQLITE_ERRORS, self._error, what)
 
     def _error(self, exc: Exception, what: str) -> StoreError:
         """Our error for a sqlite3 error: corrupted for a damaged file, else StoreError."""
@@ -631,7 +572,7 @@ def _append_if_at(
     written: WrittenHeads,
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
-    (and, with a lease, held by it); the caller commits or rolls back (``_sqlite_commit``).
+    (and, with a lease, held by it); the caller commits or rolls back (``_commit``).
     Their digests extend the chain head read here, in the same transaction (``_chain``).
 
     Returns:
@@ -697,38 +638,8 @@ def _append_if_at(
     return expected_seq
 
 
-class _FileClaim:
-    """A held flock; released explicitly or when the process dies."""
-
-    def __init__(self, fd: int, store: SQLiteStore, run_id: str) -> None:
-        self._fd: int | None = fd
-        self._store = store
-        self._run_id = run_id
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        # A finished run is never advanced again: remove its lock file while still holding it,
-        # so lock files do not pile up (a late opener of the removed file only reads results).
-        try:
-            with contextlib.suppress(OSError, sqlite3.Error, StoreError, *_BIND_ERRORS):
-                row = (
-                    self._store._open_conn()  # pyright: ignore[reportPrivateUsage]  # same module
-                    .execute("SELECT status FROM runs WHERE run_id = ?", (self._run_id,))
-                    .fetchone()
-                )
-                if row is not None and row[0] in ("completed", "cancelled"):
-                    os.unlink(lock_path(self._store.path, self._run_id))
-        finally:
-            os.close(fd)  # closing the descriptor drops the lock
-
-    def __del__(self) -> None:
-        self.release()
-
-
 def _truncate(
-    conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None
+    conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None, where: str
 ) -> list[tuple[int, str]] | None:
     """Delete events after ``after`` inside the caller's transaction; ``None``: no such run.
     The chain head is moved back to the last kept event and signed again (``_chain``)."""
@@ -745,21 +656,9 @@ def _truncate(
         (run_id, after),
     ).fetchall()
     head = truncated_head(key, run_id, found[0], chains)
-    status = "running"
-    for seq, body in rows:
-        if seq > after:
-            continue
-        try:
-            event = decode_event(run_id, seq, body)
-        except DECODE_ERRORS as exc:
-            raise StoreCorruptedError(
-                f"Run {run_label(run_id)} is corrupted at seq {seq}, which the truncation "
-                f"would keep: its body cannot be decoded ({exc}). Truncate before it."
-            ) from exc
-        status = status_after(status, event)
+    status, kept = kept_status(run_id, where, rows, after)
     conn.execute("DELETE FROM events WHERE run_id = ? AND seq > ?", (run_id, after))
     conn.execute("DELETE FROM snapshots WHERE run_id = ? AND seq > ?", (run_id, after))
-    kept = sum(1 for seq, _ in rows if seq <= after)
     conn.execute(
         "UPDATE runs SET next_seq = ?, status = ?, chain_head = ? WHERE run_id = ?",
         (kept, status, head, run_id),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentcore.contracts.errors import StoreError
 
-from ._sqlite_schema import SCHEMA_VERSION, check_ours, read_version
+from ._schema import SCHEMA_VERSION, check_ours, read_version
 
 __all__ = ["open_read_only"]
 

@@ -18,7 +18,7 @@ Layout (schema version 1):
     text (``task``, ``cancel_by``, ``cancel_reason``) is therefore kept as a JSON string
     literal (``"the task"``), escaped the same way as the bodies.
 
-Migrations (``_pg_schema``):
+Migrations (``_schema``):
     Numbered steps, additions only, applied on open in one transaction under an advisory
     lock, so processes opening at once do not race; a newer database is refused, untouched.
 
@@ -33,7 +33,7 @@ Appends:
     UPDATE, so fencing costs no round trip; only a refused append reads the row again, to
     say whether the lease was lost (LeaseLostError) or the seq moved (SeqConflictError).
 
-Group commit (``_pg_commit``, ``group_commit=True`` by default):
+Group commit (``_commit``, ``group_commit=True`` by default):
     Appends made at once on one event loop share one transaction: their statements are
     pipelined on one connection (``BEGIN``, the statements in run id order, ``COMMIT``:
     one round trip, one WAL flush), each keeping its own conditions and outcome. The
@@ -49,15 +49,10 @@ Leases (``acquire`` / ``renew`` / ``release``):
     a connection: a worker that dies, or whose connection drops, keeps its run until its
     lease expires, and is fenced by the epoch if it comes back after someone took over.
 
-Event loops (``_pg_pools``):
+Event loops (``_pools``):
     A pool belongs to the event loop that opened it, so the store keeps one per running
     loop, opened on first use and closed when that loop ends: code that calls
     ``asyncio.run`` repeatedly with one store (the CLI, the ``*_sync`` methods) works.
-
-Claims (``_pg_claims``), superseded by leases:
-    Session-level advisory locks on one synchronous connection per store, dedicated to
-    claims (``claim`` is synchronous in the protocol). Kept until the agent moves to
-    ``acquire``; claims and leases do not see each other.
 """
 
 from __future__ import annotations
@@ -65,8 +60,8 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import (
@@ -78,26 +73,29 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import Event, RunStarted, decode_event
+from agentcore.events import Event, RunStarted
 
-from ._base import (
+from .._base import (
     FINISHED_STATUSES,
     PRUNE_CHUNK,
     CancelRequest,
     Lease,
-    RunClaim,
     RunSummary,
     busy_error,
     check_batch,
     check_lease_request,
     check_listing,
     check_prune_request,
+    check_truncate,
+    kept_status,
     like_escape,
     lost_error,
     metadata_text,
     status_after,
+    translated,
+    verify_each,
 )
-from ._chain import (
+from .._chain import (
     ChainKey,
     ChainReport,
     ChainRow,
@@ -106,15 +104,14 @@ from ._chain import (
     extend,
     truncated_head,
 )
-from ._codec import DECODE_ERRORS, decode_rows, encode_batch, run_label
-from ._commits import CommitStats
-from ._pg_claims import AdvisoryClaims
-from ._pg_commit import PgAppend, PgCommits
-from ._pg_guards import PgGuards
-from ._pg_pools import LoopPools
-from ._pg_retry import retried, retried_append
-from ._pg_schema import Statements, upgrade
-from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from .._codec import decode_rows, encode_batch, run_label
+from .._commits import CommitStats
+from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from ._commit import PgAppend, PgCommits
+from ._guards import PgGuards
+from ._pools import LoopPools
+from ._retry import retried, retried_append
+from ._schema import Statements, upgrade
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -169,10 +166,10 @@ class PostgresStore:
     """A durable store in PostgreSQL; the same semantics as :class:`SQLiteStore`.
 
     Any number of processes and store objects may share a database: conditional appends
-    keep them consistent, and a run's lease (like a claim, which it supersedes) is
-    exclusive across all of them. The constructor
-    connects once, synchronously, to check (or create, or upgrade) the schema, so a bad DSN
-    or a newer database fails at open; the pools open on first use in each event loop.
+    keep them consistent, and a run's lease is exclusive across all of them. The
+    constructor connects once, synchronously, to check (or create, or upgrade) the schema,
+    so a bad DSN or a newer database fails at open; the pools open on first use in each
+    event loop.
 
     Args:
         dsn: a ``postgresql://`` / ``postgres://`` URL or a libpq ``key=value`` string.
@@ -240,12 +237,6 @@ class PostgresStore:
         self._pools = LoopPools(
             dsn, min_size=min_connections, max_size=max_connections, timeout=connect_timeout_s
         )
-        self._claims = AdvisoryClaims(
-            dsn,
-            namespace=schema or "",
-            connect_timeout=self._connect_timeout,
-            error=self._error,
-        )
         self._commits = PgCommits(
             self._pool, self._sql.run_state, self._error, self._refusal, group=group_commit
         )
@@ -275,7 +266,7 @@ class PostgresStore:
     ) -> None:
         """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
         checked by the same one-statement append as the seq (no extra round trip). With
-        group commit, concurrent appends share one transaction (``_pg_commit``); each
+        group commit, concurrent appends share one transaction (``_commit``); each
         returns once it is durable.
 
         The batch's digests extend the run's chain head (``_chain``), computed here: the head
@@ -375,14 +366,11 @@ class PostgresStore:
     async def _one_row(self, sql: Any, params: Any, where: str) -> Any:  # Any: a psycopg row
         """The first row of one statement on a pooled connection (``None``: no row), with
         a failure reported as ``where``."""
-        import psycopg
 
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 return await (await conn.execute(sql, params)).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
 
     @retried
     async def _chain_state(self, run_id: str) -> tuple[int | None, str | None, bool]:
@@ -395,16 +383,13 @@ class PostgresStore:
     @retried
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""
-        import psycopg
 
         where = f"cannot load run {run_label(run_id)} after seq {after}"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 cur = await conn.execute(self._sql.load, (after, run_id))
                 rows = await cur.fetchall()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         return decode_rows(run_id, after, int(rows[0][0]), rows, self._corrupted)
@@ -412,48 +397,34 @@ class PostgresStore:
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False
     ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate`."""
-        import psycopg
-
-        if after < 0:
-            raise StoreError("truncate keeps at least run_started: use after >= 0")
-        where = f"cannot truncate run {run_label(run_id)} after seq {after}"
+        """See :meth:`TranscriptStore.truncate` (one transaction, under the run's row lock)."""
+        check_truncate(run_id, after)
+        where = f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
         pool = await self._pool(where)
         try:
-            async with pool.connection() as conn, conn.transaction():
-                found = await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone()
-                if found is None:
-                    raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
-                rows = await (await conn.execute(self._sql.bodies, (run_id,))).fetchall()
-                head = truncated_head(
-                    self._key,
-                    run_id,
-                    found[0],
-                    [
-                        (int(seq), None if c is None else bytes(c))
-                        for seq, _, c in rows
-                        if seq <= after
-                    ],
-                )
-                status, kept = "running", 0
-                for seq, body, _ in rows:
-                    if seq > after:
-                        continue
-                    try:
-                        status = status_after(status, decode_event(run_id, seq, body))
-                    except DECODE_ERRORS as exc:
-                        raise StoreCorruptedError(
-                            f"Run {run_label(run_id)} in {self._display} is corrupted at seq "
-                            f"{seq}: an event the truncation would keep cannot be decoded ({exc}); "
-                            "truncate earlier"
-                        ) from exc
-                    kept += 1
-                if not dry_run:
-                    await conn.execute(self._sql.delete_after, (run_id, after))
-                    await conn.execute(self._sql.snapshots_after, (run_id, after))
-                    await conn.execute(self._sql.reset_run, (kept, status, head, run_id))
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
+            with self._translated(where):
+                async with pool.connection() as conn, conn.transaction():
+                    found = await (await conn.execute(self._sql.lock_run, (run_id,))).fetchone()
+                    if found is None:
+                        raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+                    rows = await (await conn.execute(self._sql.bodies, (run_id,))).fetchall()
+                    head = truncated_head(
+                        self._key,
+                        run_id,
+                        found[0],
+                        [
+                            (int(seq), None if c is None else bytes(c))
+                            for seq, _, c in rows
+                            if seq <= after
+                        ],
+                    )
+                    status, kept = kept_status(
+                        run_id, self._display, ((seq, body) for seq, body, _ in rows), after
+                    )
+                    if not dry_run:
+                        await conn.execute(self._sql.delete_after, (run_id, after))
+                        await conn.execute(self._sql.snapshots_after, (run_id, after))
+                        await conn.execute(self._sql.reset_run, (kept, status, head, run_id))
         finally:
             self._heads.pop(run_id, None)
         return [(int(seq), str(body)) for seq, body, _ in rows if seq > after]
@@ -469,9 +440,8 @@ class PostgresStore:
         after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
         """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        the listing's order (``_pg_schema``): no sort, no scan. A search tests each run in
+        the listing's order (``_schema``): no sort, no scan. A search tests each run in
         that order (id, task and metadata on its row) until ``limit`` matched."""
-        import psycopg
 
         where = "cannot list runs"
         check_listing(tenant, limit)
@@ -487,11 +457,9 @@ class PostgresStore:
                 (True, True): (self._sql.list_tenant_status, (tenant, status, limit)),
             }[status is not None, tenant is not None]
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 rows = await (await conn.execute(statement, params)).fetchall()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         out: list[RunSummary] = []
         for run_id, st, task, created, updated, events, owner, holder, until in rows:
             try:
@@ -564,7 +532,6 @@ class PostgresStore:
         """See :meth:`TranscriptStore.prune`: one ``DELETE ... RETURNING`` per chunk (its own
         transaction), which picks the runs through the ``(status, updated_at)`` index, skips
         rows a writer holds, and takes the events along by ``ON DELETE CASCADE``."""
-        import psycopg
 
         wanted = check_prune_request(before, statuses, tenant)
         where = "cannot prune runs"
@@ -580,7 +547,7 @@ class PostgresStore:
         )
         pruned: list[str] = []
         pool = await self._pool(where)
-        try:
+        with self._translated(lambda: f"{where} ({len(pruned)} pruned before the failure)"):
             async with pool.connection() as conn:
                 if ids is not None:
                     for i in range(0, len(ids), PRUNE_CHUNK):
@@ -596,8 +563,6 @@ class PostgresStore:
                         pruned += [str(row[0]) for row in rows]
                         if len(rows) < PRUNE_CHUNK:
                             break
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, f"{where} ({len(pruned)} pruned before the failure)") from exc
         return pruned
 
     @retried
@@ -637,13 +602,12 @@ class PostgresStore:
         """See :meth:`TranscriptStore.acquire`: one ``UPDATE ... RETURNING`` that takes the
         run if nobody holds it or the holder's lease has expired by the database's clock.
         A dead worker's run is taken once its lease expires."""
-        import psycopg
 
         check_lease_request(owner, ttl_s)
         where = f"cannot acquire run {run_label(run_id)}"
         params: dict[str, Any] = {"run_id": run_id, "owner": owner, "ttl": float(ttl_s)}
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 for _ in range(3):  # again if it came free between the two statements
                     row = await (await conn.execute(self._sql.acquire, params)).fetchone()
@@ -657,8 +621,6 @@ class PostgresStore:
                         raise busy_error(
                             run_label(run_id), holder, int(epoch), float(until), float(now)
                         )
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         raise RunBusyError(
             f"Run {run_label(run_id)} changed hands repeatedly while this worker tried to "
             "acquire it; try again."
@@ -667,7 +629,6 @@ class PostgresStore:
     @retried
     async def renew(self, lease: Lease) -> Lease:
         """See :meth:`TranscriptStore.renew` (from the database's ``clock_timestamp()``)."""
-        import psycopg
 
         where = f"cannot renew the lease of run {run_label(lease.run_id)}"
         params: dict[str, Any] = {
@@ -677,7 +638,7 @@ class PostgresStore:
             "ttl": float(lease.ttl_s),
         }
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 row = await (await conn.execute(self._sql.renew, params)).fetchone()
                 if row is not None:
@@ -685,34 +646,28 @@ class PostgresStore:
                 found = await (
                     await conn.execute(self._sql.lease_state, (lease.run_id,))
                 ).fetchone()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         raise self._lost(lease, found, what="It was not renewed")
 
     @retried
     async def release(self, lease: Lease) -> None:
         """See :meth:`TranscriptStore.release`."""
-        import psycopg
 
         where = f"cannot release the lease of run {run_label(lease.run_id)}"
         params = {"run_id": lease.run_id, "owner": lease.owner, "epoch": lease.epoch}
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 await conn.execute(self._sql.release, params)
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
 
     async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
         """See :meth:`SnapshotStore.save_snapshot`: one transaction that locks the run's
         row, checks the lease, reads event ``seq``'s digest and replaces the run's
         snapshots from ``snapshot.start`` on. Not retried: a snapshot is only a cache."""
-        import psycopg
 
         check_snapshot(run_id, snapshot)
         where = f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn, conn.transaction():
                 found = await (
                     await conn.execute(self._sql.snapshot_target, (snapshot.seq, run_id))
@@ -734,8 +689,6 @@ class PostgresStore:
                 await conn.execute(
                     self._sql.snapshot_insert, row_for(self._key, run_id, snapshot, bytes(chain))
                 )
-        except (psycopg.Error, UnicodeError) as exc:
-            raise self._error(exc, where) from exc
 
     @retried
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
@@ -743,15 +696,12 @@ class PostgresStore:
         return usable(self._key, run_id, await self._snapshot_rows(run_id))
 
     async def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
-        import psycopg
 
         where = f"cannot read the snapshots of run {run_label(run_id)}"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 found = await (await conn.execute(self._sql.snapshots_load, (run_id,))).fetchall()
-        except (psycopg.Error, UnicodeError) as exc:
-            raise self._error(exc, where) from exc
         return [
             (
                 int(seq),
@@ -768,16 +718,13 @@ class PostgresStore:
 
     @retried
     async def verify_chain(self, run_id: str) -> ChainReport:
-        """See :meth:`SQLiteStore.verify_chain` (the row and the events in one statement)."""
-        import psycopg
+        """See :meth:`ChainVerifier.verify_chain` (the row and the events in one statement)."""
 
         where = f"cannot read run {run_label(run_id)} to verify it"
         pool = await self._pool(where)
-        try:
+        with self._translated(where):
             async with pool.connection() as conn:
                 rows = await (await conn.execute(self._sql.chain_rows, (run_id,))).fetchall()
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, where) from exc
         if not rows:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         events: list[ChainRow] = [
@@ -789,36 +736,17 @@ class PostgresStore:
         return audit(report, self._key, run_id, await self._snapshot_rows(run_id))
 
     async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """See :meth:`SQLiteStore.verify_chains` (keyset pages of run ids)."""
-        import psycopg
+        """See :meth:`ChainVerifier.verify_chains` (keyset pages of run ids)."""
+        async for report in verify_each(self._run_page, self.verify_chain, page):
+            yield report
 
-        after = ""
-        while True:
-            pool = await self._pool("cannot list runs to verify them")
-            try:
-                async with pool.connection() as conn:
-                    ids = await (await conn.execute(self._sql.run_page, (after, page))).fetchall()
-            except psycopg.Error as exc:
-                raise self._error(exc, "cannot list runs to verify them") from exc
-            for (run_id,) in ids:
-                try:
-                    yield await self.verify_chain(str(run_id))
-                except RunNotFoundError:
-                    continue
-            if len(ids) < page:
-                return
-            after = str(ids[-1][0])
-
-    def claim(self, run_id: str) -> RunClaim:
-        """See :meth:`TranscriptStore.claim`: a session-level advisory lock per run, on the
-        store's claim connection; it dies with the connection or the process. Exclusive
-        across every process and store object using the same database and schema.
-
-        Superseded by :meth:`acquire` / :meth:`renew` / :meth:`release` (leases with
-        fencing), which replace it; the two do not see each other."""
-        if self._closed:
-            raise StoreError(f"The store {self._display} is closed; open a new one")
-        return self._claims.claim(run_id)
+    async def _run_page(self, after: str, page: int) -> list[str]:
+        where = "cannot list runs to verify them"
+        pool = await self._pool(where)
+        with self._translated(where):
+            async with pool.connection() as conn:
+                ids = await (await conn.execute(self._sql.run_page, (after, page))).fetchall()
+        return [str(run_id) for (run_id,) in ids]
 
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`: a session-level advisory lock on a
@@ -834,16 +762,15 @@ class PostgresStore:
     async def check_connections(self) -> None:
         """Test this event loop's idle pooled connections and replace the dead ones. The
         store calls it itself before retrying an operation whose connection was lost
-        (``_pg_retry``); never raises."""
+        (``_retry``); never raises."""
         await self._pools.check()
 
     async def close(self) -> None:
-        """Close every pool and the claim connection (releasing all claims). Idempotent.
+        """Close every pool. Idempotent.
         This loop's appends already queued are committed first."""
         await self._commits.wait()
         self._closed = True
         await self._pools.close()
-        self._claims.close()
 
     # ------------------------------------------------------------------ internals
 
@@ -862,13 +789,20 @@ class PostgresStore:
         """Create or upgrade the schema (synchronously: called by the constructor)."""
         import psycopg
 
-        try:
-            with psycopg.connect(
+        with (
+            self._translated("cannot open the database"),
+            psycopg.connect(
                 self.url, autocommit=True, connect_timeout=self._connect_timeout
-            ) as conn:
-                upgrade(conn, self._sql, schema=self.schema, display=self._display, migrate=migrate)
-        except (psycopg.Error, UnicodeError) as exc:  # UnicodeError: a lone surrogate
-            raise self._error(exc, "cannot open the database") from exc
+            ) as conn,
+        ):
+            upgrade(conn, self._sql, schema=self.schema, display=self._display, migrate=migrate)
+
+    def _translated(self, what: str | Callable[[], str]) -> AbstractContextManager[None]:
+        """psycopg's errors (and a lone surrogate it cannot send: UnicodeError) leave the
+        block as :meth:`_error`."""
+        import psycopg
+
+        return translated((psycopg.Error, UnicodeError), self._error, what)
 
     def _error(self, exc: Exception, what: str) -> StoreError:
         sqlstate = getattr(exc, "sqlstate", None)

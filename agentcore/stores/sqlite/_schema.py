@@ -15,7 +15,7 @@ import sqlite3
 
 from agentcore.contracts.errors import StoreError
 
-from ._migrations import Migration, numbered, pending
+from .._migrations import Migration, numbered, pending
 
 __all__ = [
     "APPLICATION_ID",

@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._guards import guard_digest
+from .._guards import guard_digest
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import SeqConflictError, StoreError
 
-from ._base import Lease
-from ._codec import run_label
-from ._commits import CommitStats
+from .._base import Lease
+from .._codec import run_label
+from .._commits import CommitStats
 
 if TYPE_CHECKING:
     import psycopg

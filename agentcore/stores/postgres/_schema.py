@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import StoreError
 
-from ._migrations import Migration, numbered, pending
+from .._migrations import Migration, numbered, pending
 
 if TYPE_CHECKING:
     import psycopg

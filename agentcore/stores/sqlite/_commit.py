@@ -11,15 +11,13 @@ write-ahead holds. When the transaction itself fails (the write lock not obtaine
 the busy timeout, the disk full, the ``COMMIT`` refused) every append of the batch fails
 with StoreError and nothing of it is written.
 
-The batch runs inline, on the loop's thread, not on a dedicated writer thread. Measured
-with the agent at 1,000 concurrent runs (``bench/bench_scale.py``, 2 shared cores, four
-runs on 2026-12-01, ten paired samples): inline made 2,522 durable steps/s (median; 855
-to 3,119), a writer thread with its own connection 2,238 (1,029 to 2,747); inline was
-faster in seven pairs of ten, and slower in three taken while the machine was loaded,
-when a thread that keeps the loop working through a slow fsync or WAL checkpoint
-degrades less. Inline also needs no second connection (on the store's one connection, a
-read from the loop during a batch would see its uncommitted rows), no lock against
-the loop, and no result crossing threads; CPython's GIL takes the rest of the thread's
+The batch runs inline, on the loop's thread, not on a dedicated writer thread: measured
+with the agent at 1,000 concurrent runs (``bench/bench_scale.py``; figures in
+``bench/RESULTS.md``), inline is the faster of the two except on a loaded machine, where a
+thread that keeps the loop working through a slow fsync or WAL checkpoint degrades less.
+Inline also needs no second connection (on the store's one connection, a read from the
+loop during a batch would see its uncommitted rows), no lock against the loop, and no
+result crossing threads; CPython's GIL takes the rest of the thread's
 advantage away: the writer holds it to prepare and bind every statement, and each of a
 batch's many short sqlite3 calls gives it back and must win it again from a busy loop.
 
@@ -41,9 +39,9 @@ from agentcore._faults import crash_point
 from agentcore.contracts.errors import SeqConflictError, StoreError
 from agentcore.events import Event
 
-from ._base import Lease
-from ._codec import run_label
-from ._commits import CommitStats
+from .._base import Lease
+from .._codec import run_label
+from .._commits import CommitStats
 
 __all__ = ["BIND_ERRORS", "Pending", "SQLiteCommits"]
 

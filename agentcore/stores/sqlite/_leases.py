@@ -33,8 +33,8 @@ from pathlib import Path
 
 from agentcore.contracts.errors import LeaseLostError, RunNotFoundError, StoreError
 
-from ._base import Lease, busy_error, lost_error
-from ._codec import run_label
+from .._base import Lease, busy_error, lost_error
+from .._codec import run_label
 
 __all__ = [
     "Flock",

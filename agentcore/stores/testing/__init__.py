@@ -1,0 +1,64 @@
+"""The store conformance suite: what every :class:`TranscriptStore` must do, for the
+built-in stores and for a store of your own (it needs pytest, pytest-asyncio and
+hypothesis; ``import agentcore.stores`` does not load it).
+
+A store passes by subclassing :class:`StoreConformance` in a ``Test...`` class and
+overriding the ``store`` fixture (and ``peer`` when a second store object can open the same
+data, so that races and leases are also checked across objects)::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        async def store(self) -> AsyncIterator[TranscriptStore]:
+            s = MyStore(...)
+            yield s
+            await s.close()
+
+Every test starts from an empty store.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .._base import TranscriptStore
+from ._appends import AppendChecks
+from ._builders import (
+    UNICODE_SAMPLES,
+    context,
+    every_event_type,
+    finished,
+    folded_status,
+    fresh_run_id,
+    started,
+    tool_result,
+)
+from ._content import ContentChecks
+from ._ownership import OwnershipChecks
+from ._runs import RunChecks
+
+__all__ = [
+    "UNICODE_SAMPLES",
+    "StoreConformance",
+    "context",
+    "every_event_type",
+    "finished",
+    "folded_status",
+    "fresh_run_id",
+    "started",
+    "tool_result",
+]
+
+
+class StoreConformance(AppendChecks, RunChecks, OwnershipChecks, ContentChecks):
+    """The behaviour every transcript store shares. Override ``store`` (and ``peer``)."""
+
+    @pytest.fixture
+    async def store(self) -> TranscriptStore:
+        """The store under test, empty, closed afterwards. Subclasses must override it."""
+        pytest.fail(f"{type(self).__name__} must override the `store` fixture")
+
+    @pytest.fixture
+    async def peer(self, store: TranscriptStore) -> TranscriptStore | None:
+        """A second store object on the same data as ``store``, or ``None`` where a store
+        cannot be opened twice (MemoryStore). It races appends and leases across objects."""
+        return None

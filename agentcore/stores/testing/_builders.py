@@ -1,0 +1,213 @@
+"""Events and run ids for store tests: a run's first event, context, a finish, a tool
+result, one event of every type, and text that stresses an encoder."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from agentcore.contracts import FinishAction, PlanAction, ToolAction
+from agentcore.events import (
+    ActionProposed,
+    Confirmation,
+    ContextAdded,
+    Decision,
+    Event,
+    ModelCalled,
+    Resolution,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+
+from ..._status import status_after
+
+UNICODE_SAMPLES = [
+    "emoji 😀👩🏽‍💻🇺🇦",
+    "RTL: שלום עולם, مرحبا بالعالم",
+    "a NUL \u0000 in the middle, and \u0000 twice",
+    "astral plane: \U0001d518\U0001d52b\U0001d526 \U00013000 \U0010fffd 😀",
+    "combining: e\u0301 a\u0308, ZWJ \u200d, BOM \ufeff, bidi \u202e override",
+    "controls: \t\n\r\x1b[31m \x7f \u2028 \u2029",
+    'quotes and escapes: " \\ \\u0000 </script> {"json": true}',
+]
+
+_run_numbers = itertools.count()
+
+
+def fresh_run_id(prefix: str = "run") -> str:
+    """A run id no other test of this process uses."""
+    return f"{prefix}-{next(_run_numbers)}"
+
+
+def started(
+    run_id: str, *, at: float = 1.0, task: str = "do the thing", tenant: str | None = None
+) -> RunStarted:
+    return RunStarted(
+        run_id=run_id,
+        seq=0,
+        at=at,
+        task=task,
+        scope=["lookup", "delete_order"],
+        budget={"max_steps": 10},
+        policy={"plan_before_writes": False},
+        contract={"hash": "sha256:abc"},
+        route=["scripted/a", "scripted/b"],
+        tools={"lookup": {"effect": "read", "schema": {"type": "object"}}},
+        metadata={"user": "ünïcødé ✓", "n": 3, "nested": {"a": [1, None, True, 2.5]}},
+        tenant=tenant,
+    )
+
+
+def context(
+    run_id: str, seq: int, *, at: float | None = None, content: str = "ctx"
+) -> ContextAdded:
+    return ContextAdded(
+        run_id=run_id,
+        seq=seq,
+        at=at if at is not None else 1.0 + seq,
+        step=1,
+        source="files",
+        content=content,
+    )
+
+
+def finished(run_id: str, seq: int, status: str, *, at: float) -> RunFinished:
+    return RunFinished(run_id=run_id, seq=seq, at=at, status=status, reason="for the test")
+
+
+def tool_result(run_id: str, seq: int, result: object, *, at: float | None = None) -> ToolFinished:
+    return ToolFinished.model_validate(
+        {
+            "run_id": run_id,
+            "seq": seq,
+            "at": at if at is not None else 1.0 + seq,
+            "step": 1,
+            "call_id": "c1",
+            "tool": "lookup",
+            "ok": True,
+            "result": result,
+        }
+    )
+
+
+def every_event_type(run_id: str) -> list[Event]:
+    """A run that walks through every event type, with non-default optional fields, in an
+    order the state fold accepts; its status moves through every value a listing shows."""
+    return [
+        started(run_id),
+        ContextAdded(run_id=run_id, seq=1, at=2.5, step=1, source="files", content="a\nb"),
+        ModelCalled(
+            run_id=run_id,
+            seq=2,
+            at=3.25,
+            step=1,
+            model="scripted/a",
+            outcome="invalid",
+            attempts=2,
+            input_tokens=100,
+            output_tokens=20,
+            cached_input_tokens=50,
+            cost=0.00123,
+            latency_ms=812.5,
+            finish_reason="stop",
+            response_id="resp_1",
+            reply="{not json",
+            error="bad reply",
+        ),
+        ActionProposed(
+            run_id=run_id,
+            seq=3,
+            at=4.0,
+            step=1,
+            call_id="c1",
+            action=PlanAction(thought="plan it", steps=["look", "delete"]),
+        ),
+        Decision(run_id=run_id, seq=4, at=4.25, step=1, call_id="c1", verdict="execute"),
+        ActionProposed(
+            run_id=run_id,
+            seq=5,
+            at=4.5,
+            step=2,
+            call_id="c2",
+            action=ToolAction(thought="delete it", tool="delete_order", args={"id": "A1"}),
+        ),
+        Decision(
+            run_id=run_id,
+            seq=6,
+            at=4.75,
+            step=2,
+            call_id="c2",
+            verdict="needs_confirmation",
+            reason="destructive",
+            args_hash="h1",
+        ),
+        RunFinished(run_id=run_id, seq=7, at=5.0, status="awaiting_confirmation"),
+        Confirmation(
+            run_id=run_id,
+            seq=8,
+            at=5.5,
+            step=2,
+            call_id="c2",
+            approved=True,
+            by="alice",
+            reason="ok",
+            args={"id": "A2"},
+            args_hash="h2",
+        ),
+        ToolStarted(
+            run_id=run_id,
+            seq=9,
+            at=6.0,
+            step=2,
+            call_id="c2",
+            tool="delete_order",
+            args={"id": "A2"},
+            idempotency_key=f"{run_id}:c2",
+        ),
+        RunFinished(run_id=run_id, seq=10, at=6.5, status="needs_attention", reason="outcome lost"),
+        Resolution(
+            run_id=run_id,
+            seq=11,
+            at=7.0,
+            step=2,
+            call_id="c2",
+            decision="rerun",
+            by="bob",
+            reason="it did not happen",
+        ),
+        ToolFinished(
+            run_id=run_id,
+            seq=12,
+            at=7.5,
+            step=2,
+            call_id="c2",
+            tool="delete_order",
+            ok=False,
+            result={"partial": [1, 2.5, "x", None]},
+            error="EIO",
+            duration_ms=12.5,
+        ),
+        RunFinished(run_id=run_id, seq=13, at=8.0, status="budget_exhausted", reason="steps"),
+        RunResumed(run_id=run_id, seq=14, at=8.5, budget={"max_steps": 20}, by="carol"),
+        ActionProposed(
+            run_id=run_id,
+            seq=15,
+            at=9.0,
+            step=3,
+            call_id="c3",
+            action=FinishAction(thought="done", answer="the answer"),
+        ),
+        RunFinished(run_id=run_id, seq=16, at=9.5, status="completed", answer="the answer"),
+    ]
+
+
+def folded_status(events: Sequence[Event]) -> str:
+    """The status a run has after ``events``: :func:`status_after` folded over them, as the
+    run's state and the stores' listings compute it."""
+    status = "running"
+    for ev in events:
+        status = status_after(status, ev)
+    return status

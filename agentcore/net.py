@@ -19,6 +19,11 @@ every request and redirect too. A refusal raises :class:`httpx.ConnectError` say
 
 Proxies are not used (a proxy would connect on the tool's behalf, past the check); the
 clients made here ignore proxy environment variables. Importing this module imports httpx.
+
+A request made while a tool call runs carries the call's identity by itself
+(:meth:`ToolContext.request_headers <agentcore.ToolContext.request_headers>`):
+``Agentcore-Fencing-Token`` on every request, ``Idempotency-Key`` on a POST or PATCH. A
+header the tool set itself is left as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from typing import Any
 
 import httpcore
 import httpx
+
+from .tools import ToolContext
 
 __all__ = [
     "AsyncGuardedTransport",
@@ -63,6 +70,13 @@ class _Guard:
     def __init__(self, hosts: Sequence[str] | None, allow_networks: Sequence[str]) -> None:
         self.hosts = None if hosts is None else tuple(h.lower().rstrip(".") for h in hosts)
         self.networks = tuple(str(ipaddress.ip_network(n, strict=False)) for n in allow_networks)
+
+    def prepare(self, request: httpx.Request) -> None:
+        """Refuse a request to a host not allowed; add the running call's identity."""
+        self.check_request(request)
+        ctx = ToolContext.current()
+        if ctx is not None:  # a header already there (the tool's, a redirect's) stays
+            request.headers.update(ctx.request_headers(request.method, request.headers.keys()))
 
     def check_request(self, request: httpx.Request) -> None:
         host = request.url.host.lower().rstrip(".")
@@ -174,7 +188,7 @@ class AsyncGuardedTransport(httpx.AsyncHTTPTransport):
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self._guard.check_request(request)
+        self._guard.prepare(request)
         return await super().handle_async_request(request)
 
 
@@ -196,7 +210,7 @@ class GuardedTransport(httpx.HTTPTransport):
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self._guard.check_request(request)
+        self._guard.prepare(request)
         return super().handle_request(request)
 
 

@@ -13,8 +13,8 @@
 
 The argument schema comes from the type hints (pydantic), the description from the
 docstring (its ``Args:`` section describes each argument). A parameter annotated with
-:class:`ToolContext` is not shown to the model; it receives the run id, step and
-idempotency key.
+:class:`ToolContext` is not shown to the model; it receives the run id, step, idempotency
+key and fencing token.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import contextvars
 import functools
 import hashlib
 import inspect
+import itertools
 import json
 import os
 import queue
@@ -32,8 +33,8 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -51,6 +52,8 @@ from .policy import DEFAULT_MAX_TOOL_RESULT_BYTES
 from .secrets import Secret
 
 __all__ = [
+    "FENCING_TOKEN_HEADER",
+    "IDEMPOTENCY_KEY_HEADER",
     "Reconcile",
     "Requirement",
     "Tool",
@@ -82,6 +85,15 @@ Reconcile = Callable[[str], Any]
 if it already happened, or ``None`` if it did not (then it runs once). May be async."""
 
 
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+"""The HTTP header a call's idempotency key travels in (:meth:`ToolContext.request_headers`)."""
+
+FENCING_TOKEN_HEADER = "Agentcore-Fencing-Token"
+"""The HTTP header a call's fencing token travels in (:meth:`ToolContext.request_headers`)."""
+
+_KEYED_METHODS = frozenset({"POST", "PATCH"})  # the methods HTTP does not make idempotent
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Given to a tool that declares a parameter of this type.
@@ -94,6 +106,13 @@ class ToolContext:
             systems you call so they can deduplicate.
         secrets: the agent's secret resolver (``await ctx.secrets(name)``), or ``None``;
             a value it returns is redacted from everything the run records.
+        fencing_token: the epoch of the lease the worker running the call holds on the
+            run: it grows with every lease taken on the run (a resume, a takeover), so a
+            worker that was taken over carries a smaller token than every later holder.
+            Forward it to a system that can reject a stale writer (keep the largest token
+            seen with the row and refuse a write with a smaller one; a storage
+            precondition): a stalled worker that wakes after a takeover is then refused
+            there. ``None`` when the call runs without a lease.
     """
 
     run_id: str
@@ -101,6 +120,44 @@ class ToolContext:
     call_id: str
     idempotency_key: str
     secrets: Callable[[str], Awaitable[str]] | None = None
+    fencing_token: int | None = None
+    _keyed: Iterator[int] = field(
+        default_factory=lambda: itertools.count(1), init=False, repr=False, compare=False
+    )  # numbers the call's POST and PATCH requests (request_headers)
+
+    @staticmethod
+    def current() -> ToolContext | None:
+        """The context of the tool call running here (its task, or the worker thread of a
+        sync tool), or ``None`` outside a call. How :mod:`agentcore.net`'s clients find
+        the call whose identity they send."""
+        return _CURRENT.get()
+
+    def request_headers(self, method: str, present: Iterable[str] = ()) -> dict[str, str]:
+        """The headers that carry this call's identity on an HTTP request, which
+        :mod:`agentcore.net`'s clients add by themselves; for another HTTP client.
+
+        ``Agentcore-Fencing-Token`` (:attr:`fencing_token`, when there is one) on every
+        request, and ``Idempotency-Key`` on a POST or PATCH (the methods HTTP does not
+        make idempotent): the call's first such request carries :attr:`idempotency_key`,
+        the n-th ``idempotency_key/n``, so a call that makes several writes never sends
+        one key with two payloads, and the call run again sends the same keys in the same
+        order.
+
+        Args:
+            method: the request's HTTP method.
+            present: the names of the headers the request already has (any case): those
+                are left out, and a request that has its own ``Idempotency-Key`` takes no
+                number.
+        """
+        have = {name.lower() for name in present}
+        headers: dict[str, str] = {}
+        if method.upper() in _KEYED_METHODS and IDEMPOTENCY_KEY_HEADER.lower() not in have:
+            n = next(self._keyed)
+            key = self.idempotency_key if n == 1 else f"{self.idempotency_key}/{n}"
+            headers[IDEMPOTENCY_KEY_HEADER] = key
+        if self.fencing_token is not None and FENCING_TOKEN_HEADER.lower() not in have:
+            headers[FENCING_TOKEN_HEADER] = str(self.fencing_token)
+        return headers
 
     def trace_headers(self) -> dict[str, str]:
         """W3C trace context headers (``traceparent``, ``tracestate``) of this call, to
@@ -118,6 +175,12 @@ class ToolContext:
         headers: dict[str, str] = {}
         inject(headers)
         return headers
+
+
+_CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "agentcore_tool_context", default=None
+)
+"""The context of the tool call running in this task or thread (set by ``Tool.run``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,6 +659,7 @@ class Tool:
                     False,
                     error=f"the secret {secret!r} could not be resolved ({type(exc).__name__})",
                 )
+        current = _CURRENT.set(ctx)  # seen by agentcore.net's clients inside the call
         try:
             call = self._call(model, ctx, secrets) if secrets else self._call(model, ctx)
             value = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
@@ -605,6 +669,8 @@ class Tool:
             return replace(done(False, error=str(exc)), lost=True)
         except Exception as exc:
             return done(False, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            _CURRENT.reset(current)
         try:
             result, full, digest = recordable_result(value, max_result_bytes)
         except LimitExceededError as exc:

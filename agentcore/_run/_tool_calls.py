@@ -91,7 +91,14 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         # no longer own the run starts no side effect (the new owner settles the call).
         d.own.check()
     crash_point("after_intent_commit")
-    ctx = ToolContext(d.state.run_id, call.step, call.call_id, key, _secrets(d))
+    ctx = ToolContext(
+        d.state.run_id,
+        call.step,
+        call.call_id,
+        key,
+        _secrets(d),
+        fencing_token=None if d.own is None else d.own.lease.epoch,
+    )
     with extraction_log() as extractions:
         outcome = await d.obs.tool_call(
             call.call_id,

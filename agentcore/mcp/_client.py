@@ -46,6 +46,9 @@ __all__ = ["McpServer", "McpTool"]
 _SERVER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 _IDEMPOTENCY_META = "io.agentcore/idempotency-key"
 """The ``_meta`` key a call carries its idempotency key in, for servers that deduplicate."""
+_FENCING_META = "io.agentcore/fencing-token"
+"""The ``_meta`` key a call carries its fencing token in (an integer), for servers that
+reject a stale writer."""
 
 
 class McpTool(Tool):
@@ -522,6 +525,8 @@ class McpServer:
         meta: Any = None  # Any: the SDK's RequestParamsMeta (a dict)
         if ctx is not None:
             meta = {_IDEMPOTENCY_META: ctx.idempotency_key}
+            if ctx.fencing_token is not None:
+                meta[_FENCING_META] = ctx.fencing_token
         try:
             result = await client.session.call_tool(tool.remote_name, arguments, meta=meta)
         except MCPError as exc:

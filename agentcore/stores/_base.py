@@ -6,7 +6,6 @@ import math
 import time
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Collection,
     Generator,
@@ -25,12 +24,11 @@ from agentcore.contracts.errors import (
     LeaseLostError,
     LimitExceededError,
     RunBusyError,
-    RunNotFoundError,
     StoreCorruptedError,
     StoreError,
 )
 
-from .._status import FINISHED_STATUSES, RunStatus, status_after
+from .._status import FINISHED_STATUSES, status_after
 from ..events import Event, RunStarted, decode_event
 from ._chain import ChainReport
 from ._codec import DECODE_ERRORS, run_label
@@ -48,8 +46,6 @@ __all__ = [
     "busy_error",
     "check_batch",
     "check_lease_request",
-    "check_listing",
-    "check_prune_request",
     "check_truncate",
     "kept_status",
     "like_escape",
@@ -57,7 +53,6 @@ __all__ = [
     "metadata_text",
     "status_after",
     "translated",
-    "verify_each",
 ]
 
 
@@ -433,50 +428,6 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def check_listing(tenant: str | None, limit: int) -> None:
-    """Refuse a listing no store can answer.
-
-    Raises:
-        StoreError: a negative ``limit`` or an invalid tenant.
-    """
-    if limit < 0:
-        raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
-    if tenant is not None:
-        try:
-            check_tenant(tenant)
-        except LimitExceededError as exc:
-            raise StoreError(f"list_runs(tenant={tenant!r}): {exc}") from exc
-
-
-def check_prune_request(
-    before: float, statuses: Collection[str], tenant: str | None
-) -> tuple[str, ...]:
-    """The statuses to prune, checked and deduplicated (in a stable order).
-
-    Raises:
-        ConfigurationError: ``before`` is not a finite number, ``statuses`` is empty or
-            names an unknown status, or ``tenant`` is invalid.
-    """
-    if not math.isfinite(before):
-        raise ConfigurationError(f"prune(before={before!r}): give Unix seconds, e.g. a date.")
-    if isinstance(statuses, str):
-        statuses = (statuses,)
-    valid = [s.value for s in RunStatus]
-    unknown = sorted(set(statuses) - set(valid))
-    if unknown or not statuses:
-        raise ConfigurationError(
-            f"prune(statuses={tuple(statuses)!r}): "
-            + (f"unknown {', '.join(unknown)}" if unknown else "name at least one")
-            + f"; valid: {', '.join(valid)}."
-        )
-    if tenant is not None:
-        try:
-            check_tenant(tenant)
-        except LimitExceededError as exc:
-            raise ConfigurationError(f"prune(tenant={tenant!r}): {exc}") from exc
-    return tuple(s for s in valid if s in statuses)
-
-
 def check_lease_request(owner: str, ttl_s: float) -> None:
     """Refuse an owner or a ttl that no store can hold.
 
@@ -595,23 +546,3 @@ def kept_status(
             ) from exc
         kept += 1
     return status, kept
-
-
-async def verify_each(
-    run_page: Callable[[str, int], Awaitable[Sequence[str]]],
-    verify: Callable[[str], Awaitable[ChainReport]],
-    page: int,
-) -> AsyncIterator[ChainReport]:
-    """:meth:`ChainVerifier.verify_chains` over a store's keyset pages of run ids:
-    ``run_page(after, page)`` returns up to ``page`` run ids above ``after``, in order."""
-    after = ""
-    while True:
-        ids = await run_page(after, page)
-        for run_id in ids:
-            try:
-                yield await verify(run_id)
-            except RunNotFoundError:
-                continue
-        if len(ids) < page:
-            return
-        after = ids[-1]

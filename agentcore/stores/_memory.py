@@ -7,7 +7,7 @@ holder is in this process, so a lease ends only by release or expiry.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
 from pydantic_core import to_json
@@ -15,20 +15,17 @@ from pydantic_core import to_json
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
 from agentcore.events import Event, RunStarted, encode_event_body
 
+from ._backend import Listing, Pruning, StoreBase
 from ._base import (
-    FINISHED_STATUSES,
     CancelRequest,
     Lease,
     RunSummary,
     busy_error,
     check_batch,
     check_lease_request,
-    check_listing,
-    check_prune_request,
     check_truncate,
     lost_error,
     status_after,
-    verify_each,
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import encode_batch, run_label
@@ -38,7 +35,7 @@ from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, se
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(StoreBase):
     """An in-process store. Same conditional-append semantics as the durable stores, and the
     same refusal of events that would not read back as themselves, and the same hash chain
     (``_chain``) with its head signed by ``chain_key`` (default ``$AGENTCORE_CHAIN_KEY``)."""
@@ -136,18 +133,10 @@ class MemoryStore:
         self._status[run_id] = status
         return removed
 
-    async def list_runs(
-        self,
-        *,
-        status: str | None = None,
-        tenant: str | None = None,
-        limit: int = 100,
-        search: str | None = None,
-        after: tuple[float, str] | None = None,
-    ) -> list[RunSummary]:
-        """See :meth:`TranscriptStore.list_runs`."""
-        check_listing(tenant, limit)
-        needle = _ascii_lower(search) if search else None
+    async def _list_runs(self, listing: Listing) -> list[RunSummary]:
+        """A scan of every run (the listing's filters on each), then a sort."""
+        status, tenant, after = listing.status, listing.tenant, listing.after
+        needle = _ascii_lower(listing.search) if listing.search else None
         out: list[RunSummary] = []
         for run_id, log in self._runs.items():
             st = self._status[run_id]
@@ -174,20 +163,12 @@ class MemoryStore:
                 RunSummary(run_id, st, task, first.at, log[-1].at, len(log), owner, holder, until)
             )
         out.sort(key=lambda s: (-s.updated_at, s.run_id))
-        return out[:limit]
+        return out[: listing.limit]
 
-    async def prune(
-        self,
-        *,
-        before: float,
-        statuses: Collection[str] = FINISHED_STATUSES,
-        tenant: str | None = None,
-        run_ids: Collection[str] | None = None,
-        dry_run: bool = False,
-    ) -> list[str]:
-        """See :meth:`TranscriptStore.prune` (one step: nothing else runs meanwhile)."""
-        wanted = check_prune_request(before, statuses, tenant)
-        only = None if run_ids is None else set(run_ids)
+    async def _prune(self, pruning: Pruning) -> list[str]:
+        """One step: nothing else runs meanwhile."""
+        wanted, before, tenant = pruning.statuses, pruning.before, pruning.tenant
+        only = None if pruning.run_ids is None else set(pruning.run_ids)
         now = time.time()
         doomed: list[tuple[float, str]] = []
         for run_id, log in self._runs.items():
@@ -201,7 +182,7 @@ class MemoryStore:
             ):
                 doomed.append((log[-1].at, run_id))
         pruned = [run_id for _, run_id in sorted(doomed)]
-        if not dry_run:
+        if not pruning.dry_run:
             for run_id in pruned:
                 for table in (
                     self._runs,
@@ -271,11 +252,6 @@ class MemoryStore:
         ]
         report = check_chain(run_id, len(log), self._heads.get(run_id), rows, self._key)
         return audit(report, self._key, run_id, self._snapshot_rows(run_id))
-
-    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """See :meth:`ChainVerifier.verify_chains`."""
-        async for report in verify_each(self._run_page, self.verify_chain, page):
-            yield report
 
     async def _run_page(self, after: str, page: int) -> list[str]:
         return sorted(run_id for run_id in self._runs if run_id > after)[:page]

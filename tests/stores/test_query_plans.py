@@ -16,7 +16,7 @@ import pytest
 
 from agentcore.stores import PostgresStore, SQLiteStore
 from agentcore.stores.postgres._schema import Statements
-from agentcore.stores.sqlite._store import list_query, prune_query
+from agentcore.stores.sqlite._listing import list_query, prune_query
 
 RUNS = 20_000
 EVENTS_PER_RUN = 10

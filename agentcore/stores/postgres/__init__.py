@@ -1,8 +1,10 @@
 """The PostgreSQL store, through psycopg 3 (extra ``agentcore[postgres]``).
 
 ``_store`` is the store; ``_schema`` its numbered migrations and prepared statements;
-``_commit`` group commit; ``_pools`` one connection pool per event loop; ``_retry`` the
-retry of an operation whose connection was lost; ``_guards`` call guards as advisory locks.
+``_commit`` group commit; ``_listing`` the statements of ``list_runs`` and ``prune``;
+``_integrity`` snapshots and what verification reads; ``_pools`` one connection pool per
+event loop; ``_retry`` the retry of an operation whose connection was lost; ``_guards`` call
+guards as advisory locks.
 
 The store's modules load on first use of :class:`PostgresStore` (psycopg itself when a
 store is constructed), so ``import agentcore.stores`` stays light.

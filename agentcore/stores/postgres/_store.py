@@ -58,9 +58,8 @@ Event loops (``_pools``):
 from __future__ import annotations
 
 import importlib
-import json
 import re
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -75,30 +74,24 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
+from .._backend import Listing, Pruning, StoreBase
 from .._base import (
-    FINISHED_STATUSES,
-    PRUNE_CHUNK,
     CancelRequest,
     Lease,
     RunSummary,
     busy_error,
     check_batch,
     check_lease_request,
-    check_listing,
-    check_prune_request,
     check_truncate,
     kept_status,
-    like_escape,
     lost_error,
     metadata_text,
     status_after,
     translated,
-    verify_each,
 )
 from .._chain import (
     ChainKey,
     ChainReport,
-    ChainRow,
     WrittenHeads,
     check_chain,
     extend,
@@ -106,9 +99,11 @@ from .._chain import (
 )
 from .._codec import decode_rows, encode_batch, run_label
 from .._commits import CommitStats
-from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import PgAppend, PgCommits
 from ._guards import PgGuards
+from ._integrity import chain_rows, save_snapshot, snapshot_rows
+from ._listing import list_statement, prune, summaries, text_in, text_out
 from ._pools import LoopPools
 from ._retry import retried, retried_append
 from ._schema import Statements, upgrade
@@ -134,18 +129,6 @@ class _ChainMovedError(SeqConflictError):
     extended (another process truncated the run, or someone changed the head)."""
 
 
-def _text_in(value: str) -> str:
-    """Free text as the row keeps it: a JSON string literal (no NUL can reach the column)."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _text_out(stored: str) -> str:
-    value = json.loads(stored)
-    if not isinstance(value, str):
-        raise TypeError(f"expected a JSON string, found {type(value).__name__}")
-    return value
-
-
 def redact_dsn(dsn: str) -> str:
     """The DSN with any password replaced, for messages."""
     return _PASSWORD_IN_DSN.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
@@ -162,7 +145,7 @@ def _require_psycopg() -> None:
         ) from exc
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """A durable store in PostgreSQL; the same semantics as :class:`SQLiteStore`.
 
     Any number of processes and store objects may share a database: conditional appends
@@ -332,7 +315,7 @@ class PostgresStore:
             "end": end,
             "updated": events[-1].at,
             "status": status or None,
-            "task": _text_in(first.task if isinstance(first, RunStarted) else ""),
+            "task": text_in(first.task if isinstance(first, RunStarted) else ""),
             "tenant": first.tenant if isinstance(first, RunStarted) else None,
             "metadata": metadata_text(first),
             "created": first.at,
@@ -430,139 +413,28 @@ class PostgresStore:
         return [(int(seq), str(body)) for seq, body, _ in rows if seq > after]
 
     @retried
-    async def list_runs(
-        self,
-        *,
-        status: str | None = None,
-        tenant: str | None = None,
-        limit: int = 100,
-        search: str | None = None,
-        after: tuple[float, str] | None = None,
-    ) -> list[RunSummary]:
-        """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        the listing's order (``_schema``): no sort, no scan. A search tests each run in
-        that order (id, task and metadata on its row) until ``limit`` matched."""
-
+    async def _list_runs(self, listing: Listing) -> list[RunSummary]:
+        """Each filter combination walks an index in the listing's order (``_schema``):
+        no sort, no scan. A search tests each run in that order (id, task and metadata on
+        its row) until ``limit`` matched."""
         where = "cannot list runs"
-        check_listing(tenant, limit)
-        statement: bytes
-        params: tuple[object, ...]
-        if search or after is not None:
-            statement, params = self._list_query(status, tenant, limit, search, after)
-        else:
-            statement, params = {
-                (False, False): (self._sql.list_all, (limit,)),
-                (True, False): (self._sql.list_status, (status, limit)),
-                (False, True): (self._sql.list_tenant, (tenant, limit)),
-                (True, True): (self._sql.list_tenant_status, (tenant, status, limit)),
-            }[status is not None, tenant is not None]
+        statement, params = list_statement(self._sql, listing)
         pool = await self._pool(where)
         with self._translated(where):
             async with pool.connection() as conn:
                 rows = await (await conn.execute(statement, params)).fetchall()
-        out: list[RunSummary] = []
-        for run_id, st, task, created, updated, events, owner, holder, until in rows:
-            try:
-                text = _text_out(task)
-            except (ValueError, TypeError) as exc:
-                raise StoreCorruptedError(
-                    f"Run {run_label(run_id)} in {self._display} is corrupted: its row's task is "
-                    f"not a JSON string ({exc}); its events are not affected"
-                ) from exc
-            out.append(
-                RunSummary(
-                    run_id,
-                    st,
-                    text,
-                    float(created),
-                    float(updated),
-                    int(events),
-                    owner,
-                    holder,
-                    None if until is None else float(until),
-                )
-            )
-        return out
+        return summaries(rows, self._display)
 
-    def _list_query(
-        self,
-        status: str | None,
-        tenant: str | None,
-        limit: int,
-        search: str | None,
-        after: tuple[float, str] | None,
-    ) -> tuple[bytes, tuple[object, ...]]:
-        """A listing with a search or a page cursor (the common shapes are prepared)."""
-        conds: list[str] = []
-        params: list[object] = []
-        if tenant is not None:
-            conds.append("tenant = %s")
-            params.append(tenant)
-        if status is not None:
-            conds.append("status = %s")
-            params.append(status)
-        if after is not None:
-            # ``<=`` first: a range on the index, so a deep page starts at the cursor.
-            conds.append("updated_at <= %s AND (updated_at < %s OR run_id > %s)")
-            params += [after[0], after[0], after[1]]
-        if search:
-            text = like_escape(search)
-            # The row's task is a JSON string literal (NUL-safe), so its text is searched
-            # as JSON, like the metadata (on the row: migration 3); ILIKE ignores case.
-            conds.append("(run_id LIKE %s OR task ILIKE %s OR metadata ILIKE %s)")
-            quoted = like_escape(json.dumps(search, ensure_ascii=False)[1:-1])  # as in JSON
-            params += [f"{text}%", f"%{quoted}%", f"%{quoted}%"]
-        clause = f"WHERE {' AND '.join(conds)} " if conds else ""
-        sql = (
-            "SELECT run_id, status, task, created_at, updated_at, next_seq, tenant, owner, "
-            f"extract(epoch FROM lease_until)::float8 FROM {self._sql.runs} AS r {clause}"
-            "ORDER BY updated_at DESC, run_id LIMIT %s"
-        )
-        return sql.encode(), (*params, limit)
-
-    async def prune(
-        self,
-        *,
-        before: float,
-        statuses: Collection[str] = FINISHED_STATUSES,
-        tenant: str | None = None,
-        run_ids: Collection[str] | None = None,
-        dry_run: bool = False,
-    ) -> list[str]:
-        """See :meth:`TranscriptStore.prune`: one ``DELETE ... RETURNING`` per chunk (its own
-        transaction), which picks the runs through the ``(status, updated_at)`` index, skips
-        rows a writer holds, and takes the events along by ``ON DELETE CASCADE``."""
-
-        wanted = check_prune_request(before, statuses, tenant)
+    async def _prune(self, pruning: Pruning) -> list[str]:
+        """One ``DELETE ... RETURNING`` per chunk (its own transaction), which picks the
+        runs through the ``(status, updated_at)`` index, skips rows a writer holds, and
+        takes the events along by ``ON DELETE CASCADE`` (``_listing``)."""
         where = "cannot prune runs"
-        params: dict[str, Any] = {  # Any: query parameters of several types
-            "statuses": list(wanted),
-            "before": float(before),
-            "tenant": tenant,
-            "limit": PRUNE_CHUNK,
-        }
-        ids = None if run_ids is None else sorted(set(run_ids))
-        statement = self._sql.prune(
-            tenant=tenant is not None, run_ids=ids is not None, dry_run=dry_run
-        )
         pruned: list[str] = []
         pool = await self._pool(where)
         with self._translated(lambda: f"{where} ({len(pruned)} pruned before the failure)"):
             async with pool.connection() as conn:
-                if ids is not None:
-                    for i in range(0, len(ids), PRUNE_CHUNK):
-                        params["run_ids"] = ids[i : i + PRUNE_CHUNK]
-                        rows = await (await conn.execute(statement, params)).fetchall()
-                        pruned += [str(row[0]) for row in rows]
-                elif dry_run:
-                    rows = await (await conn.execute(statement, params)).fetchall()
-                    pruned = [str(row[0]) for row in rows]
-                else:
-                    while True:
-                        rows = await (await conn.execute(statement, params)).fetchall()
-                        pruned += [str(row[0]) for row in rows]
-                        if len(rows) < PRUNE_CHUNK:
-                            break
+                await prune(conn, self._sql, pruning, pruned)
         return pruned
 
     @retried
@@ -570,7 +442,7 @@ class PostgresStore:
         """See :meth:`TranscriptStore.request_cancel`. The request's time is the database's
         clock, the one every worker shares."""
         where = f"cannot record a cancel request for run {run_label(run_id)}"
-        params = (_text_in(by), None if reason is None else _text_in(reason), run_id)
+        params = (text_in(by), None if reason is None else text_in(reason), run_id)
         row = await self._one_row(self._sql.request_cancel, params, where)
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
@@ -587,8 +459,8 @@ class PostgresStore:
             return None
         try:
             return CancelRequest(
-                by=_text_out(by),
-                reason=None if reason is None else _text_out(reason),
+                by=text_out(by),
+                reason=None if reason is None else text_out(reason),
                 at=float(at),
             )
         except (ValueError, TypeError) as exc:
@@ -668,27 +540,8 @@ class PostgresStore:
         where = f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
         pool = await self._pool(where)
         with self._translated(where):
-            async with pool.connection() as conn, conn.transaction():
-                found = await (
-                    await conn.execute(self._sql.snapshot_target, (snapshot.seq, run_id))
-                ).fetchone()
-                owner, epoch, until, now, chain = (None,) * 5 if found is None else found
-                if owner != lease.owner or epoch != lease.epoch:
-                    raise lost_error(
-                        run_label(run_id),
-                        lease,
-                        owner,
-                        None if found is None else epoch,
-                        until,
-                        now if now is not None else until or 0.0,
-                        what="The snapshot was not saved",
-                    )
-                if chain is None:
-                    raise no_event(run_id, snapshot.seq)
-                await conn.execute(self._sql.snapshots_from, (run_id, snapshot.start))
-                await conn.execute(
-                    self._sql.snapshot_insert, row_for(self._key, run_id, snapshot, bytes(chain))
-                )
+            async with pool.connection() as conn:
+                await save_snapshot(conn, self._sql, self._key, run_id, snapshot, lease)
 
     @retried
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
@@ -696,49 +549,24 @@ class PostgresStore:
         return usable(self._key, run_id, await self._snapshot_rows(run_id))
 
     async def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
-
         where = f"cannot read the snapshots of run {run_label(run_id)}"
         pool = await self._pool(where)
         with self._translated(where):
             async with pool.connection() as conn:
-                found = await (await conn.execute(self._sql.snapshots_load, (run_id,))).fetchall()
-        return [
-            (
-                int(seq),
-                int(start),
-                str(tag),
-                bytes(saved),
-                None if now is None else bytes(now),
-                bytes(sealed),
-                str(state),
-                str(history),
-            )
-            for seq, start, tag, saved, now, sealed, state, history in found
-        ]
+                return await snapshot_rows(conn, self._sql, run_id)
 
     @retried
     async def verify_chain(self, run_id: str) -> ChainReport:
         """See :meth:`ChainVerifier.verify_chain` (the row and the events in one statement)."""
-
         where = f"cannot read run {run_label(run_id)} to verify it"
         pool = await self._pool(where)
         with self._translated(where):
             async with pool.connection() as conn:
-                rows = await (await conn.execute(self._sql.chain_rows, (run_id,))).fetchall()
-        if not rows:
+                found = await chain_rows(conn, self._sql, run_id)
+        if found is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
-        events: list[ChainRow] = [
-            (int(seq), str(type_), _body_bytes(body), None if chain is None else bytes(chain))
-            for _, _, seq, type_, body, chain in rows
-            if seq is not None
-        ]
-        report = check_chain(run_id, int(rows[0][0]), rows[0][1], events, self._key)
+        report = check_chain(run_id, *found, self._key)
         return audit(report, self._key, run_id, await self._snapshot_rows(run_id))
-
-    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """See :meth:`ChainVerifier.verify_chains` (keyset pages of run ids)."""
-        async for report in verify_each(self._run_page, self.verify_chain, page):
-            yield report
 
     async def _run_page(self, after: str, page: int) -> list[str]:
         where = "cannot list runs to verify them"
@@ -851,9 +679,3 @@ class PostgresStore:
             f"Run {run_label(run_id)} in {self._display} is corrupted at seq {seq}: {why}. The "
             "transcript is not guessed at: repair or remove the bad event explicitly."
         )
-
-
-def _body_bytes(body: str) -> bytes:
-    """A stored body as the chain hashed it (a lone surrogate, never written by a store,
-    still hashes: it then fails to match)."""
-    return body.encode("utf-8", "surrogatepass")

@@ -29,7 +29,6 @@ iteration and form the next batch; a run that commits alone waits for one loop i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from agentcore.events import Event
 from .._base import Lease
 from .._codec import run_label
 from .._commits import CommitStats
+from ._transaction import immediate
 
 __all__ = ["BIND_ERRORS", "Pending", "SQLiteCommits"]
 
@@ -158,15 +158,10 @@ class SQLiteCommits:
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         with self._lock:
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                # Nothing to keep (every append refused): no commit, no fsync.
+                with immediate(conn, keep=lambda: None in outcomes):
                     for item in batch:
                         outcomes.append(self._one(item, savepoint=not alone))
-                    # Nothing to keep (every append refused): no commit, no fsync.
-                    conn.execute("COMMIT" if None in outcomes else "ROLLBACK")
-                except BaseException:
-                    _rollback(conn)
-                    raise
             except (sqlite3.Error, *BIND_ERRORS) as exc:
                 self.stats.failed_commits += 1
                 return [self._failed(item, exc) for item in batch]
@@ -238,10 +233,3 @@ def _stored_already(item: Pending) -> SeqConflictError:
         f"{item.expected_seq + len(item.events) - 1} is already stored (another writer "
         "advanced it); nothing was written"
     )
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    """Roll back if a transaction is open; a failing rollback must not hide the first error."""
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")

@@ -35,6 +35,7 @@ from agentcore.contracts.errors import LeaseLostError, RunNotFoundError, StoreEr
 
 from .._base import Lease, busy_error, lost_error
 from .._codec import run_label
+from ._transaction import immediate
 
 __all__ = [
     "Flock",
@@ -175,18 +176,13 @@ def take_lease(
         RunBusyError: someone holds it.
         sqlite3.Error: the database failed (rolled back).
     """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         row: tuple[str | None, int, float | None, int, str] | None = conn.execute(
             _ROW, (run_id,)
         ).fetchone()
         lease = _grant(run_id, row, owner=owner, ttl_s=ttl_s, flock=flock, where=where)
         backed = 0 if flock is Flock.BUSY else 1
         conn.execute(_TAKE, (owner, lease.epoch, lease.expires_at, backed, run_id))
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
     return lease
 
 
@@ -256,9 +252,3 @@ def check_lease(
         return
     owner, epoch, until = (None, None, None) if row is None else row
     raise lost_error(run_label(lease.run_id), lease, owner, epoch, until, time.time(), what=what)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")

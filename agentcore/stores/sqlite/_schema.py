@@ -10,12 +10,12 @@ transaction, which re-reads the version first, so concurrent openers upgrade onc
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 
 from agentcore.contracts.errors import StoreError
 
 from .._migrations import Migration, numbered, pending
+from ._transaction import immediate
 
 __all__ = [
     "APPLICATION_ID",
@@ -192,19 +192,12 @@ def open_schema(
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     if version == SCHEMA_VERSION:
         return version
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         current = read_version(conn)  # another process may have upgraded it meanwhile
         for migration in pending(MIGRATIONS, current, store=path):
             for statement in migration.statements:
                 conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        raise
     return current
 
 

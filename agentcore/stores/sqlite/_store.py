@@ -55,7 +55,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
 from pathlib import Path
@@ -70,28 +70,22 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
+from .._backend import Listing, Pruning, StoreBase
 from .._base import (
-    FINISHED_STATUSES,
-    PRUNE_CHUNK,
     CancelRequest,
     Lease,
     RunSummary,
     check_batch,
     check_lease_request,
-    check_listing,
-    check_prune_request,
     check_truncate,
     kept_status,
-    like_escape,
     metadata_text,
     status_after,
     translated,
-    verify_each,
 )
 from .._chain import (
     ChainKey,
     ChainReport,
-    ChainRow,
     WrittenHeads,
     check_chain,
     extend,
@@ -100,8 +94,9 @@ from .._chain import (
 from .._codec import decode_rows, encode_batch, printable, run_label
 from .._commits import CommitStats
 from .._guards import FileGuards
-from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, row_for, usable
+from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import BIND_ERRORS, Pending, SQLiteCommits
+from ._integrity import chain_rows, run_page, save_snapshot, snapshot_rows
 from ._leases import (
     Flock,
     HeldFlocks,
@@ -112,8 +107,10 @@ from ._leases import (
     take_lease,
     try_flock,
 )
+from ._listing import list_query, prune
 from ._readonly import open_read_only
 from ._schema import SCHEMA_VERSION, open_schema
+from ._transaction import immediate
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -134,24 +131,12 @@ _LOAD = """SELECT r.next_seq, e.seq, e.type, CAST(e.body AS BLOB)
     FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id AND e.seq > ?
     WHERE r.run_id = ?
     ORDER BY e.seq"""
-# What verification reads, in one statement (one snapshot): the run's row and every event.
-_CHAIN_ROWS = """SELECT r.next_seq, r.chain_head, e.seq, e.type, CAST(e.body AS BLOB), e.chain
-    FROM runs AS r LEFT JOIN events AS e ON e.run_id = r.run_id
-    WHERE r.run_id = ?
-    ORDER BY e.seq"""
-_INSERT_SNAPSHOT = """INSERT INTO snapshots (run_id, seq, start, tag, chain, seal, state, history)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
-_LOAD_SNAPSHOTS = """SELECT s.seq, s.start, s.tag, s.chain, e.chain, s.seal, s.state, s.history
-    FROM snapshots AS s LEFT JOIN events AS e ON e.run_id = s.run_id AND e.seq = s.seq
-    WHERE s.run_id = ? ORDER BY s.seq"""
-_RUN_PAGE = "SELECT run_id FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?"
-
 _SYNCHRONOUS = ("FULL", "NORMAL")
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
 _SQLITE_ERRORS = (sqlite3.Error, *BIND_ERRORS)
 
 
-class SQLiteStore:
+class SQLiteStore(StoreBase):
     """A durable store in one SQLite file; the same semantics as :class:`MemoryStore`.
 
     One connection per store object, opened by the constructor. Several store objects (in
@@ -293,75 +278,41 @@ class SQLiteStore:
         """See :meth:`TranscriptStore.truncate`."""
         check_truncate(run_id, after)
         conn = self._open_conn()
-        with self._translated(
-            f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
+        with (
+            self._translated(
+                f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
+            ),
+            immediate(conn, keep=lambda: not dry_run),
         ):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                removed = _truncate(conn, run_id, after, self._key, self.url)
-                conn.execute("ROLLBACK" if dry_run else "COMMIT")
-            except BaseException:
-                _rollback(conn)
-                raise
+            removed = _truncate(conn, run_id, after, self._key, self.url)
         if removed is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
 
-    async def list_runs(
-        self,
-        *,
-        status: str | None = None,
-        tenant: str | None = None,
-        limit: int = 100,
-        search: str | None = None,
-        after: tuple[float, str] | None = None,
-    ) -> list[RunSummary]:
-        """See :meth:`TranscriptStore.list_runs`. Each filter combination walks an index in
-        ``updated_at`` order (``_schema``, migration 4): no sort, no scan. A search
-        tests each run's row in that order (id, task, metadata: migration 5) until
-        ``limit`` runs matched."""
+    async def _list_runs(self, listing: Listing) -> list[RunSummary]:
+        """Each filter combination walks an index in ``updated_at`` order (``_schema``,
+        migration 4): no sort, no scan. A search tests each run's row in that order (id,
+        task, metadata: migration 5) until ``limit`` runs matched."""
         conn = self._open_conn()
-        check_listing(tenant, limit)
-        sql, params = list_query(status=status, tenant=tenant, search=search, after=after)
+        sql, params = list_query(
+            status=listing.status, tenant=listing.tenant, search=listing.search, after=listing.after
+        )
         with self._translated("cannot list runs"):
             rows: list[
                 tuple[str, str, str, float, float, int, str | None, str | None, float | None]
-            ] = conn.execute(sql, (*params, limit)).fetchall()
+            ] = conn.execute(sql, (*params, listing.limit)).fetchall()
         return [RunSummary(*row) for row in rows]
 
-    async def prune(
-        self,
-        *,
-        before: float,
-        statuses: Collection[str] = FINISHED_STATUSES,
-        tenant: str | None = None,
-        run_ids: Collection[str] | None = None,
-        dry_run: bool = False,
-    ) -> list[str]:
-        """See :meth:`TranscriptStore.prune`: one ``BEGIN IMMEDIATE`` transaction per chunk,
-        which selects the runs (through the ``(status, updated_at)`` index) and deletes
-        their events and rows."""
-        wanted = check_prune_request(before, statuses, tenant)
+    async def _prune(self, pruning: Pruning) -> list[str]:
+        """One ``BEGIN IMMEDIATE`` transaction per chunk, which selects the runs (through
+        the ``(status, updated_at)`` index) and deletes their events and rows
+        (``_listing``)."""
         conn = self._open_conn()
         pruned: list[str] = []
         with self._translated(
             lambda: f"cannot prune runs ({len(pruned)} pruned before the failure)"
         ):
-            if run_ids is not None:
-                ids = sorted(set(run_ids))
-                for i in range(0, len(ids), PRUNE_CHUNK):
-                    only = ids[i : i + PRUNE_CHUNK]
-                    pruned += _prune_chunk(conn, wanted, before, tenant, only, dry_run=dry_run)
-            elif dry_run:
-                pruned = _prune_chunk(conn, wanted, before, tenant, None, dry_run=True)
-            else:
-                while True:
-                    chunk = _prune_chunk(
-                        conn, wanted, before, tenant, None, dry_run=False, limit=PRUNE_CHUNK
-                    )
-                    pruned += chunk
-                    if len(chunk) < PRUNE_CHUNK:
-                        break
+            prune(conn, pruning, pruned)
         return pruned
 
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
@@ -459,29 +410,16 @@ class SQLiteStore:
         statement)."""
         conn = self._open_conn()
         with self._translated(f"cannot read run {run_label(run_id)} to verify it"):
-            rows: list[
-                tuple[int, str | None, int | None, str | None, bytes | None, bytes | None]
-            ] = conn.execute(_CHAIN_ROWS, (run_id,)).fetchall()
-        if not rows:
+            found = chain_rows(conn, run_id)
+        if found is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
-        events: list[ChainRow] = [
-            (seq, type_ or "", body or b"", chain)
-            for _, _, seq, type_, body, chain in rows
-            if seq is not None
-        ]
-        report = check_chain(run_id, rows[0][0], rows[0][1], events, self._key)
+        report = check_chain(run_id, *found, self._key)
         return audit(report, self._key, run_id, self._snapshot_rows(run_id))
-
-    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """See :meth:`ChainVerifier.verify_chains` (keyset pages of run ids)."""
-        async for report in verify_each(self._run_page, self.verify_chain, page):
-            yield report
 
     async def _run_page(self, after: str, page: int) -> list[str]:
         conn = self._open_conn()
         with self._translated("cannot list runs to verify them"):
-            ids: list[tuple[str]] = conn.execute(_RUN_PAGE, (after, page)).fetchall()
-        return [run_id for (run_id,) in ids]
+            return run_page(conn, after, page)
 
     def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`: a flock in ``<database>.locks/``, dropped
@@ -517,13 +455,7 @@ class SQLiteStore:
         with self._translated(
             f"cannot save a snapshot of run {run_label(run_id)} at seq {snapshot.seq}"
         ):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                _save_snapshot(conn, run_id, snapshot, lease, self._key)
-                conn.execute("COMMIT")
-            except BaseException:
-                _rollback(conn)
-                raise
+            save_snapshot(conn, run_id, snapshot, lease, self._key)
 
     async def load_snapshot(self, run_id: str) -> list[Snapshot]:
         """See :meth:`SnapshotStore.load_snapshot`."""
@@ -532,8 +464,7 @@ class SQLiteStore:
     def _snapshot_rows(self, run_id: str) -> list[StoredRow]:
         conn = self._open_conn()
         with self._translated(f"cannot read the snapshots of run {run_label(run_id)}"):
-            rows: list[StoredRow] = conn.execute(_LOAD_SNAPSHOTS, (run_id,)).fetchall()
-        return rows
+            return snapshot_rows(conn, run_id)
 
     def _translated(self, what: str | Callable[[], str]) -> AbstractContextManager[None]:
         """sqlite3's errors (and a value it cannot bind) leave the block as :meth:`_error`."""
@@ -668,122 +599,3 @@ def _truncate(
         for seq, body in rows
         if seq > after
     ]
-
-
-def _save_snapshot(
-    conn: sqlite3.Connection, run_id: str, snap: Snapshot, lease: Lease, key: ChainKey | None
-) -> None:
-    """Check the lease, read event ``snap.seq``'s digest and replace the run's snapshots
-    from ``snap.start`` on, inside the caller's transaction."""
-    row: tuple[str | None, int, float | None] | None = conn.execute(
-        "SELECT owner, epoch, lease_until FROM runs WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    check_lease(row, lease, what="The snapshot was not saved")
-    found: tuple[bytes | None] | None = conn.execute(
-        "SELECT chain FROM events WHERE run_id = ? AND seq = ?", (run_id, snap.seq)
-    ).fetchone()
-    if found is None or found[0] is None:
-        raise no_event(run_id, snap.seq)
-    conn.execute("DELETE FROM snapshots WHERE run_id = ? AND seq >= ?", (run_id, snap.start))
-    conn.execute(_INSERT_SNAPSHOT, row_for(key, run_id, snap, bytes(found[0])))
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    """Roll back if a transaction is open; a failing rollback must not hide the first error."""
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-
-
-_LIST_COLUMNS = "run_id, status, task, created_at, updated_at, next_seq, tenant, owner, lease_until"
-
-
-def list_query(
-    *,
-    status: str | None,
-    tenant: str | None,
-    search: str | None = None,
-    after: tuple[float, str] | None = None,
-) -> tuple[str, tuple[str | float, ...]]:
-    """The listing statement for a filter (without its ``LIMIT ?`` value) and its values.
-
-    Each shape matches one index of migration 4 exactly (equality columns, then
-    ``updated_at DESC, run_id``), so SQLite walks it in order and stops at the limit.
-    """
-    where: list[str] = []
-    params: list[str | float] = []
-    if tenant is not None:
-        where.append("tenant = ?")
-        params.append(tenant)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status)
-    if after is not None:
-        # ``<=`` first: a range on the index's leading column, so a page deep in the
-        # listing starts where the cursor points instead of walking the runs before it.
-        where.append("updated_at <= ? AND (updated_at < ? OR run_id > ?)")
-        params += [after[0], after[0], after[1]]
-    if search:
-        text = like_escape(search)
-        where.append(
-            "(run_id LIKE ? ESCAPE '\\' OR task LIKE ? ESCAPE '\\' OR metadata LIKE ? ESCAPE '\\')"
-        )
-        params += [f"{text}%", f"%{text}%", f"%{text}%"]
-    clause = f"WHERE {' AND '.join(where)} " if where else ""
-    sql = f"SELECT {_LIST_COLUMNS} FROM runs {clause}ORDER BY updated_at DESC, run_id LIMIT ?"
-    return sql, tuple(params)
-
-
-def prune_query(statuses: Sequence[str], *, tenant: bool, run_ids: int, limit: bool) -> str:
-    """The statement that picks the runs to prune (one ``?`` per value: the statuses,
-    ``before``, the lease clock, then the tenant, the run ids, the limit)."""
-    marks = ", ".join("?" * len(statuses))
-    sql = (
-        f"SELECT run_id FROM runs WHERE status IN ({marks}) AND updated_at < ? "
-        "AND (owner IS NULL OR lease_until IS NULL OR lease_until < ?)"
-    )
-    if tenant:
-        sql += " AND tenant = ?"
-    if run_ids:
-        sql += f" AND run_id IN ({', '.join('?' * run_ids)})"
-    # No ORDER BY: each status is a range of its (status, updated_at) index, read until
-    # the limit; sorting across statuses would read every prunable run for every chunk.
-    return sql + (" LIMIT ?" if limit else "")
-
-
-def _prune_chunk(
-    conn: sqlite3.Connection,
-    statuses: Sequence[str],
-    before: float,
-    tenant: str | None,
-    run_ids: Sequence[str] | None,
-    *,
-    dry_run: bool,
-    limit: int | None = None,
-) -> list[str]:
-    """Pick and delete one chunk of runs in one transaction (rolled back for a dry run)."""
-    sql = prune_query(
-        statuses,
-        tenant=tenant is not None,
-        run_ids=0 if run_ids is None else len(run_ids),
-        limit=limit is not None,
-    )
-    params: list[object] = [*statuses, before, time.time()]
-    params += [tenant] if tenant is not None else []
-    params += list(run_ids or ())
-    params += [limit] if limit is not None else []
-    if run_ids is not None and not run_ids:
-        return []
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        doomed: list[str] = [row[0] for row in conn.execute(sql, params).fetchall()]
-        if not dry_run:
-            gone = [(run_id,) for run_id in doomed]
-            conn.executemany("DELETE FROM events WHERE run_id = ?", gone)
-            conn.executemany("DELETE FROM snapshots WHERE run_id = ?", gone)
-            conn.executemany("DELETE FROM runs WHERE run_id = ?", gone)
-        conn.execute("ROLLBACK" if dry_run else "COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
-    return doomed

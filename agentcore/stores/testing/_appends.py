@@ -12,17 +12,10 @@ from agentcore.contracts.errors import (
     SeqConflictError,
     StoreError,
 )
-from agentcore.events import (
-    ContextAdded,
-)
+from agentcore.events import ContextAdded
 
 from .._base import TranscriptStore
-from ._builders import (
-    context,
-    every_event_type,
-    fresh_run_id,
-    started,
-)
+from ._builders import context, every_event_type, fresh_run_id, started
 
 
 class AppendChecks:

@@ -8,21 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentcore.events import (
-    Event,
-    ToolFinished,
-    encode_event_body,
-)
+from agentcore.events import Event, ToolFinished, encode_event_body
 from agentcore.limits import MAX_DEPTH, MAX_EVENT_BYTES, MAX_INT, MAX_STRING_CHARS, MIN_INT
 
 from .._base import TranscriptStore
-from ._builders import (
-    UNICODE_SAMPLES,
-    context,
-    fresh_run_id,
-    started,
-    tool_result,
-)
+from ._builders import UNICODE_SAMPLES, context, fresh_run_id, started, tool_result
 
 
 class ContentChecks:

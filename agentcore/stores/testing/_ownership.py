@@ -18,11 +18,7 @@ from agentcore.contracts.errors import (
 
 from .._base import Lease, TranscriptStore
 from .._guards import CallGuardStore
-from ._builders import (
-    context,
-    fresh_run_id,
-    started,
-)
+from ._builders import context, fresh_run_id, started
 
 
 class OwnershipChecks:

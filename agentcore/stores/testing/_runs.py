@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentcore.contracts.errors import (
-    ConfigurationError,
-    RunNotFoundError,
-    StoreError,
-)
-from agentcore.events import (
-    RunFinished,
-    encode_event_body,
-)
+from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, StoreError
+from agentcore.events import RunFinished, encode_event_body
 
 from .._base import TranscriptStore
-from ._builders import (
-    context,
-    every_event_type,
-    finished,
-    folded_status,
-    fresh_run_id,
-    started,
-)
+from ._builders import context, every_event_type, finished, folded_status, fresh_run_id, started
 
 
 class RunChecks:

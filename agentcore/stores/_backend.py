@@ -1,0 +1,160 @@
+"""StoreBase: what the built-in stores share above their storage. ``list_runs`` and
+``prune`` check their arguments here and hand each store one checked request
+(:class:`Listing`, :class:`Pruning`); ``verify_chains`` pages through run ids here, over
+each store's ``verify_chain`` and ``_run_page``."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Collection, Sequence
+from dataclasses import dataclass
+
+from agentcore.contracts import check_tenant
+from agentcore.contracts.errors import (
+    ConfigurationError,
+    LimitExceededError,
+    RunNotFoundError,
+    StoreError,
+)
+
+from .._status import FINISHED_STATUSES, RunStatus
+from ._base import RunSummary
+from ._chain import ChainReport
+
+__all__ = ["Listing", "Pruning", "StoreBase"]
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A ``list_runs`` request whose ``limit`` and ``tenant`` were checked (the arguments
+    of :meth:`TranscriptStore.list_runs`)."""
+
+    status: str | None
+    tenant: str | None
+    limit: int
+    search: str | None
+    after: tuple[float, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pruning:
+    """A checked ``prune`` request (the arguments of :meth:`TranscriptStore.prune`).
+
+    Attributes:
+        statuses: the statuses to prune, known and distinct, in :class:`RunStatus` order.
+        run_ids: the runs it is limited to, distinct and sorted, or ``None``: any run.
+    """
+
+    before: float
+    statuses: tuple[str, ...]
+    tenant: str | None
+    run_ids: list[str] | None
+    dry_run: bool
+
+
+class StoreBase(ABC):
+    """The base of the built-in stores: the public ``list_runs``, ``prune`` and
+    ``verify_chains`` with their full signatures and argument checks, over one hook each."""
+
+    url: str
+
+    async def list_runs(
+        self,
+        *,
+        status: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        search: str | None = None,
+        after: tuple[float, str] | None = None,
+    ) -> list[RunSummary]:
+        """See :meth:`TranscriptStore.list_runs`."""
+        _check_listing(tenant, limit)
+        return await self._list_runs(Listing(status, tenant, limit, search, after))
+
+    async def prune(
+        self,
+        *,
+        before: float,
+        statuses: Collection[str] = FINISHED_STATUSES,
+        tenant: str | None = None,
+        run_ids: Collection[str] | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """See :meth:`TranscriptStore.prune`."""
+        wanted = _check_pruning(before, statuses, tenant)
+        ids = None if run_ids is None else sorted(set(run_ids))
+        return await self._prune(Pruning(before, wanted, tenant, ids, dry_run))
+
+    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
+        """See :meth:`ChainVerifier.verify_chains`: keyset pages of run ids
+        (:meth:`_run_page`), each run checked by :meth:`verify_chain`."""
+        after = ""
+        while True:
+            ids = await self._run_page(after, page)
+            for run_id in ids:
+                try:
+                    yield await self.verify_chain(run_id)
+                except RunNotFoundError:
+                    continue
+            if len(ids) < page:
+                return
+            after = ids[-1]
+
+    @abstractmethod
+    async def verify_chain(self, run_id: str) -> ChainReport:
+        """See :meth:`ChainVerifier.verify_chain`."""
+
+    @abstractmethod
+    async def _list_runs(self, listing: Listing) -> list[RunSummary]:
+        """The runs ``listing`` asks for, most recently updated first."""
+
+    @abstractmethod
+    async def _prune(self, pruning: Pruning) -> list[str]:
+        """Delete (or, for a dry run, pick) the runs ``pruning`` names; their ids."""
+
+    @abstractmethod
+    async def _run_page(self, after: str, page: int) -> Sequence[str]:
+        """Up to ``page`` run ids above ``after``, in order."""
+
+
+def _check_listing(tenant: str | None, limit: int) -> None:
+    """Refuse a listing no store can answer.
+
+    Raises:
+        StoreError: a negative ``limit`` or an invalid tenant.
+    """
+    if limit < 0:
+        raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except LimitExceededError as exc:
+            raise StoreError(f"list_runs(tenant={tenant!r}): {exc}") from exc
+
+
+def _check_pruning(before: float, statuses: Collection[str], tenant: str | None) -> tuple[str, ...]:
+    """The statuses to prune, checked and deduplicated (in a stable order).
+
+    Raises:
+        ConfigurationError: ``before`` is not a finite number, ``statuses`` is empty or
+            names an unknown status, or ``tenant`` is invalid.
+    """
+    if not math.isfinite(before):
+        raise ConfigurationError(f"prune(before={before!r}): give Unix seconds, e.g. a date.")
+    if isinstance(statuses, str):
+        statuses = (statuses,)
+    valid = [s.value for s in RunStatus]
+    unknown = sorted(set(statuses) - set(valid))
+    if unknown or not statuses:
+        raise ConfigurationError(
+            f"prune(statuses={tuple(statuses)!r}): "
+            + (f"unknown {', '.join(unknown)}" if unknown else "name at least one")
+            + f"; valid: {', '.join(valid)}."
+        )
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except LimitExceededError as exc:
+            raise ConfigurationError(f"prune(tenant={tenant!r}): {exc}") from exc
+    return tuple(s for s in valid if s in statuses)

@@ -46,11 +46,12 @@ class ScriptedModel:
 
     Args:
         script: a sequence of :data:`ScriptItem`, consumed one per call; or a single callable
-            of the rendered messages, called for every request. A sequence continues where
-            the run's transcript stands: a run confirmed or resumed by another process (a
-            new ScriptedModel) skips the replies a model of its name already gave in that
-            run (``request.prior_calls``, read at its first request of the run), so no
-            earlier action is replayed. Give each scripted model of one route its own name.
+            of the rendered messages, called for every request. A sequence is followed by
+            each run from its own position: the replies a model of this name already gave
+            in that run's transcript (``request.prior_calls``) are skipped, so runs sharing
+            one ScriptedModel each start at the first reply, and a run confirmed or resumed
+            by another process (a new ScriptedModel) replays no earlier action. Give each
+            scripted model of one route its own name.
         name: the route name recorded in ``model_called`` (default ``"scripted"``).
         input_tokens: input tokens reported per call (deterministic, for budget tests).
         output_tokens_per_char: output tokens reported per character of the reply, rounded
@@ -89,8 +90,8 @@ class ScriptedModel:
                 json.dumps(item, ensure_ascii=False) if isinstance(item, Mapping) else item
                 for item in script
             ]
-        self._pos = 0
-        self._runs: set[str] = set()
+        self._pos: dict[str, int] = {}
+        """Per run: the next reply's index, as far as this object has given replies."""
         self.input_tokens = input_tokens
         self.output_tokens_per_char = output_tokens_per_char
         self.stream_chunk_chars = max(1, stream_chunk_chars)
@@ -100,17 +101,19 @@ class ScriptedModel:
 
     @property
     def remaining(self) -> int:
-        """Scripted replies not yet used (0 for a callable script)."""
-        return len(self._items) - self._pos
+        """Scripted replies the run furthest along has not used yet (0 for a callable
+        script)."""
+        return len(self._items) - max(self._pos.values(), default=0)
 
     async def complete_structured(self, request: CompletionRequest) -> Completion:
         """Return the next scripted reply, validated against ``request.schema``."""
         started = time.perf_counter()
         self.requests.append(request)
-        if request.run_id not in self._runs:  # first ask in this run by this object
-            self._runs.add(request.run_id)
-            self._pos = max(self._pos, request.prior_calls.get(self.name, 0))
-        item = self._next()
+        # The run's position: what its transcript records of this model, or further when
+        # this object gave replies the run has not recorded (a crash, a direct call).
+        pos = max(self._pos.get(request.run_id, 0), request.prior_calls.get(self.name, 0))
+        item = self._next(pos)
+        self._pos[request.run_id] = pos + 1
         reply: Any = item(request.messages) if callable(item) else item
         if inspect.isawaitable(reply):
             reply = await reply
@@ -149,15 +152,13 @@ class ScriptedModel:
                 on_partial(partial)
                 last = partial
 
-    def _next(self) -> ScriptItem:
+    def _next(self, pos: int) -> ScriptItem:
         if self._fn is not None:
             return self._fn
-        if self._pos >= len(self._items):
+        if pos >= len(self._items):
             raise ScriptExhaustedError(
-                f"{self.name}: the script has {len(self._items)} replies and all were used; "
-                "add more replies or a finish action.",
+                f"{self.name}: the script has {len(self._items)} replies and this run used "
+                "all of them; add more replies or a finish action.",
                 model=self.name,
             )
-        item = self._items[self._pos]
-        self._pos += 1
-        return item
+        return self._items[pos]

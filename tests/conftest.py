@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ import pytest
 import structlog
 
 from agentcore import Tool, ToolContext, tool
+
+pytest_plugins = ["pytester"]
 
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
@@ -33,6 +36,20 @@ def _check_address(address: object) -> None:
     if isinstance(address, tuple) and address and address[0] in _LOOPBACK:
         return
     raise NetworkBlockedError(f"tests must not use the network (tried to connect to {address!r})")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per reason a test was skipped, with how many it skipped: a missing service
+    shows as one line, not as hundreds of tests passing silently by."""
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[str(text).removeprefix("Skipped: ")] += 1
+    if reasons:
+        terminalreporter.section("skipped tests, by reason")
+        for reason, count in reasons.most_common():
+            terminalreporter.write_line(f"{count:5d}  {reason}")
 
 
 @pytest.fixture(autouse=True)

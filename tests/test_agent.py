@@ -972,7 +972,23 @@ async def test_exhausted_script_fails_the_run(make_agent: AgentFactory) -> None:
     result = await make_agent(model).run("task")
     assert result.status is RunStatus.FAILED
     assert result.reason is not None
-    assert "all were used" in result.reason
+    assert "this run used all of them" in result.reason
+
+
+async def test_runs_sharing_a_scripted_model_each_follow_the_script(
+    make_agent: AgentFactory,
+) -> None:
+    """One ScriptedModel made from a list, one Agent, three runs (two at once): each run
+    follows the script from its own position in its own transcript."""
+    model = ScriptedModel([call("lookup", order_id="A1"), finish("A1 shipped.")])
+    agent = make_agent(model)
+    first = await agent.run("task")
+    both = await asyncio.gather(agent.run("task two"), agent.run("task three"))
+    for result in (first, *both):
+        assert result.status is RunStatus.COMPLETED, result.reason
+        assert result.answer == "A1 shipped."
+    assert model.remaining == 0
+    assert len(model.requests) == 6
 
 
 # --------------------------------------------------------------------------- context

@@ -66,10 +66,11 @@ def printed_command(stdout: str, label: str) -> list[str]:
 
 
 def with_name(command: list[str], name: str) -> list[str]:
-    """A printed ``agentcore ...`` command as CLI arguments, with the person's name filled in
-    where the shell would (``--by "$USER"``)."""
+    """A printed ``agentcore ...`` command as CLI arguments, run by the person ``name``
+    (a printed command names nobody: the CLI records the login name, or ``--by``)."""
     assert command[0] == "agentcore"
-    return [name if part == "$USER" else part for part in command[1:]]
+    assert "--by" not in command
+    return [*command[1:], "--by", name]
 
 
 def run_id_of(tmp: Path) -> str:
@@ -531,3 +532,35 @@ def test_main_help_is_printed_as_the_app_prints_it(
     with pytest.raises(SystemExit) as done:
         cli.main()
     assert (done.value.code, capsys.readouterr().err) == (2, expected)
+
+
+def test_runs_and_serve_on_a_missing_store_say_so_on_stderr(tmp_path: Path) -> None:
+    """A mistyped store path lists nothing, creates nothing, and says why on stderr."""
+    missing = f"sqlite:///{tmp_path / 'typo.db'}"
+    listed = cli(tmp_path, "runs", "--store", missing)
+    assert listed.returncode == 0, listed.stderr
+    assert f"no store at {missing}" in listed.stderr
+    assert not (tmp_path / "typo.db").exists()
+    port = _free_port()
+    served = subprocess.Popen(
+        [sys.executable, "-m", "agentcore.cli", "serve", "--store", missing, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert served.stdout is not None
+        assert "agentcore console" in served.stdout.readline()
+    finally:
+        served.terminate()
+        _, stderr = served.communicate(timeout=30)
+    assert f"no store at {missing}" in stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -209,7 +209,38 @@ def test_printed_commands_run_as_printed_with_the_store_they_need(agents: Path) 
         for e in exported(agents, only_run_id(agents, "--store", other), "--store", other)
         if e["type"] == "confirmation"
     ]
-    assert [c["by"] for c in confirmations] == ["alice"]  # "$USER", filled in by the shell
+    assert [c["by"] for c in confirmations] == ["alice"]  # $USER: the login name
+
+
+def test_printed_commands_work_without_user_or_logname(agents: Path) -> None:
+    """In a container or CI, $USER and $LOGNAME are often unset: the printed approve
+    command still works, and records the process's account name; an empty --by is a
+    usage error that speaks of the flag."""
+    import pwd
+
+    first = cli(agents, "run", "myagents:scripted", "note and close A1")
+    assert first.returncode == 3, first.stdout + first.stderr
+    approve = line_after(first.stdout, "approve: ")
+    assert "--by" not in approve and "$USER" not in approve
+    blank = shell(agents, approve + " --by ''")
+    assert blank.returncode == 2, blank.stdout + blank.stderr
+    assert "--by" in blank.stderr and "by=" not in blank.stderr
+    bare = {k: v for k, v in env_for(agents).items() if k not in ("USER", "LOGNAME")}
+    done = subprocess.run(
+        ["bash", "-c", approve],
+        capture_output=True,
+        text=True,
+        cwd=agents,
+        env=bare | {"PATH": str(Path(sys.executable).parent) + os.pathsep + bare["PATH"]},
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    confirmations = [
+        e for e in exported(agents, only_run_id(agents)) if e["type"] == "confirmation"
+    ]
+    assert [c["by"] for c in confirmations] == [pwd.getpwuid(os.geteuid()).pw_name]
 
 
 def test_a_budget_stop_prints_a_resume_command_that_works(agents: Path) -> None:

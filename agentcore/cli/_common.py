@@ -151,6 +151,16 @@ def open_listing(url: str | None) -> TranscriptStore | None:
     return open_store(url, migrate=False)
 
 
+def missing_store(url: str | None) -> str | None:
+    """What to tell a person on stderr when ``url`` names a SQLite file that does not exist
+    (listing it shows nothing, and creates nothing); ``None`` when it exists or is not a
+    file."""
+    url = url or default_store_url()
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        return f"no store at {url} (no such file): no runs yet; pass --store or set AGENTCORE_STORE"
+    return None
+
+
 def abort(message: str, code: int = EXIT_ERROR) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -387,8 +397,39 @@ def pending_text(p: PendingCall) -> str:
     return f"step {p.step}: plan: " + " | ".join(p.plan_steps)
 
 
-ANYONE = '"$USER"'
-"""The ``--by`` of a printed command: the shell fills in who runs it."""
+ByOpt = Annotated[
+    str | None,
+    typer.Option(help="Who decides (recorded); default: your login name ($USER or the account's)."),
+]
+
+
+def who_decides(by: str | None) -> str:
+    """The person a command records: ``--by``, else the login name (``$USER``, ``$LOGNAME``,
+    else the account of this process).
+
+    Raises:
+        typer.BadParameter: ``--by`` is blank, or no login name can be found.
+    """
+    if by is None:
+        by = os.environ.get("USER") or os.environ.get("LOGNAME") or _account_name()
+        if not by.strip():
+            raise typer.BadParameter(
+                "no login name to record as the person deciding: pass --by NAME",
+                param_hint="--by",
+            )
+    elif not by.strip():
+        raise typer.BadParameter("is empty: pass --by NAME (who decides; recorded)", param_hint="--by")
+    return by
+
+
+def _account_name() -> str:
+    """This process's account name, or "" where it has none (a container's bare uid)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return ""
 
 
 def bound_command(
@@ -396,17 +437,19 @@ def bound_command(
     p: PendingCall,
     *,
     approve: bool,
-    by: str = ANYONE,
+    by: str | None = None,
     agent: str | None,
     store: str | None = None,
 ) -> str:
     """The confirm command bound to exactly this call (its step and arguments hash), as it
-    can be pasted into a shell."""
+    can be pasted into a shell: without ``by``, whoever runs it is recorded (their login
+    name)."""
     parts = ["agentcore", "confirm", shlex.quote(run_id), "--approve" if approve else "--deny"]
     parts += ["--step", str(p.step)]
     if p.args_hash is not None:
         parts += ["--args-hash", p.args_hash]
-    parts += ["--by", by if by == ANYONE else shlex.quote(by)]
+    if by is not None:
+        parts += ["--by", shlex.quote(by)]
     if not approve:
         parts += ["--reason", "'why not'"]
     return " ".join(parts + _where(agent, store))

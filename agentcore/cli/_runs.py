@@ -26,6 +26,7 @@ from agentcore.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
     AgentOpt,
+    ByOpt,
     RunIdArg,
     StoreOpt,
     abort,
@@ -35,6 +36,7 @@ from agentcore.cli._common import (
     err,
     live,
     load_agent,
+    missing_store,
     open_listing,
     out,
     pending_text,
@@ -46,6 +48,7 @@ from agentcore.cli._common import (
     run_async,
     store_hint,
     valid_run_id,
+    who_decides,
 )
 from agentcore.contracts.errors import (
     ConfigurationError,
@@ -229,6 +232,7 @@ def runs(
     async def go() -> list[Any]:  # Any: RunSummary rows
         st = open_listing(store)
         if st is None:
+            err.print(missing_store(store) or "", highlight=False, soft_wrap=True)
             return []
         try:
             return list(await st.list_runs(status=status, tenant=tenant, limit=limit))
@@ -308,7 +312,7 @@ def export(run_id: RunIdArg, store: StoreOpt = None) -> None:
 @app.command()
 def confirm(
     run_id: RunIdArg,
-    by: Annotated[str, typer.Option(help="Who decides (recorded).")],
+    by: ByOpt = None,
     approve: Annotated[
         bool | None, typer.Option("--approve/--deny", help="Approve or deny.")
     ] = None,
@@ -337,6 +341,7 @@ def confirm(
     """
     if approve is None:
         abort("say --approve or --deny", EXIT_USAGE)
+    person = who_decides(by)
     edited: dict[str, Any] | None = None  # Any: JSON values
     if args is not None:
         try:
@@ -357,7 +362,7 @@ def confirm(
                 owner.stream_confirm(
                     run_id,
                     approve=approve,
-                    by=by,
+                    by=person,
                     reason=reason,
                     args=edited,
                     step=bound_step,
@@ -374,7 +379,7 @@ def confirm(
 
 
 async def _bind_approval(
-    owner: Agent, run_id: str, by: str, step: int | None, agent: str | None
+    owner: Agent, run_id: str, by: str | None, step: int | None, agent: str | None
 ) -> tuple[int | None, str | None]:
     store = store_hint(owner.store.url)
     """The step and args hash an approval given without them is bound to: the waiting
@@ -439,7 +444,7 @@ def resume(
 @app.command()
 def resolve(
     run_id: RunIdArg,
-    by: Annotated[str, typer.Option(help="Who decides (recorded).")],
+    by: ByOpt = None,
     result: Annotated[
         str | None, typer.Option(help="The call happened and returned this JSON value.")
     ] = None,
@@ -455,6 +460,7 @@ def resolve(
     """Settle a lost non-idempotent call of a run in needs_attention, then continue it."""
     if sum((result is not None, rerun, fail)) != 1:
         abort("say exactly one of --result JSON, --rerun, --fail", EXIT_USAGE)
+    person = who_decides(by)
     value: object = None
     if result is not None:
         try:
@@ -468,14 +474,14 @@ def resolve(
             if result is not None:
                 return await owner.resolve(
                     run_id,
-                    by=by,
+                    by=person,
                     result=value,
                     reason=reason,
                     accept_tool_changes=accept_tool_changes,
                 )
             return await owner.resolve(
                 run_id,
-                by=by,
+                by=person,
                 rerun=rerun,
                 fail=fail,
                 reason=reason,
@@ -490,7 +496,7 @@ def resolve(
 @app.command()
 def cancel(
     run_id: RunIdArg,
-    by: Annotated[str, typer.Option(help="Who cancels (recorded).")],
+    by: ByOpt = None,
     reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
     agent: AgentOpt = None,
     store: StoreOpt = None,
@@ -501,10 +507,12 @@ def cancel(
     completed.
     """
 
+    person = who_decides(by)
+
     async def go() -> RunResult:
         owner, _ = await agent_for_run(run_id, agent, store)
         try:
-            return await owner.cancel(run_id, by=by, reason=reason)
+            return await owner.cancel(run_id, by=person, reason=reason)
         finally:
             await owner.close()
 

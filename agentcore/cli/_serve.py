@@ -9,7 +9,16 @@ from typing import Annotated, Any
 
 import typer
 
-from agentcore.cli._common import EXIT_USAGE, StoreOpt, abort, app, load_agent, out
+from agentcore.cli._common import (
+    EXIT_USAGE,
+    StoreOpt,
+    abort,
+    app,
+    err,
+    load_agent,
+    missing_store,
+    out,
+)
 from agentcore.contracts.errors import ConfigurationError
 
 __all__: list[str] = []
@@ -69,6 +78,8 @@ def serve(
         agents = {ref: load_agent(ref, store=store) for ref in agent or ()}
     except ConfigurationError as exc:
         abort(str(exc), EXIT_USAGE)
+    if (note := missing_store(store)) is not None:
+        err.print(f"warning: {note}", highlight=False, soft_wrap=True)
     login = TokenLogin() if authenticate is None else None
     application = create_app(store, agents=agents, authenticate=authenticate, login=login)
     shown = f"[{host}]" if ":" in host else host

@@ -30,6 +30,8 @@ __all__ = ["pg_schema", "postgres_dsn"]
 
 HERE = Path(__file__).resolve().parent
 AMQP_VARIABLE = "AGENTCORE_TEST_AMQP_URL"
+LOCAL_AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+"""The documented local RabbitMQ, used when ``AGENTCORE_TEST_AMQP_URL`` is unset."""
 
 
 def _unavailable(reason: str) -> None:
@@ -39,11 +41,9 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="session")
 def amqp_url() -> str:
     """The test broker's URL; skips (fails under CI=true) when there is none."""
-    url = os.environ.get(AMQP_VARIABLE, "")
-    if not url:
-        _unavailable(
-            f"{AMQP_VARIABLE} is not set (e.g. {AMQP_VARIABLE}=amqp://guest:guest@127.0.0.1:5672//)"
-        )
+    given = os.environ.get(AMQP_VARIABLE, "")
+    url = given or LOCAL_AMQP
+    where = AMQP_VARIABLE if given else f"{LOCAL_AMQP} ({AMQP_VARIABLE} is not set)"
     try:
         from kombu import Connection
     except ImportError as exc:
@@ -53,7 +53,7 @@ def amqp_url() -> str:
         with Connection(url, connect_timeout=5) as conn:
             conn.ensure_connection(max_retries=1)
     except Exception as exc:  # kombu raises the transport's own errors
-        _unavailable(f"cannot connect to {AMQP_VARIABLE}: {exc}")
+        _unavailable(f"RabbitMQ: cannot connect to {where}: {exc}")
     return url
 
 

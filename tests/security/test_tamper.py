@@ -98,7 +98,7 @@ def demo_until_confirmation(
     assert demo.returncode == 0, demo.stdout + demo.stderr
     (line,) = [ln for ln in demo.stdout.splitlines() if ln.startswith("approve: ")]
     approve = shlex.split(line.removeprefix("approve: "))[1:]
-    return approve[1], ["alice" if part == "$USER" else part for part in approve]
+    return approve[1], [*approve, "--by", "alice"]
 
 
 def demo_confirmed(cwd: Path, store: str) -> str:

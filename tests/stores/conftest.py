@@ -1,9 +1,11 @@
 """Store test setup: where the PostgreSQL tests find their database, and their isolation.
 
-The PostgreSQL DSN comes from ``AGENTCORE_TEST_POSTGRES_DSN`` (CI sets it to
-``postgresql://postgres@127.0.0.1:5432/test``). Without it, or without psycopg, PostgreSQL
-tests skip with the reason locally, but fail under ``CI=true``: a CI run that silently skips
-its database tests proves nothing. Each test gets its own schema, dropped afterwards.
+The PostgreSQL DSN comes from ``AGENTCORE_TEST_POSTGRES_DSN``, else the documented local
+database (``postgresql://postgres@127.0.0.1:5432/test``, what CI sets) when it answers.
+Without a database that answers, or without psycopg, PostgreSQL tests skip with the reason
+locally (the end of the run lists each reason once), but fail under ``CI=true``: a CI run
+that silently skips its database tests proves nothing. Each test gets its own schema,
+dropped afterwards.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 DSN_VARIABLE = "AGENTCORE_TEST_POSTGRES_DSN"
+LOCAL_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+"""The documented local database, used when ``AGENTCORE_TEST_POSTGRES_DSN`` is unset."""
 
 
 def unavailable(reason: str, what: str = "the PostgreSQL tests") -> None:
@@ -31,22 +35,18 @@ _unavailable = unavailable
 def postgres_dsn() -> str:
     """The test database's DSN; skips (fails under CI=true) when there is none."""
     dsn = os.environ.get(DSN_VARIABLE, "")
-    if not dsn:
-        _unavailable(
-            f"{DSN_VARIABLE} is not set (e.g. {DSN_VARIABLE}="
-            "postgresql://postgres@127.0.0.1:5432/test)"
-        )
+    where = DSN_VARIABLE if dsn else f"{LOCAL_DSN} ({DSN_VARIABLE} is not set)"
     try:
         import psycopg
     except ImportError as exc:
         _unavailable(f"psycopg is not installed ({exc}): pip install -e '.[dev]'")
         raise  # unreachable: skip and fail raise
     try:
-        with psycopg.connect(dsn, connect_timeout=5) as conn:
+        with psycopg.connect(dsn or LOCAL_DSN, connect_timeout=5) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        _unavailable(f"cannot connect to {DSN_VARIABLE}: {exc}")
-    return dsn
+        _unavailable(f"PostgreSQL: cannot connect to {where}: {str(exc).strip()}")
+    return dsn or LOCAL_DSN
 
 
 def drop_schema(dsn: str, schema: str) -> None:

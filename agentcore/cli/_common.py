@@ -418,7 +418,9 @@ def who_decides(by: str | None) -> str:
                 param_hint="--by",
             )
     elif not by.strip():
-        raise typer.BadParameter("is empty: pass --by NAME (who decides; recorded)", param_hint="--by")
+        raise typer.BadParameter(
+            "is empty: pass --by NAME (who decides; recorded)", param_hint="--by"
+        )
     return by
 
 

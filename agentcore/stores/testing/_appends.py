@@ -65,6 +65,8 @@ class AppendChecks:
         with pytest.raises(RunNotFoundError, match="nope"):
             await store.load("nope")
         with pytest.raises(RunNotFoundError, match="nope"):
+            await store.load("nope", after=3)
+        with pytest.raises(RunNotFoundError, match="nope"):
             await store.truncate("nope", after=0)
         with pytest.raises(RunNotFoundError, match="nope"):
             await store.request_cancel("nope", by="alice")

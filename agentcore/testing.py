@@ -6,6 +6,9 @@ checks what the agent did: which tools ran with which arguments, what the run en
 run goes through the same contract, validation, dispatcher and transcript as one with a real
 model; nothing calls out.
 
+:func:`crash_test` proves a tool at-most-once: it kills a real process at each durability
+boundary of a call, resumes the run in a fresh one and counts the tool's effects.
+
 Example:
     >>> import asyncio
     >>> from agentcore import tool
@@ -29,12 +32,24 @@ from typing import Any
 
 from agentcore.adapters import ScriptedModel, ScriptItem
 
+from ._crashkit import BOUNDARIES, Boundary, BoundaryResult, CrashReport, crash_test
 from .agent import Agent
 from .events import Event, ToolStarted
 from .policy import Policy
 from .tools import Tool
 
-__all__ = ["call", "finish", "plan", "scripted_agent", "tool_calls"]
+__all__ = [
+    "BOUNDARIES",
+    "Boundary",
+    "BoundaryResult",
+    "CrashReport",
+    "call",
+    "crash_test",
+    "finish",
+    "plan",
+    "scripted_agent",
+    "tool_calls",
+]
 
 
 def call(name: str, /, thought: str = "I need this.", **args: Any) -> dict[str, Any]:  # Any: JSON

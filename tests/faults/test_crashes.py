@@ -20,6 +20,7 @@ import pytest
 
 from agentcore import RunStatus, check_transcript
 from agentcore.events import ModelCalled, Resolution, ToolFinished, ToolStarted
+from agentcore.testing import crash_test
 from faults._support import (
     KILLED,
     RUN_ID,
@@ -33,7 +34,7 @@ from faults._support import (
     resumes,
     wait,
 )
-from faults.worker import ANSWER, build_agent
+from faults.worker import ANSWER, ENTRY, build_agent, ledger_lines
 
 pytestmark = pytest.mark.subprocess
 
@@ -223,6 +224,40 @@ def test_crash_then_resume_in_a_fresh_process(tmp_path: Path, point: str, kind: 
     assert _resume_in_process(case) == "completed"
     assert case.ledger_lines() == [KEY] * expect.final
     assert dumped(case.events()) == dumped(after)
+
+
+_KIT_POINTS = {"after_intent": "after_intent_commit", "after_effect": "after_tool_return"}
+
+
+@pytest.mark.parametrize("kind", ["idempotent", "reconcile", "non_idempotent"])
+def test_the_public_crash_kit_sees_what_the_table_promises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """agentcore.testing.crash_test over the same tools agrees with EXPECTED: the status after
+    the first fresh resume, and the effects by then."""
+    ledger = tmp_path / "kit-ledger.txt"
+    monkeypatch.setenv("FAULT_LEDGER", str(ledger))
+    report = crash_test(
+        f"faults.worker:{kind}_tool",
+        {"entry": ENTRY},
+        effects=lambda: len(ledger_lines(ledger)),
+        boundaries=list(_KIT_POINTS),
+    )
+    for result in report:
+        expect = EXPECTED[_KIT_POINTS[result.boundary], kind]
+        effects = expect.final if expect.settle is None else expect.after_kill
+        assert result.killed, report
+        assert result.effects_at_kill == expect.after_kill, report
+        assert result.effects == effects, f"{expect.rule}\n{report}"
+        assert result.status is RunStatus(expect.status), report
+        assert result.transcript_problems == (), report
+    if kind == "idempotent":
+        # The worker's tool appends on every run: idempotent by declaration only, so the
+        # kit shows its repeat after the effect (the at-least-once row of the table).
+        with pytest.raises(AssertionError, match="2 times"):
+            report.assert_at_most_once()
+    else:
+        report.assert_at_most_once()
 
 
 def test_recorded_invalid_reply_then_crash_asks_again_and_counts_both(tmp_path: Path) -> None:

@@ -33,6 +33,9 @@ Environment knobs (all optional):
 - ``FAULT_TOOL_HOLD=<dir>``: inside the tool, before the side effect, create
   ``<dir>/entered`` and wait for ``<dir>/release``.
 
+``idempotent_tool``, ``non_idempotent_tool`` and ``reconcile_tool`` are the tools by
+reference for :func:`agentcore.testing.crash_test`, writing to ``FAULT_LEDGER``.
+
 ``cli_agent`` builds the same agent for ``agentcore ... --agent worker:cli_agent`` from
 ``FAULT_LEDGER`` and ``FAULT_TOOL_KIND`` (with this directory on ``PYTHONPATH``).
 """
@@ -75,8 +78,9 @@ def _wait_for(path: Path) -> None:
         time.sleep(0.005)
 
 
-def make_tool(kind: str, ledger: str) -> Any:  # Any: a Tool (kept loose for the factory)
-    """The tool under test: appends its idempotency key to ``ledger`` (fsynced)."""
+def make_tool(kind: str, ledger: str | None) -> Any:  # Any: a Tool (kept loose for the factory)
+    """The tool under test: appends its idempotency key to ``ledger`` (fsynced); with
+    ``None``, to the file ``FAULT_LEDGER`` names when it runs."""
     if kind not in TOOL_KINDS:
         raise SystemExit(f"unknown tool kind {kind!r}; valid: {', '.join(TOOL_KINDS)}")
 
@@ -90,14 +94,14 @@ def make_tool(kind: str, ledger: str) -> Any:  # Any: a Tool (kept loose for the
         if hold:
             Path(hold, "entered").touch()
             _wait_for(Path(hold, "release"))
-        with open(ledger, "a", encoding="utf-8") as fh:
+        with open(ledger or os.environ["FAULT_LEDGER"], "a", encoding="utf-8") as fh:
             fh.write(ctx.idempotency_key + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         return {"key": ctx.idempotency_key, "entry": entry}
 
     def reconcile(key: str) -> dict[str, Any] | None:
-        if key in ledger_lines(ledger):
+        if key in ledger_lines(ledger or os.environ["FAULT_LEDGER"]):
             return {"key": key, "entry": ENTRY, "reconciled": True}
         return None
 
@@ -108,6 +112,12 @@ def make_tool(kind: str, ledger: str) -> Any:  # Any: a Tool (kept loose for the
         reconcile=reconcile if kind == "reconcile" else None,
         name=TOOL_NAME,
     )(record_entry)
+
+
+# The same tools by reference, for the crash kit (``faults.worker:reconcile_tool``).
+idempotent_tool = make_tool("idempotent", None)
+non_idempotent_tool = make_tool("non_idempotent", None)
+reconcile_tool = make_tool("reconcile", None)
 
 
 def next_action(messages: Sequence[Message]) -> dict[str, Any] | str:  # Any: a JSON action

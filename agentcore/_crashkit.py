@@ -1,0 +1,408 @@
+"""The crash kit behind :func:`agentcore.testing.crash_test`: a user's tool run under a real
+SIGKILL at each durability boundary, the run resumed by a fresh process, the effects counted.
+
+The parent (:func:`crash_test`) starts two child processes per boundary, each
+``python -m agentcore._crashkit <kill|recover> <spec as JSON>``, over a fresh SQLite store:
+
+- ``kill`` runs a one-tool scripted agent (call the tool, then finish) with the boundary's
+  crash point armed, so that the process SIGKILLs itself there. A destructive tool waits for
+  a person first: the child approves it, and arms the point only for the confirmation when
+  the boundary lies after the model's answer.
+- ``recover`` resumes the run as any fresh worker would (approving again when the run waits
+  for a person), checks the transcript and prints the outcome as one JSON line.
+
+Between the children the parent asks the user's ``effects`` how many times the effect has
+happened. POSIX only (the kill is a real SIGKILL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Literal, cast, get_args
+
+from agentcore.contracts.errors import ConfigurationError
+
+from . import _faults
+from ._integrity import check_transcript
+from ._state import RunResult, RunStatus
+from .agent import Agent
+from .errors import AgentcoreError
+from .policy import Policy
+from .tools import Tool
+
+__all__ = ["BOUNDARIES", "Boundary", "BoundaryResult", "CrashReport", "crash_test", "load_tool"]
+
+Boundary = Literal["before_intent", "after_intent", "after_effect", "approval"]
+"""Where the process is killed:
+
+- ``before_intent``: the model asked for the call; nothing of it is recorded.
+- ``after_intent``: the intent (``tool_started``) is durable; the tool has not run.
+- ``after_effect``: the tool returned (its effect happened); its outcome is not recorded.
+- ``approval``: a person's approval of a destructive call is durable; the process dies
+  inside the commit of the intent it authorizes.
+"""
+
+BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
+
+_POINTS: dict[Boundary, str] = {
+    "before_intent": "after_model_response",
+    "after_intent": "after_intent_commit",
+    "after_effect": "after_tool_return",
+    # The confirming process appends the approval on its own, then the intent: the second
+    # append of that process.
+    "approval": "in_append_transaction:2",
+}
+_BY = "crash-kit"
+_ANSWER = "The call is done."
+_TIMEOUT_S = 120.0
+
+
+def load_tool(ref: str) -> Tool:
+    """The :class:`~agentcore.Tool` that ``ref`` (``"module:attribute"``) names.
+
+    Raises:
+        ConfigurationError: ``ref`` is not ``module:attribute``, or does not name a tool.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise ConfigurationError(
+            f"A tool reference is 'module:attribute' (as in 'myapp.tools:refund'), not {ref!r}."
+        )
+    found: object = import_module(module_name)
+    for part in attr.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, Tool):
+        raise ConfigurationError(
+            f"{ref!r} is a {type(found).__name__}, not a tool; decorate the function with @tool."
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class BoundaryResult:
+    """What happened to one run killed at one boundary and resumed by a fresh process.
+
+    Attributes:
+        boundary: where the process was killed (see :data:`Boundary`).
+        crash_point: agentcore's crash point for it (``AGENTCORE_CRASH_AT``'s value).
+        run_id: the run's id; the call's idempotency key is ``f"{run_id}:1"``.
+        killed: the process died of SIGKILL there (otherwise the boundary was never reached).
+        recorded_at_kill: the types of the events durable when the process died, in order.
+        effects_at_kill: how many times the effect had happened when the process died.
+        effects: how many times it happened in all, after the fresh process resumed the run.
+        approvals_on_resume: how many times the resumed run waited for a person (and was
+            approved); a call whose approval was durable before the kill is not asked again.
+        status: the run's status after the resume (``None`` when the resume raised).
+        reason: why the run stopped, when it did not complete (or the resume's error).
+        transcript_problems: what :func:`~agentcore.check_transcript` found (none: sound).
+    """
+
+    boundary: Boundary
+    crash_point: str
+    run_id: str
+    killed: bool
+    recorded_at_kill: tuple[str, ...]
+    effects_at_kill: int
+    effects: int
+    approvals_on_resume: int
+    status: RunStatus | None
+    reason: str | None
+    transcript_problems: tuple[str, ...]
+
+    def problems(self) -> list[str]:
+        """Why this boundary breaks the at-most-once promise, in words; none when it holds.
+
+        It holds when the process was killed, the transcript is sound, and either the run
+        completed with the effect made exactly once, or it stopped as ``needs_attention``
+        (a person decides) with the effect made at most once.
+        """
+        found: list[str] = []
+        if not self.killed:
+            found.append(f"the process was never killed at {self.crash_point}")
+        if self.status is RunStatus.COMPLETED and self.effects != 1:
+            found.append(f"the run completed with the effect made {self.effects} times, not once")
+        elif self.status is RunStatus.NEEDS_ATTENTION and self.effects > 1:
+            found.append(f"the effect was made {self.effects} times before a person was asked")
+        elif self.status not in (RunStatus.COMPLETED, RunStatus.NEEDS_ATTENTION):
+            status = self.status.value if self.status else "an error"
+            found.append(f"the resumed run ended as {status}: {self.reason}")
+        found += [f"transcript: {p}" for p in self.transcript_problems]
+        return found
+
+    @property
+    def ok(self) -> bool:
+        """The promise holds at this boundary (see :meth:`problems`)."""
+        return not self.problems()
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """The outcome of :func:`~agentcore.testing.crash_test`: one result per boundary.
+
+    Attributes:
+        tool: the tool's reference (``"module:attribute"``).
+        results: one :class:`BoundaryResult` per boundary, in the order run.
+    """
+
+    tool: str
+    results: tuple[BoundaryResult, ...]
+
+    def __getitem__(self, boundary: Boundary) -> BoundaryResult:
+        for result in self.results:
+            if result.boundary == boundary:
+                return result
+        raise KeyError(f"{boundary!r} was not tested; tested: {[r.boundary for r in self]}")
+
+    def __iter__(self) -> Iterator[BoundaryResult]:
+        return iter(self.results)
+
+    def __str__(self) -> str:
+        lines = [f"crash test of {self.tool}:"]
+        for r in self.results:
+            status = r.status.value if r.status else "error"
+            verdict = "ok" if r.ok else "BROKEN: " + "; ".join(r.problems())
+            lines.append(
+                f"  {r.boundary:<13} killed={'yes' if r.killed else 'no':<3} "
+                f"effects={r.effects_at_kill}->{r.effects} status={status:<15} {verdict}"
+            )
+        return "\n".join(lines)
+
+    def assert_at_most_once(self) -> None:
+        """Fail unless the promise holds at every boundary tested.
+
+        Raises:
+            AssertionError: a boundary where the effect happened twice, a completed run
+                without it, a process never killed, or an unsound transcript; the message
+                is the whole report.
+        """
+        if not all(r.ok for r in self.results):
+            raise AssertionError(f"the tool is not at-most-once under a crash\n{self}")
+
+
+def crash_test(
+    tool: str,
+    args: Mapping[str, Any],  # Any: JSON arguments, validated by the tool
+    *,
+    effects: Callable[[], int],
+    boundaries: Sequence[Boundary] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CrashReport:
+    """Prove a tool at-most-once: kill a real process at each durability boundary of one
+    call, resume the run in a fresh process, and count how many times the effect happened.
+
+    Per boundary, over a fresh SQLite store: a child process runs a one-tool agent (the
+    model calls ``tool`` with ``args``, then finishes) and SIGKILLs itself at the boundary;
+    a second child resumes the run as any worker would, with the tool's ``idempotent`` and
+    ``reconcile`` as declared, and approves the call when it waits for a person. Each run
+    has its own id, so each call its own idempotency key (``f"{run_id}:1"``).
+
+    The children import the tool by reference and see this process's import path, working
+    directory and environment (plus ``env``): point the tool at a test's ledger, database
+    or server through them. POSIX only.
+
+    Args:
+        tool: the tool as ``"module:attribute"`` (a child process rebuilds it from there).
+        args: the call's arguments.
+        effects: how many times the effect has happened so far, read from the system the
+            tool acts on (rows in a table, lines in a ledger, requests a fake server saw);
+            called before and after each child, so a running count is enough.
+        boundaries: which of :data:`~agentcore.testing.BOUNDARIES` to test (default all
+            that apply; ``approval`` only to a destructive tool). Each costs two processes.
+        env: environment variables for the children, on top of this process's.
+
+    Returns:
+        The report; :meth:`CrashReport.assert_at_most_once` fails a test on a double
+        effect, a completed run without the effect, or an unsound transcript.
+
+    Raises:
+        ConfigurationError: ``tool`` does not name a tool, or a boundary does not apply.
+
+    Example:
+        >>> report = crash_test(  # doctest: +SKIP
+        ...     "myapp.tools:refund", {"order_id": "A-1"}, effects=lambda: count_refunds()
+        ... )
+        >>> report.assert_at_most_once()  # doctest: +SKIP
+    """
+    found = load_tool(tool)
+    destructive = found.spec.effect == "destructive"
+    chosen = tuple(boundaries) if boundaries is not None else _default_boundaries(destructive)
+    for boundary in chosen:
+        if boundary not in BOUNDARIES:
+            raise ConfigurationError(
+                f"Unknown boundary {boundary!r}. Valid boundaries: {', '.join(BOUNDARIES)}."
+            )
+        if boundary == "approval" and not destructive:
+            raise ConfigurationError(
+                f"The approval boundary needs a tool that waits for a person; "
+                f"{found.name!r} has effect={found.spec.effect!r}, not 'destructive'."
+            )
+    child_env = _child_env(env)
+    with tempfile.TemporaryDirectory(prefix="agentcore-crashkit-") as tmp:
+        results = tuple(
+            _one(Path(tmp), tool, dict(args), boundary, effects, child_env) for boundary in chosen
+        )
+    return CrashReport(tool, results)
+
+
+def _default_boundaries(destructive: bool) -> tuple[Boundary, ...]:
+    return BOUNDARIES if destructive else tuple(b for b in BOUNDARIES if b != "approval")
+
+
+def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The parent's environment and import path, no crash point of its own."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_CRASH_AT"}
+    env.update(extra or {})
+    paths = [os.path.abspath(p or os.curdir) for p in sys.path]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
+def _one(
+    tmp: Path,
+    tool: str,
+    args: dict[str, Any],  # Any: JSON arguments
+    boundary: Boundary,
+    effects: Callable[[], int],
+    env: dict[str, str],
+) -> BoundaryResult:
+    run_id = f"crash-{boundary.replace('_', '-')}"
+    spec = {
+        "tool": tool,
+        "args": args,
+        "db": str(tmp / f"{run_id}.db"),
+        "run_id": run_id,
+        "boundary": boundary,
+    }
+    base = effects()
+    killed = _child("kill", spec, env)
+    at_kill = effects() - base
+    recovered = _child("recover", spec, env)
+    out = _last_json(recovered.stdout)
+    status = out.get("status")
+    return BoundaryResult(
+        boundary=boundary,
+        crash_point=_POINTS[boundary],
+        run_id=run_id,
+        killed=killed.returncode == -signal.SIGKILL,
+        recorded_at_kill=tuple(out.get("recorded_at_kill", ())),
+        effects_at_kill=at_kill,
+        effects=effects() - base,
+        approvals_on_resume=int(out.get("approvals", 0)),
+        status=RunStatus(status) if isinstance(status, str) else None,
+        reason=out.get("reason") or out.get("error") or _tail(recovered.stderr),
+        transcript_problems=tuple(out.get("problems", ())),
+    )
+
+
+def _child(cmd: str, spec: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore._crashkit", cmd, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=_TIMEOUT_S,
+        check=False,
+    )
+
+
+def _last_json(stdout: str) -> dict[str, Any]:  # Any: the child's JSON
+    lines = stdout.strip().splitlines()
+    try:
+        found: object = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        return {}
+    return cast("dict[str, Any]", found) if isinstance(found, dict) else {}  # the child's JSON
+
+
+def _tail(text: str) -> str | None:
+    return text.strip()[-2000:] or None
+
+
+# -- the child process -------------------------------------------------------------------------
+
+
+async def _kill(spec: dict[str, Any]) -> RunResult:  # Any: the spec's JSON
+    """Run the call with the boundary's crash point armed; returns only if never killed."""
+    agent, tool = _agent(spec)
+    point = _POINTS[spec["boundary"]]
+    waits = tool.spec.effect == "destructive"
+    try:
+        if not waits or spec["boundary"] == "before_intent":
+            _faults.arm(point)
+        result = await agent.run("Make the call once.", run_id=spec["run_id"])
+        if result.status is RunStatus.AWAITING_CONFIRMATION:
+            _faults.arm(point)
+            result = await agent.confirm(spec["run_id"], approve=True, by=_BY)
+        return result
+    finally:
+        await agent.close()
+
+
+async def _recover(spec: dict[str, Any]) -> dict[str, Any]:  # Any: JSON in and out
+    """Resume the run as a fresh worker, approving what waits; the outcome as JSON."""
+    agent, _ = _agent(spec)
+    run_id = spec["run_id"]
+    try:
+        recorded = [ev.type for ev in await agent.transcript(run_id)]
+        result = await agent.resume(run_id)
+        approvals = 0
+        while result.status is RunStatus.AWAITING_CONFIRMATION and approvals < 3:
+            approvals += 1  # the call was never approved, or its approval was lost
+            result = await agent.confirm(run_id, approve=True, by=_BY)
+        problems = check_transcript(await agent.transcript(run_id))
+    finally:
+        await agent.close()
+    return {
+        "status": result.status.value,
+        "reason": result.reason,
+        "problems": problems,
+        "recorded_at_kill": recorded,
+        "approvals": approvals,
+    }
+
+
+def _agent(spec: dict[str, Any]) -> tuple[Agent, Tool]:  # Any: the spec's JSON
+    from .testing import scripted_agent  # the public kit drives the run, as a user's test would
+
+    tool = load_tool(spec["tool"])
+    action = {"type": "tool", "thought": "Make the call.", "tool": tool.name, "args": spec["args"]}
+    finish = {"type": "finish", "thought": "The call is done.", "answer": _ANSWER}
+    agent = scripted_agent(
+        [tool],
+        action,
+        finish,
+        policy=Policy(plan_before_writes=False),
+        store=f"sqlite:///{spec['db']}",
+    )
+    return agent, tool
+
+
+def main(argv: Sequence[str]) -> int:
+    """``kill`` or ``recover`` (see the module docstring); prints one JSON line."""
+    if len(argv) != 2 or argv[0] not in ("kill", "recover"):
+        raise SystemExit(__doc__)
+    spec = json.loads(argv[1])
+    try:
+        if argv[0] == "kill":
+            result = asyncio.run(_kill(spec))
+            out: dict[str, Any] = {"status": result.status.value, "reason": result.reason}
+        else:
+            out = asyncio.run(_recover(spec))
+    except AgentcoreError as exc:
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(out), flush=True)
+    return 0 if "error" not in out else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,110 @@
+#!/usr/bin/env python
+"""Per-step time of two revisions of agentcore, measured in one run, interleaved.
+
+Each round times every case once with the working tree's code and once with ``--base``'s
+(in alternating order), each in a fresh process running that revision's own
+``bench/bench_steps.py --only KIND:N``, so both see the same machine load. The base
+revision is checked out into a temporary git worktree and imported through a link tree
+(``agentcore`` -> its ``agentcore/``, with ``contracts/`` and ``adapters/`` mapped in as
+the install does), with this interpreter's dependencies.
+
+Usage::
+
+    python bench/compare_revisions.py --base 8ceee31
+    python bench/compare_revisions.py --base 8ceee31 --cases memory_async:1000 --rounds 9
+
+Prints, per case, the median and spread (min-max) of the per-step time (3 samples per
+process, every round) for each revision and the ratio of the medians (working tree / base).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STEP = re.compile(r"([0-9.]+) ms/step")
+
+
+def link_tree(source: Path, into: Path) -> Path:
+    """A folder whose ``agentcore`` package is ``source``'s, laid out as installed."""
+    pkg = into / "agentcore"
+    pkg.mkdir(parents=True)
+    for entry in (source / "agentcore").iterdir():
+        (pkg / entry.name).symlink_to(entry)
+    (pkg / "contracts").symlink_to(source / "contracts")
+    (pkg / "adapters").symlink_to(source / "adapters")
+    return into
+
+
+def time_case(tree: Path, path_entry: Path | None, case: str) -> list[float]:
+    """Microseconds per step of each sample of one ``--only`` run (3 samples) of
+    ``tree``'s bench_steps.py."""
+    env = dict(os.environ)
+    if path_entry is not None:
+        env["PYTHONPATH"] = str(path_entry)
+    out = subprocess.run(
+        [sys.executable, str(tree / "bench" / "bench_steps.py"), "--only", case, "--reps", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        check=True,
+    ).stdout
+    found = STEP.findall(out)
+    if not found:
+        raise SystemExit(f"no 'ms/step' figure in the output of {case} in {tree}:\n{out}")
+    return [float(ms) * 1000 for ms in found]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--base", required=True, help="the revision to compare with")
+    parser.add_argument(
+        "--cases",
+        default="memory_async:1000,memory_sync:1000,sqlite_normal:1000,sqlite_full:1000",
+        help="comma-separated KIND:N cases of bench_steps.py --only",
+    )
+    parser.add_argument("--rounds", type=int, default=7, help="rounds (each times both)")
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    with tempfile.TemporaryDirectory(prefix="agentcore-compare-") as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", "-q", str(base), args.base],
+            cwd=ROOT,
+            check=True,
+        )
+        try:
+            base_path = link_tree(base, Path(tmp) / "site")
+            times: dict[tuple[str, str], list[float]] = {}
+            for r in range(args.rounds):
+                for case in cases:
+                    order = [("base", base, base_path), ("head", ROOT, None)]
+                    for name, tree, entry in order if r % 2 else order[::-1]:
+                        times.setdefault((name, case), []).extend(time_case(tree, entry, case))
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False
+            )
+    load = os.getloadavg()[0]
+    print(f"base {args.base} vs working tree, {args.rounds} rounds, load {load:.1f}")
+    print("| case | base us/step (min-max) | head us/step (min-max) | head / base |")
+    print("|---|---|---|---|")
+    for case in cases:
+        b, h = times[("base", case)], times[("head", case)]
+        mb, mh = statistics.median(b), statistics.median(h)
+        print(
+            f"| {case} | {mb:.1f} ({min(b):.1f}-{max(b):.1f}) | "
+            f"{mh:.1f} ({min(h):.1f}-{max(h):.1f}) | {mh / mb:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""The crash kit as a user runs it: their own tools, a real SIGKILL, effects they count.
+
+The tools below are a user's: each appends to its own ledger file (named by the test through
+``CRASHKIT_LEDGER_DIR``), one line per real effect; the test counts the lines. Each boundary
+costs two child processes, so each test runs only the boundaries its point needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentcore import RunStatus, ToolContext, tool
+from agentcore.errors import ConfigurationError
+from agentcore.testing import crash_test
+
+pytestmark = pytest.mark.subprocess
+
+HERE = "test_crashkit"
+
+
+def _ledger(name: str) -> Path:
+    return Path(os.environ["CRASHKIT_LEDGER_DIR"], f"{name}.txt")
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _append(path: Path, key: str) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(key + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@tool(effect="write", idempotent=True)
+def upsert_note(text: str, ctx: ToolContext) -> dict[str, str]:
+    """Save a note under the call's key (an upsert: the same key twice is one note).
+
+    Args:
+        text: the note.
+    """
+    path = _ledger("upsert_note")
+    if ctx.idempotency_key not in _lines(path):
+        _append(path, ctx.idempotency_key)
+    return {"saved": text}
+
+
+def _refund_done(key: str) -> dict[str, str] | None:
+    return {"refunded": key} if key in _lines(_ledger("refund")) else None
+
+
+@tool(effect="write", idempotent=False, reconcile=_refund_done)
+def refund(order_id: str, ctx: ToolContext) -> dict[str, str]:
+    """Refund an order (not idempotent; the ledger tells whether a call happened).
+
+    Args:
+        order_id: the order to refund.
+    """
+    _append(_ledger("refund"), ctx.idempotency_key)
+    return {"refunded": order_id}
+
+
+@tool(effect="write", idempotent=False)
+def send_email(to: str, ctx: ToolContext) -> dict[str, str]:
+    """Send an email (not idempotent, and nothing can tell whether it was sent).
+
+    Args:
+        to: the recipient.
+    """
+    _append(_ledger("send_email"), ctx.idempotency_key)
+    return {"sent": to}
+
+
+@tool(effect="write", idempotent=True)
+def add_line(text: str, ctx: ToolContext) -> dict[str, str]:
+    """Append a line. Wrongly declared idempotent: a second call appends a second line.
+
+    Args:
+        text: the line.
+    """
+    _append(_ledger("add_line"), ctx.idempotency_key)
+    return {"added": text}
+
+
+def _deleted(key: str) -> dict[str, str] | None:
+    return {"deleted": key} if key in _lines(_ledger("delete_account")) else None
+
+
+@tool(effect="destructive", idempotent=False, reconcile=_deleted)
+def delete_account(account: str, ctx: ToolContext) -> dict[str, str]:
+    """Delete an account (a person approves it first).
+
+    Args:
+        account: the account to delete.
+    """
+    _append(_ledger("delete_account"), ctx.idempotency_key)
+    return {"deleted": account}
+
+
+Counter = Callable[[str], Callable[[], int]]
+
+
+@pytest.fixture
+def ledgers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """``counter(name)``: how many lines the tool ``name`` has written to its ledger."""
+    monkeypatch.setenv("CRASHKIT_LEDGER_DIR", str(tmp_path))
+    return lambda name: lambda: len(_lines(tmp_path / f"{name}.txt"))
+
+
+def test_an_idempotent_tool_is_at_most_once_at_every_boundary(ledgers: Counter) -> None:
+    report = crash_test(f"{HERE}:upsert_note", {"text": "hi"}, effects=ledgers("upsert_note"))
+    report.assert_at_most_once()
+    assert [r.boundary for r in report] == ["before_intent", "after_intent", "after_effect"]
+    assert all(r.killed and r.status is RunStatus.COMPLETED for r in report)
+    assert [(r.effects_at_kill, r.effects) for r in report] == [(0, 1), (0, 1), (1, 1)]
+    # Where the kill fell: nothing of the call recorded; the intent durable, no outcome.
+    assert report["before_intent"].recorded_at_kill == ("run_started",)
+    assert report["after_intent"].recorded_at_kill[-1] == "tool_started"
+    assert report["after_effect"].recorded_at_kill[-1] == "tool_started"
+
+
+def test_a_reconcilable_tool_runs_once_through_a_kill_on_either_side_of_its_effect(
+    ledgers: Counter,
+) -> None:
+    report = crash_test(
+        f"{HERE}:refund",
+        {"order_id": "A-1"},
+        effects=ledgers("refund"),
+        boundaries=["after_intent", "after_effect"],
+    )
+    report.assert_at_most_once()
+    assert [(r.effects_at_kill, r.effects, r.status) for r in report] == [
+        (0, 1, RunStatus.COMPLETED),  # reconcile found nothing: run once
+        (1, 1, RunStatus.COMPLETED),  # reconcile found the call: its result adopted
+    ]
+
+
+def test_a_tool_nothing_can_check_stops_for_a_person_instead_of_running_twice(
+    ledgers: Counter,
+) -> None:
+    report = crash_test(
+        f"{HERE}:send_email",
+        {"to": "ann@example.com"},
+        effects=ledgers("send_email"),
+        boundaries=["after_intent", "after_effect"],
+    )
+    report.assert_at_most_once()
+    assert [(r.effects, r.status) for r in report] == [
+        (0, RunStatus.NEEDS_ATTENTION),
+        (1, RunStatus.NEEDS_ATTENTION),
+    ]
+    assert all(r.reason and f"{r.run_id}:1" in r.reason for r in report)  # names the call
+
+
+def test_a_tool_wrongly_declared_idempotent_shows_its_double_effect(ledgers: Counter) -> None:
+    report = crash_test(
+        f"{HERE}:add_line", {"text": "x"}, effects=ledgers("add_line"), boundaries=["after_effect"]
+    )
+    result = report["after_effect"]
+    assert (result.killed, result.effects, result.status) == (True, 2, RunStatus.COMPLETED)
+    assert not result.ok
+    with pytest.raises(AssertionError, match="effect made 2 times, not once"):
+        report.assert_at_most_once()
+
+
+def test_an_approval_made_durable_before_the_kill_runs_the_call_once_without_asking_again(
+    ledgers: Counter,
+) -> None:
+    report = crash_test(
+        f"{HERE}:delete_account",
+        {"account": "bob"},
+        effects=ledgers("delete_account"),
+        boundaries=["approval"],
+    )
+    report.assert_at_most_once()
+    result = report["approval"]
+    assert result.recorded_at_kill[-1] == "confirmation"  # approved; no intent yet
+    assert (result.effects, result.status, result.approvals_on_resume) == (
+        1,
+        RunStatus.COMPLETED,
+        0,
+    )
+
+
+def test_what_cannot_be_tested_is_refused_before_any_process_starts(ledgers: Counter) -> None:
+    with pytest.raises(ConfigurationError, match="'module:attribute'"):
+        crash_test("upsert_note", {}, effects=ledgers("x"))
+    with pytest.raises(ConfigurationError, match="not a tool"):
+        crash_test(f"{HERE}:_lines", {}, effects=ledgers("x"))
+    with pytest.raises(ConfigurationError, match="effect='write', not 'destructive'"):
+        crash_test(f"{HERE}:refund", {}, effects=ledgers("x"), boundaries=["approval"])

@@ -356,7 +356,7 @@ def test_output_to_a_pipe_is_plain_and_whole(agents: Path) -> None:
     res = cli(agents, "run", "myagents:scripted", task.strip())
     assert res.returncode == 3
     approve = line_after(res.stdout, "approve: ")  # one line, not wrapped at 80 columns
-    assert approve.startswith("agentcore confirm ") and "--by" in approve
+    assert approve.startswith("agentcore confirm ") and "--args-hash" in approve
     listed = cli(agents, "runs")
     header, row = listed.stdout.splitlines()
     assert header.split("\t") == ["run id", "status", "events", "updated", "task"]

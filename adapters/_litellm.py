@@ -78,12 +78,12 @@ from pydantic_core import from_json
 from agentcore.contracts import ActionSchema, Usage
 from agentcore.contracts._dialects import (
     Dialect,
-    JsonSchema,
     WireSchema,
     choose_form,
     compile_parameters,
     compile_wire_schema,
 )
+from agentcore.contracts._schema_nodes import JsonSchema
 from agentcore.contracts.errors import (
     AuthenticationError,
     ConfigurationError,

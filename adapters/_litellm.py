@@ -1,14 +1,15 @@
 """The litellm transport shared by every HTTP provider adapter.
 
-litellm is imported lazily (:func:`litellm`, on the first model call): it costs seconds and
-by default downloads a price list at import, so the loader sets
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` first (and ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True``:
-otherwise its first Anthropic call fetches a beta-header table from GitHub). Every call passes
-``num_retries=0`` and
+litellm is imported lazily, on the first model call (:func:`~._litellm_lib.litellm`, which
+also keeps it off the network at import). Every call passes ``num_retries=0`` and
 ``max_retries=0`` (litellm's and the openai SDK's own retries stay off, so each HTTP
 request is one attempt of :mod:`._retry`) and ``"no-log": True`` (no litellm logging
 callbacks run for our calls; we register none). litellm's configuration is otherwise left
 as the application set it.
+
+This module holds the adapter's flow and its hooks; reading the stream is in
+:mod:`._litellm_stream`, reading payloads into plain types (:class:`RawReply`) in
+:mod:`._wire`.
 
 :class:`LiteLLMAdapter` is the base of the provider adapters. One call of
 ``complete_structured``:
@@ -62,28 +63,20 @@ from __future__ import annotations
 
 import copy
 import os
-import re
-import threading
 import time
-import warnings
-from collections.abc import Callable, Generator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from types import ModuleType
 from typing import Any, ClassVar, Self
-
-from pydantic.warnings import PydanticDeprecatedSince211
-from pydantic_core import from_json
 
 from agentcore.contracts import ActionSchema, Usage
 from agentcore.contracts._dialects import (
     Dialect,
-    JsonSchema,
     WireSchema,
     choose_form,
     compile_parameters,
     compile_wire_schema,
 )
+from agentcore.contracts._schema_nodes import JsonSchema
 from agentcore.contracts.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -96,26 +89,13 @@ from agentcore.contracts.errors import (
 
 from ._breaker import BreakerPolicy, CircuitBreaker, breaker_for
 from ._errors import ErrorContext, is_spend_limit, map_provider_errors, translate_exception
-from ._native import (
-    MODES,
-    Mode,
-    NativeCall,
-    native_messages,
-    native_note,
-    native_partial,
-    native_reply,
-    native_tools,
-)
-from ._protocol import (
-    Completion,
-    CompletionRequest,
-    Message,
-    PartialAction,
-    parse_reply,
-    partial_action,
-)
+from ._litellm_lib import litellm, litellm_warnings_ignored, too_deep
+from ._litellm_stream import PartialFeed, read_chunks, received_usage, stops_inside_json
+from ._native import MODES, Mode, native_messages, native_note, native_reply, native_tools
+from ._protocol import Completion, CompletionRequest, Message, parse_reply
 from ._retry import RetryPolicy, call_with_retries
 from ._wire import (
+    RawReply,
     as_int,
     as_items,
     as_str,
@@ -141,54 +121,6 @@ __all__ = [
     "merge_messages",
     "read_tool_calls",
 ]
-
-_module: ModuleType | None = None
-_module_lock = threading.Lock()
-
-
-def litellm() -> Any:  # Any: litellm's module namespace is untyped where we use it
-    """The litellm module, imported and configured on first use."""
-    global _module  # noqa: PLW0603  # one lazily imported module per process
-    if _module is None:
-        with _module_lock:
-            if _module is None:
-                # Never fetch the price list over the network at import, nor the
-                # Anthropic beta-header table on the first Anthropic call (litellm's
-                # anthropic_beta_headers_manager reads this variable at call time).
-                os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-                os.environ["LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"] = "True"
-                import litellm as module  # noqa: TID251  # the one lazy import point
-
-                module.suppress_debug_info = True  # no "Give Feedback / Get Help" prints
-                if hasattr(module, "telemetry"):  # older releases phone home unless told not to
-                    setattr(module, "telemetry", False)  # noqa: B010  # absent from its stubs
-                _module = module
-    return _module
-
-
-@dataclass(frozen=True, slots=True)
-class RawReply:
-    """What one provider response said, read at the boundary into plain types.
-
-    Attributes:
-        text: the reply text, or ``None`` when there was none.
-        finish_reason: the stop reason as reported (``stop``, ``length``, ...).
-        refusal: the provider's refusal text, when it refused.
-        usage: tokens (and cost) of this response.
-        response_id: the provider's id of the response.
-        calls: the reply's tool calls, in order (native mode).
-    """
-
-    text: str | None
-    finish_reason: str | None
-    refusal: str | None
-    usage: Usage
-    response_id: str | None
-    calls: tuple[NativeCall, ...] = ()
-    unreadable: str | None = None
-    """Set when litellm could not convert the response (it decodes tool-call arguments
-    itself, and a reply nested past Python's recursion limit breaks that): an invalid
-    reply, re-asked like any other, not a provider failure to retry."""
 
 
 @dataclass(slots=True)
@@ -433,7 +365,7 @@ class LiteLLMAdapter:
                     try:
                         raw = await self.send(params)
                     except Exception as exc:
-                        if not _too_deep(exc):
+                        if not too_deep(exc):
                             raise
                         return RawReply(
                             None,
@@ -628,38 +560,14 @@ class LiteLLMAdapter:
         feed: PartialFeed,
     ) -> RawReply:
         """Make a streamed request: give ``feed`` the text so far as deltas arrive (and the
-        first tool call so far, once its name is known), then read the assembled response
-        like a non-streamed one (:meth:`read_reply`).
+        first tool call so far, once its name is known; :func:`read_chunks`), then read the
+        assembled response like a non-streamed one (:meth:`read_reply`).
 
-        litellm turns every provider's stream (OpenAI chunks, Anthropic events, Gemini SSE,
-        Ollama NDJSON) into Chat Completions chunks, tool calls as ``delta.tool_calls``
-        items (``index``, the name in the first, argument text in pieces);
-        ``stream_chunk_builder`` assembles them into one response with the stream's usage
-        (when a server sends none, litellm counts the tokens itself).
+        ``stream_chunk_builder`` assembles litellm's chunks into one response with the
+        stream's usage (when a server sends none, litellm counts the tokens itself).
         """
-        chunks: list[Any] = []  # Any: litellm's ModelResponseStream chunks
-        text = ""
-        calls: dict[int, tuple[str, str]] = {}  # index -> (name, arguments so far)
         response: Any = await self.send(params)  # Any: litellm's CustomStreamWrapper
-        refusal = _RefusalTap.install(response)
-        async for chunk in response:
-            chunks.append(chunk)
-            piece = ""
-            for choice in as_items(get_field(chunk, "choices")):
-                delta = get_field(choice, "delta")
-                piece += as_str(get_field(delta, "content")) or ""
-                for item in as_items(get_field(delta, "tool_calls")):
-                    index = as_int(get_field(item, "index"))
-                    function = get_field(item, "function")
-                    name, arguments = calls.get(index, ("", ""))
-                    name = as_str(get_field(function, "name")) or name
-                    arguments += as_str(get_field(function, "arguments")) or ""
-                    calls[index] = (name, arguments)
-                    if index == min(calls):
-                        feed.call(NativeCall(name, arguments))
-            if piece:
-                text += piece
-                feed(text)
+        chunks, refusal = await read_chunks(response, feed)
         built: object = (
             litellm().stream_chunk_builder(chunks, messages=params.get("messages"))
             if chunks
@@ -668,8 +576,8 @@ class LiteLLMAdapter:
         if built is None:
             raise self._broken_stream("without any chunk")
         reply = self.read_reply(built)
-        if refusal is not None and refusal.text and reply.refusal is None:
-            reply = replace(reply, refusal=refusal.text)
+        if refusal and reply.refusal is None:
+            reply = replace(reply, refusal=refusal)
         return reply
 
     def broken_stream_usage(
@@ -680,23 +588,7 @@ class LiteLLMAdapter:
         """The tokens of a streamed attempt that broke after it started: the prompt and the
         text received, counted with litellm's tokenizer (the provider's usage report comes
         at the end, so it never arrived). Nothing when no text had arrived."""
-        if not feed.received:
-            return Usage()
-        messages: list[object] = list(as_items(params.get("messages")))
-        if not messages:  # the Responses API: instructions and input items
-            messages = [{"role": "system", "content": str(params.get("instructions") or "")}]
-            messages += [
-                {"role": "user", "content": str(get_field(item, "content") or "")}
-                for item in as_items(params.get("input"))
-            ]
-        try:
-            counter: Any = litellm().token_counter  # Any: litellm's untyped function
-            prompt = int(counter(model=self.model, messages=messages))
-            output = int(counter(model=self.model, text=feed.received))
-        except Exception:  # a tokenizer gap: about four characters a token
-            prompt = len(str(messages)) // 4
-            output = len(feed.received) // 4
-        return Usage(input_tokens=prompt, output_tokens=max(output, 1))
+        return received_usage(self.model, params, feed.received)
 
     def check_stream_end(self, reply: RawReply) -> None:
         """Raise a retryable error when a streamed reply did not really end.
@@ -782,161 +674,6 @@ class LiteLLMAdapter:
         except Exception:  # an unknown model or a price-map gap: cost is unknown, not an error
             return None
         return float(value) if isinstance(value, int | float) and value >= 0 else None
-
-
-# --------------------------------------------------------------------------- streaming
-
-
-class PartialFeed:
-    """Turns a streamed reply into partial actions, each shown once.
-
-    Structured mode reads the growing JSON text (:func:`partial_action`). Native mode
-    (``schema`` given) takes the thought from the text and the type and tool from the first
-    tool call once its name is known (:func:`~agentcore.adapters._native.native_partial`).
-
-    Args:
-        on_partial: the request's callback; it only ever gets :class:`PartialAction`.
-        schema: the step's schema in native mode (to map tool names back), else ``None``.
-    """
-
-    def __init__(
-        self, on_partial: Callable[[PartialAction], None], schema: ActionSchema | None = None
-    ) -> None:
-        self._on_partial = on_partial
-        self._schema = schema
-        self._last: PartialAction | None = None
-        self._text = ""
-        self._call: NativeCall | None = None
-        self.received = ""
-        """What this attempt has received so far (text, else the first call's arguments)."""
-
-    def restart(self) -> None:
-        """A new attempt starts: its text starts from nothing."""
-        self._last = None
-        self._text = ""
-        self._call = None
-        self.received = ""
-
-    def __call__(self, text: str) -> None:
-        """The reply's text so far."""
-        self.received = text
-        if self._schema is None:
-            self._show(partial_action(_FENCE_OPEN.sub("", text, count=1)))
-        else:
-            self._text = text
-            self._show(native_partial(self._schema, text, self._call))
-
-    def call(self, call: NativeCall) -> None:
-        """The reply's first tool call so far (native mode; ignored in structured mode)."""
-        self.received = self._text or f"{call.name} {call.arguments}"
-        if self._schema is not None:
-            self._call = call
-            self._show(native_partial(self._schema, self._text, call))
-
-    def _show(self, partial: PartialAction | None) -> None:
-        if partial is not None and partial != self._last:
-            self._last = partial
-            self._on_partial(partial)
-
-
-_FENCE_OPEN = re.compile(r"^\s*```(?:json)?\s*\n")
-_LITELLM_STREAM_WARNINGS = r"Items? .* (is|are) using the `ReadOnly` qualifier"
-
-
-@contextmanager
-def litellm_warnings_ignored() -> Generator[None]:
-    """Silence the warnings litellm's code makes pydantic emit while it serves a call.
-
-    litellm's types include TypedDicts with ``ReadOnly`` items, whose pydantic schemas it
-    builds on first use (its stream chunks, Gemini's cached-content types), and its chunk
-    code reads ``model_fields`` on instances; pydantic warns about both (``UserWarning``
-    and ``PydanticDeprecatedSince211``). They are litellm's, not the caller's, and where
-    warnings are errors (``pytest -W error``) litellm turns them into a failed call (a
-    ``MidStreamFallbackError`` for a stream). Only these two are ignored, only around
-    litellm's calls. ``warnings.catch_warnings`` swaps the process-wide filter list, so two
-    overlapping calls may restore each other's filters early; the worst case is that one
-    of these warnings is shown.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_LITELLM_STREAM_WARNINGS, category=UserWarning)
-        warnings.filterwarnings("ignore", category=PydanticDeprecatedSince211)
-        yield
-
-
-def stops_inside_json(text: str) -> bool:
-    """Whether ``text`` is the start of a JSON object or array that never closed."""
-    body = _FENCE_OPEN.sub("", text, count=1).strip()
-    if not body.startswith(("{", "[")):
-        return False
-    try:
-        from_json(body)
-    except ValueError:
-        try:
-            from_json(body, allow_partial=True)
-        except ValueError:
-            return False  # not JSON at all: the parser reports it
-        return True
-    return False
-
-
-class _RefusalTap:
-    """Reads ``delta.refusal`` from the raw chunks under litellm's stream wrapper.
-
-    litellm's ``CustomStreamWrapper`` drops a Chat Completions chunk whose delta carries only
-    ``refusal``, so a streamed refusal would arrive as an empty reply. The tap
-    takes the wrapper's ``completion_stream`` (the openai SDK's chunk stream, which the
-    wrapper iterates with ``async for``), passes every chunk on unchanged and keeps the
-    refusal text. Where a wrapper has no such stream yet, nothing is tapped.
-    """
-
-    def __init__(self, inner: Any) -> None:  # Any: the SDK's async chunk stream
-        self._inner = inner
-        self._iterator: Any = None  # Any: its async iterator
-        self.text = ""
-
-    @classmethod
-    def install(cls, wrapper: object) -> _RefusalTap | None:
-        inner: object = getattr(wrapper, "completion_stream", None)
-        if inner is None or not hasattr(inner, "__aiter__"):
-            return None
-        tap = cls(inner)
-        try:
-            setattr(wrapper, "completion_stream", tap)  # noqa: B010  # untyped litellm field
-        except AttributeError:  # pragma: no cover  # a wrapper that forbids it
-            return None
-        return tap
-
-    def __aiter__(self) -> _RefusalTap:
-        return self
-
-    async def __anext__(self) -> object:
-        if self._iterator is None:
-            self._iterator = self._inner.__aiter__()
-        chunk: object = await self._iterator.__anext__()
-        for choice in as_items(get_field(chunk, "choices")):
-            self.text += as_str(get_field(get_field(choice, "delta"), "refusal")) or ""
-        return chunk
-
-    def __getattr__(self, name: str) -> Any:  # Any: whatever the wrapped stream offers
-        return getattr(self._inner, name)  # close(), aclose(), response, ...
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _too_deep(exc: BaseException) -> bool:
-    """Whether litellm failed because a reply nested past Python's recursion limit."""
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and len(seen) < 16 and current not in seen:
-        seen.append(current)
-        text = str(current)[:20_000]
-        if isinstance(current, RecursionError) or (
-            "Invalid response object" in text and "RecursionError" in text
-        ):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def _quote(text: str) -> str:

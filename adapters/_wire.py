@@ -2,7 +2,8 @@
 
 Shared by the litellm-backed adapters (and re-exported by :mod:`._litellm`): attribute-or-key
 access that tolerates missing fields (providers add fields over time; unknown ones are
-ignored), error bodies wherever litellm keeps them, tool calls, and message merging.
+ignored), error bodies wherever litellm keeps them, tool calls, message merging, and
+:class:`RawReply`, what one response said.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import cast
+
+from agentcore.contracts import Usage
 
 from ._native import NativeCall
 from ._protocol import Message
 
 __all__ = [
+    "RawReply",
     "as_int",
     "as_items",
     "as_str",
@@ -26,6 +31,31 @@ __all__ = [
     "merge_messages",
     "read_tool_calls",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """What one provider response said, read at the boundary into plain types.
+
+    Attributes:
+        text: the reply text, or ``None`` when there was none.
+        finish_reason: the stop reason as reported (``stop``, ``length``, ...).
+        refusal: the provider's refusal text, when it refused.
+        usage: tokens (and cost) of this response.
+        response_id: the provider's id of the response.
+        calls: the reply's tool calls, in order (native mode).
+    """
+
+    text: str | None
+    finish_reason: str | None
+    refusal: str | None
+    usage: Usage
+    response_id: str | None
+    calls: tuple[NativeCall, ...] = ()
+    unreadable: str | None = None
+    """Set when litellm could not convert the response (it decodes tool-call arguments
+    itself, and a reply nested past Python's recursion limit breaks that): an invalid
+    reply, re-asked like any other, not a provider failure to retry."""
 
 
 def error_body(exc: BaseException) -> Mapping[str, object]:

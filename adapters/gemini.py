@@ -91,7 +91,8 @@ from dataclasses import replace
 from typing import Any, ClassVar, Final
 
 from agentcore.contracts import ActionSchema
-from agentcore.contracts._dialects import Dialect, JsonSchema, WireSchema, compile_parameters
+from agentcore.contracts._dialects import Dialect, WireSchema, compile_parameters
+from agentcore.contracts._schema_nodes import JsonSchema
 from agentcore.contracts.errors import ModelError, RateLimitedError
 
 from ._errors import ErrorContext

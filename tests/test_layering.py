@@ -118,7 +118,10 @@ def test_import_agentcore_leaves_the_provider_machinery_for_first_use(tmp_path: 
     code = (
         "import sys, agentcore\n"
         "from agentcore import Agent\n"
-        "lazy = ['agentcore.contracts._dialects', 'agentcore.adapters._litellm',\n"
+        "lazy = ['agentcore.contracts._dialects', 'agentcore.contracts._dialect_compiler',\n"
+        "        'agentcore.contracts._dialect_limits', 'agentcore.contracts._schema_nodes',\n"
+        "        'agentcore.adapters._litellm', 'agentcore.adapters._litellm_lib',\n"
+        "        'agentcore.adapters._litellm_stream',\n"
         "        'agentcore.adapters._extract', 'agentcore.adapters._retry',\n"
         "        'agentcore.adapters._breaker', 'agentcore.adapters.scripted', 'tenacity',\n"
         "        'agentcore.contracts._jsonschema']\n"

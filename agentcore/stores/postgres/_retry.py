@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from types import CoroutineType
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -54,19 +54,26 @@ _CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 
 
 class Reconnecting(Protocol):
-    """What a retry needs from the store."""
+    """What a retry needs from the store: one plain method, so that checking a store
+    against it never evaluates the store's own retried methods."""
 
     async def check_connections(self) -> None:
         """Test the pool's idle connections, replacing the dead ones; never raises."""
         ...
 
-    @property
-    def load(self) -> Callable[..., Awaitable[list[Event]]]:
+
+class ReadingBack(Reconnecting, Protocol):
+    """What an append's retry needs besides: reading back what the lost attempt stored.
+    Its ``load`` may itself be :func:`retried` (over :class:`Reconnecting` only, so the two
+    checks do not wait on each other)."""
+
+    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """The store's ``load``."""
         ...
 
 
 S = TypeVar("S", bound=Reconnecting)
+A = TypeVar("A", bound=ReadingBack)
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -102,15 +109,15 @@ def retried(
 
 
 def retried_append(
-    method: Callable[Concatenate[S, P], CoroutineType[Any, Any, None]],  # Any: coroutine types
-) -> Callable[Concatenate[S, P], CoroutineType[Any, Any, None]]:
+    method: Callable[Concatenate[A, P], CoroutineType[Any, Any, None]],  # Any: coroutine types
+) -> Callable[Concatenate[A, P], CoroutineType[Any, Any, None]]:
     """Repeat an append (``append(run_id, expected_seq, events, ...)``) after a lost
     connection; a repeat that finds its own batch already stored (the first attempt
     committed, its reply was lost) is a success."""
     signature = inspect.signature(method)
 
     @functools.wraps(method)
-    async def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> None:
+    async def wrapper(store: A, /, *args: P.args, **kwargs: P.kwargs) -> None:
         retrying = False
         for pause in (*BACKOFF_S, None):
             try:
@@ -149,7 +156,7 @@ async def _before_retry(store: Reconnecting, what: str, exc: StoreError, pause: 
 
 
 async def _already_stored(
-    store: Reconnecting, run_id: str, expected_seq: int, events: Sequence[Event]
+    store: ReadingBack, run_id: str, expected_seq: int, events: Sequence[Event]
 ) -> bool:
     """Whether the events stored at the batch's seqs are the batch itself."""
     try:

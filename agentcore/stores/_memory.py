@@ -21,14 +21,12 @@ from ._base import (
     Lease,
     RunSummary,
     busy_error,
-    check_batch,
     check_lease_request,
-    check_truncate,
     lost_error,
     status_after,
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
-from ._codec import encode_batch, run_label
+from ._codec import run_label
 from ._guards import LocalGuards
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
@@ -56,17 +54,15 @@ class MemoryStore(StoreBase):
         # run_id -> [(snapshot, the digest of its event when saved, seal)] in seq order
         self._snapshots: dict[str, list[tuple[Snapshot, bytes, bytes]]] = {}
 
-    async def append(
+    async def _append(
         self,
         run_id: str,
         expected_seq: int,
         events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
+        bodies: Sequence[str],
+        lease: Lease | None,
     ) -> None:
-        """See :meth:`TranscriptStore.append`."""
-        check_batch(run_id, expected_seq, events, lease)
-        bodies = encode_batch(run_id, events)  # what the durable stores refuse, this one does
+        """Refuses what the durable stores refuse (``StoreBase.append`` encodes the batch)."""
         if lease is not None:
             self._check_lease(lease, what="Nothing was written")
         log = self._runs.get(run_id)
@@ -105,11 +101,7 @@ class MemoryStore(StoreBase):
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return log[max(after + 1, 0) :]
 
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate`."""
-        check_truncate(run_id, after)
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
         log = self._runs.get(run_id)
         if log is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")

@@ -80,9 +80,7 @@ from .._base import (
     Lease,
     RunSummary,
     busy_error,
-    check_batch,
     check_lease_request,
-    check_truncate,
     kept_status,
     lost_error,
     metadata_text,
@@ -97,7 +95,7 @@ from .._chain import (
     extend,
     truncated_head,
 )
-from .._codec import decode_rows, encode_batch, run_label
+from .._codec import decode_rows, run_label
 from .._commits import CommitStats
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import PgAppend, PgCommits
@@ -239,26 +237,23 @@ class PostgresStore(StoreBase):
     # ------------------------------------------------------------------ protocol
 
     @retried_append
-    async def append(
+    async def _append(
         self,
         run_id: str,
         expected_seq: int,
         events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
+        bodies: Sequence[str],
+        lease: Lease | None,
     ) -> None:
-        """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
-        checked by the same one-statement append as the seq (no extra round trip). With
-        group commit, concurrent appends share one transaction (``_commit``); each
-        returns once it is durable.
+        """With a lease, the run's owner and epoch are checked by the same one-statement
+        append as the seq (no extra round trip). With group commit, concurrent appends share
+        one transaction (``_commit``); each returns once it is durable.
 
         The batch's digests extend the run's chain head (``_chain``), computed here: the head
         is the one this store's own last append to the run wrote, or else read first (one
         more round trip, once per run per store object); the append's statement writes only
         if the row still holds that head, in the same condition as the seq and the lease, so
         a head changed meanwhile is read again and the append tried once more."""
-        check_batch(run_id, expected_seq, events, lease)
-        bodies = encode_batch(run_id, events)  # refuses what would not read back as itself
         for attempt in (1, 2):
             try:
                 await self._append_chained(run_id, expected_seq, events, bodies, lease)
@@ -377,11 +372,8 @@ class PostgresStore(StoreBase):
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         return decode_rows(run_id, after, int(rows[0][0]), rows, self._corrupted)
 
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate` (one transaction, under the run's row lock)."""
-        check_truncate(run_id, after)
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
+        """One transaction, under the run's row lock."""
         where = f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
         pool = await self._pool(where)
         try:

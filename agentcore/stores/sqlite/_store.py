@@ -75,9 +75,7 @@ from .._base import (
     CancelRequest,
     Lease,
     RunSummary,
-    check_batch,
     check_lease_request,
-    check_truncate,
     kept_status,
     metadata_text,
     status_after,
@@ -91,7 +89,7 @@ from .._chain import (
     extend,
     truncated_head,
 )
-from .._codec import decode_rows, encode_batch, printable, run_label
+from .._codec import decode_rows, printable, run_label
 from .._commits import CommitStats
 from .._guards import FileGuards
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
@@ -240,19 +238,17 @@ class SQLiteStore(StoreBase):
         """Transactions and appends so far (how well group commit shares them)."""
         return self._commits.stats
 
-    async def append(
+    async def _append(
         self,
         run_id: str,
         expected_seq: int,
         events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
+        bodies: Sequence[str],
+        lease: Lease | None,
     ) -> None:
-        """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
-        in the append's transaction, before the seq. With group commit, concurrent appends
-        share that transaction (``_commit``); each returns once it is durable."""
-        check_batch(run_id, expected_seq, events, lease)
-        bodies = encode_batch(run_id, events)
+        """With a lease, its owner and epoch are checked in the append's transaction, before
+        the seq. With group commit, concurrent appends share that transaction (``_commit``);
+        each returns once it is durable."""
         self._open_conn()
         try:
             await self._commits.append(Pending(run_id, expected_seq, events, bodies, lease))
@@ -272,11 +268,8 @@ class SQLiteStore(StoreBase):
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return decode_rows(run_id, after, rows[0][0], rows, self._corrupted)
 
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate`."""
-        check_truncate(run_id, after)
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
+        """One ``BEGIN IMMEDIATE`` transaction (rolled back for a dry run)."""
         conn = self._open_conn()
         with (
             self._translated(
@@ -284,7 +277,7 @@ class SQLiteStore(StoreBase):
             ),
             immediate(conn, keep=lambda: not dry_run),
         ):
-            removed = _truncate(conn, run_id, after, self._key, self.url)
+            removed = _delete_after(conn, run_id, after, self._key, self.url)
         if removed is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
@@ -569,7 +562,7 @@ def _append_if_at(
     return expected_seq
 
 
-def _truncate(
+def _delete_after(
     conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None, where: str
 ) -> list[tuple[int, str]] | None:
     """Delete events after ``after`` inside the caller's transaction; ``None``: no such run.

@@ -1,8 +1,8 @@
 """StoreBase: what the built-in stores share above their storage. ``append``,
 ``truncate``, ``list_runs`` and ``prune`` check their arguments here and hand each store
-the checked request (the batch with its encoded bodies, a :class:`Listing`, a
-:class:`Pruning`); ``verify_chains`` pages through run ids here, over each store's
-``verify_chain`` and ``_run_page``."""
+the checked request (a :class:`Batch`, a :class:`Listing`, a :class:`Pruning`);
+``verify_chains`` pages through run ids here, over each store's ``verify_chain`` and
+``_run_page``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,19 @@ from ._base import Lease, RunSummary, check_batch, check_truncate
 from ._chain import ChainReport
 from ._codec import encode_batch
 
-__all__ = ["Listing", "Pruning", "StoreBase"]
+__all__ = ["Batch", "Listing", "Pruning", "StoreBase"]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """An ``append`` whose events were checked and encoded (the arguments of
+    :meth:`TranscriptStore.append`, and ``bodies``: each event's encoded body)."""
+
+    run_id: str
+    expected_seq: int
+    events: Sequence[Event]
+    bodies: Sequence[str]
+    lease: Lease | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +86,7 @@ class StoreBase(ABC):
         """See :meth:`TranscriptStore.append`: the batch is checked and encoded here (an
         event that would not read back as itself is refused before the store sees it)."""
         check_batch(run_id, expected_seq, events, lease)
-        await self._append(run_id, expected_seq, events, encode_batch(run_id, events), lease)
+        await self._append(Batch(run_id, expected_seq, events, encode_batch(run_id, events), lease))
 
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False
@@ -126,15 +138,8 @@ class StoreBase(ABC):
             after = ids[-1]
 
     @abstractmethod
-    async def _append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
-        """Write the checked batch, ``bodies`` its events' encoded bodies."""
+    async def _append(self, batch: Batch, /) -> None:
+        """Write the checked batch."""
 
     @abstractmethod
     async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:

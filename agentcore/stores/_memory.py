@@ -7,7 +7,6 @@ holder is in this process, so a lease ends only by release or expiry.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
 from pydantic_core import to_json
@@ -15,7 +14,7 @@ from pydantic_core import to_json
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
 from agentcore.events import Event, RunStarted, encode_event_body
 
-from ._backend import Listing, Pruning, StoreBase
+from ._backend import Batch, Listing, Pruning, StoreBase
 from ._base import (
     CancelRequest,
     Lease,
@@ -54,15 +53,10 @@ class MemoryStore(StoreBase):
         # run_id -> [(snapshot, the digest of its event when saved, seal)] in seq order
         self._snapshots: dict[str, list[tuple[Snapshot, bytes, bytes]]] = {}
 
-    async def _append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
+    async def _append(self, batch: Batch) -> None:
         """Refuses what the durable stores refuse (``StoreBase.append`` encodes the batch)."""
+        run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
+        lease, bodies = batch.lease, batch.bodies
         if lease is not None:
             self._check_lease(lease, what="Nothing was written")
         log = self._runs.get(run_id)

@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from types import MethodType
 from typing import Any
 
 import pytest
 
 from agentcore.errors import SeqConflictError, StoreError
-from agentcore.events import Event
-from agentcore.stores import Lease, PostgresStore
+from agentcore.stores import PostgresStore
+from agentcore.stores._backend import Batch
 from agentcore.stores.postgres._retry import connection_lost, retried_append
 from agentcore.stores.testing import context, fresh_run_id, started
 
@@ -113,17 +113,10 @@ def _lost_reply(
 
     calls: list[int] = []
 
-    async def append(
-        store: PostgresStore,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
-        calls.append(expected_seq)
+    async def append(store: PostgresStore, batch: Batch, /) -> None:
+        calls.append(batch.expected_seq)
         if len(calls) > 1 or committed:
-            await real(store, run_id, expected_seq, events, bodies, lease)
+            await real(store, batch)
         if len(calls) == 1:
             cause = psycopg.OperationalError("server closed the connection unexpectedly")
             raise StoreError("cannot append: server closed the connection") from cause

@@ -74,7 +74,7 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
-from .._backend import Listing, Pruning, StoreBase
+from .._backend import Batch, Listing, Pruning, StoreBase
 from .._base import (
     CancelRequest,
     Lease,
@@ -237,14 +237,7 @@ class PostgresStore(StoreBase):
     # ------------------------------------------------------------------ protocol
 
     @retried_append
-    async def _append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
+    async def _append(self, batch: Batch) -> None:
         """With a lease, the run's owner and epoch are checked by the same one-statement
         append as the seq (no extra round trip). With group commit, concurrent appends share
         one transaction (``_commit``); each returns once it is durable.
@@ -256,26 +249,21 @@ class PostgresStore(StoreBase):
         a head changed meanwhile is read again and the append tried once more."""
         for attempt in (1, 2):
             try:
-                await self._append_chained(run_id, expected_seq, events, bodies, lease)
+                await self._append_chained(batch)
             except _ChainMovedError as exc:
-                self._heads.pop(run_id, None)
+                self._heads.pop(batch.run_id, None)
                 if attempt == 2:
                     raise SeqConflictError(str(exc)) from exc
             except BaseException:
-                self._heads.pop(run_id, None)
+                self._heads.pop(batch.run_id, None)
                 raise
             else:
                 return
 
-    async def _append_chained(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
+    async def _append_chained(self, batch: Batch) -> None:
         """One attempt of :meth:`append` with the chain head known or read now."""
+        run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
+        lease, bodies = batch.lease, batch.bodies
         prev_head: str | None = None
         previous_chained = moved = False
         known = self._heads.get(run_id)

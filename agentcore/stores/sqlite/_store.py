@@ -55,7 +55,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
 from pathlib import Path
@@ -70,7 +70,7 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
-from .._backend import Listing, Pruning, StoreBase
+from .._backend import Batch, Listing, Pruning, StoreBase
 from .._base import (
     CancelRequest,
     Lease,
@@ -238,23 +238,16 @@ class SQLiteStore(StoreBase):
         """Transactions and appends so far (how well group commit shares them)."""
         return self._commits.stats
 
-    async def _append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
+    async def _append(self, batch: Batch) -> None:
         """With a lease, its owner and epoch are checked in the append's transaction, before
         the seq. With group commit, concurrent appends share that transaction (``_commit``);
         each returns once it is durable."""
         self._open_conn()
         try:
-            await self._commits.append(Pending(run_id, expected_seq, events, bodies, lease))
+            await self._commits.append(Pending(batch))
         except LeaseLostError:
-            if lease is not None:
-                self._flocks.drop(run_id, lease.epoch)  # let a live new holder have it
+            if batch.lease is not None:
+                self._flocks.drop(batch.run_id, batch.lease.epoch)  # let a live new holder have it
             raise
 
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
@@ -485,15 +478,7 @@ class SQLiteStore(StoreBase):
 
 
 def _append_if_at(
-    conn: sqlite3.Connection,
-    run_id: str,
-    expected_seq: int,
-    events: Sequence[Event],
-    bodies: Sequence[str],
-    lease: Lease | None,
-    *,
-    key: ChainKey | None,
-    written: WrittenHeads,
+    conn: sqlite3.Connection, batch: Batch, *, key: ChainKey | None, written: WrittenHeads
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
     (and, with a lease, held by it); the caller commits or rolls back (``_commit``).
@@ -510,6 +495,8 @@ def _append_if_at(
         sqlite3.Error: perhaps after some rows were written (IntegrityError: an event row
             is there already).
     """
+    run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
+    lease, bodies = batch.lease, batch.bodies
     row: tuple[int, str, str | None, int, float | None, str | None] | None = conn.execute(
         "SELECT next_seq, status, owner, epoch, lease_until, chain_head FROM runs WHERE run_id = ?",
         (run_id,),

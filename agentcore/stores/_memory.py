@@ -56,9 +56,8 @@ class MemoryStore(StoreBase):
     async def _append(self, batch: Batch) -> None:
         """Refuses what the durable stores refuse (``StoreBase.append`` encodes the batch)."""
         run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
-        lease, bodies = batch.lease, batch.bodies
-        if lease is not None:
-            self._check_lease(lease, what="Nothing was written")
+        if batch.lease is not None:
+            self._check_lease(batch.lease, what="Nothing was written")
         log = self._runs.get(run_id)
         current = 0 if log is None else len(log)
         if current != expected_seq:
@@ -66,15 +65,7 @@ class MemoryStore(StoreBase):
                 f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
                 f"transcript has {current} events (another writer advanced it)"
             )
-        chains, head = extend(
-            self._key,
-            run_id,
-            expected_seq,
-            [ev.type for ev in events],
-            bodies,
-            self._heads.get(run_id),
-            written=self._written,
-        )
+        chains, head = extend(self._key, batch, self._heads.get(run_id), written=self._written)
         if log is None:
             log = self._runs[run_id] = []
             self._status[run_id] = "running"

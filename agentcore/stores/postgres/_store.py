@@ -263,7 +263,6 @@ class PostgresStore(StoreBase):
     async def _append_chained(self, batch: Batch) -> None:
         """One attempt of :meth:`append` with the chain head known or read now."""
         run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
-        lease, bodies = batch.lease, batch.bodies
         prev_head: str | None = None
         previous_chained = moved = False
         known = self._heads.get(run_id)
@@ -279,10 +278,7 @@ class PostgresStore(StoreBase):
         moved = current != expected_seq
         chains, head = extend(
             self._key,
-            run_id,
-            expected_seq,
-            [ev.type for ev in events],
-            bodies,
+            batch,
             None if moved else prev_head,
             previous_chained=previous_chained and not moved,
             written=None if moved else self._written,
@@ -305,23 +301,23 @@ class PostgresStore(StoreBase):
             "seqs": [ev.seq for ev in events],
             "types": [ev.type for ev in events],
             "ats": [ev.at for ev in events],
-            "bodies": bodies,
+            "bodies": batch.bodies,
             "chains": chains,
             "head": head,
             "prev_head": prev_head,
         }
-        if lease is not None:
+        if batch.lease is not None:
             # A new run has no lease yet: at seq 0 this matches no row, and the follow-up
             # read says why (no run: the lease is not the run's; a run: a seq conflict).
             statement = self._sql.append_leased
-            params["owner"], params["epoch"] = lease.owner, lease.epoch
+            params["owner"], params["epoch"] = batch.lease.owner, batch.lease.epoch
         elif expected_seq == 0:
             statement = self._sql.append_new
         else:
             statement = self._sql.append_next
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
-        item = PgAppend(run_id, expected_seq, len(events), statement, params, lease)
+        item = PgAppend(run_id, expected_seq, len(events), statement, params, batch.lease)
         # Known before the commit, so a second batch of the run in the same group extends it.
         self._heads.pop(run_id, None)
         self._heads[run_id] = (end, head)

@@ -496,13 +496,12 @@ def _append_if_at(
             is there already).
     """
     run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
-    lease, bodies = batch.lease, batch.bodies
     row: tuple[int, str, str | None, int, float | None, str | None] | None = conn.execute(
         "SELECT next_seq, status, owner, epoch, lease_until, chain_head FROM runs WHERE run_id = ?",
         (run_id,),
     ).fetchone()
-    if lease is not None:
-        check_lease(None if row is None else row[2:5], lease, what="Nothing was written")
+    if batch.lease is not None:
+        check_lease(None if row is None else row[2:5], batch.lease, what="Nothing was written")
     current, before = (0, "running") if row is None else row[:2]
     if current != expected_seq:
         return current
@@ -517,18 +516,11 @@ def _append_if_at(
             is not None
         )
     chains, head = extend(
-        key,
-        run_id,
-        expected_seq,
-        [ev.type for ev in events],
-        bodies,
-        stored_head,
-        previous_chained=previous_chained,
-        written=written,
+        key, batch, stored_head, previous_chained=previous_chained, written=written
     )
     rows = [
         (run_id, ev.seq, ev.type, ev.at, body, chain)
-        for ev, body, chain in zip(events, bodies, chains, strict=True)
+        for ev, body, chain in zip(events, batch.bodies, chains, strict=True)
     ]
     status = before
     for ev in events:

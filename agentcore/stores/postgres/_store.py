@@ -87,14 +87,7 @@ from .._base import (
     status_after,
     translated,
 )
-from .._chain import (
-    ChainKey,
-    ChainReport,
-    WrittenHeads,
-    check_chain,
-    extend,
-    truncated_head,
-)
+from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from .._codec import decode_rows, run_label
 from .._commits import CommitStats
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable

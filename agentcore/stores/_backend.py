@@ -1,7 +1,8 @@
-"""StoreBase: what the built-in stores share above their storage. ``list_runs`` and
-``prune`` check their arguments here and hand each store one checked request
-(:class:`Listing`, :class:`Pruning`); ``verify_chains`` pages through run ids here, over
-each store's ``verify_chain`` and ``_run_page``."""
+"""StoreBase: what the built-in stores share above their storage. ``append``,
+``truncate``, ``list_runs`` and ``prune`` check their arguments here and hand each store
+the checked request (a :class:`Batch`, a :class:`Listing`, a :class:`Pruning`);
+``verify_chains`` pages through run ids here, over each store's ``verify_chain`` and
+``_run_page``."""
 
 from __future__ import annotations
 
@@ -19,10 +20,24 @@ from agentcore.contracts.errors import (
 )
 
 from .._status import FINISHED_STATUSES, RunStatus
-from ._base import RunSummary
+from ..events import Event
+from ._base import Lease, RunSummary, check_batch, check_truncate
 from ._chain import ChainReport
+from ._codec import encode_batch
 
-__all__ = ["Listing", "Pruning", "StoreBase"]
+__all__ = ["Batch", "Listing", "Pruning", "StoreBase"]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """An ``append`` whose events were checked and encoded (the arguments of
+    :meth:`TranscriptStore.append`, and ``bodies``: each event's encoded body)."""
+
+    run_id: str
+    expected_seq: int
+    events: Sequence[Event]
+    bodies: Sequence[str]
+    lease: Lease | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +69,31 @@ class Pruning:
 
 
 class StoreBase(ABC):
-    """The base of the built-in stores: the public ``list_runs``, ``prune`` and
-    ``verify_chains`` with their full signatures and argument checks, over one hook each."""
+    """The base of the built-in stores: the public ``append``, ``truncate``, ``list_runs``,
+    ``prune`` and ``verify_chains`` with their full signatures and argument checks, each
+    over one hook of the store's."""
 
     url: str
+
+    async def append(
+        self,
+        run_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """See :meth:`TranscriptStore.append`: the batch is checked and encoded here (an
+        event that would not read back as itself is refused before the store sees it)."""
+        check_batch(run_id, expected_seq, events, lease)
+        await self._append(Batch(run_id, expected_seq, events, encode_batch(run_id, events), lease))
+
+    async def truncate(
+        self, run_id: str, *, after: int, dry_run: bool = False
+    ) -> list[tuple[int, str]]:
+        """See :meth:`TranscriptStore.truncate`."""
+        check_truncate(run_id, after)
+        return await self._truncate(run_id, after, dry_run)
 
     async def list_runs(
         self,
@@ -100,6 +136,15 @@ class StoreBase(ABC):
             if len(ids) < page:
                 return
             after = ids[-1]
+
+    @abstractmethod
+    async def _append(self, batch: Batch, /) -> None:
+        """Write the checked batch."""
+
+    @abstractmethod
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
+        """Delete (or, for a dry run, pick) the run's events after ``after``; ``(seq,
+        body)`` of each."""
 
     @abstractmethod
     async def verify_chain(self, run_id: str) -> ChainReport:

@@ -31,11 +31,14 @@ import hmac
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
 
 from ._codec import run_label
+
+if TYPE_CHECKING:  # _backend imports this module
+    from ._backend import Batch
 
 __all__ = [
     "KEY_VARIABLE",
@@ -238,16 +241,13 @@ class WrittenHeads:
 
 def extend(
     key: ChainKey | None,
-    run_id: str,
-    expected_seq: int,
-    types: Sequence[str],
-    bodies: Sequence[str],
+    batch: Batch,
     stored_head: str | None,
     *,
     previous_chained: bool = False,
     written: WrittenHeads | None = None,
 ) -> tuple[list[bytes], str]:
-    """The digests of a batch appended at ``expected_seq`` and the run's new head.
+    """The digests of a batch appended at its ``expected_seq`` and the run's new head.
 
     Args:
         stored_head: the run's head as read in the append's transaction (``None``: a new
@@ -265,6 +265,7 @@ def extend(
         StoreError: the head is signed but this store has no key (it would be replaced by
             an unsigned one).
     """
+    run_id, expected_seq = batch.run_id, batch.expected_seq
     if stored_head is None:
         if previous_chained:
             raise _tampered(run_id, expected_seq, "its events are chained but it has no head")
@@ -284,8 +285,8 @@ def extend(
     encoded = _text(run_id)
     chains: list[bytes] = []
     seq = expected_seq
-    for type_, body in zip(types, bodies, strict=True):
-        prev = link(prev, encoded, seq, type_, body.encode("utf-8"))
+    for ev, body in zip(batch.events, batch.bodies, strict=True):
+        prev = link(prev, encoded, seq, ev.type, body.encode("utf-8"))
         chains.append(prev)
         seq += 1
     new = Head.signed(key, run_id, first, since, seq - 1, prev)

@@ -7,7 +7,6 @@ holder is in this process, so a lease ends only by release or expiry.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
 from pydantic_core import to_json
@@ -15,20 +14,18 @@ from pydantic_core import to_json
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
 from agentcore.events import Event, RunStarted, encode_event_body
 
-from ._backend import Listing, Pruning, StoreBase
+from ._backend import Batch, Listing, Pruning, StoreBase
 from ._base import (
     CancelRequest,
     Lease,
     RunSummary,
     busy_error,
-    check_batch,
     check_lease_request,
-    check_truncate,
     lost_error,
     status_after,
 )
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
-from ._codec import encode_batch, run_label
+from ._codec import run_label
 from ._guards import LocalGuards
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
@@ -56,19 +53,11 @@ class MemoryStore(StoreBase):
         # run_id -> [(snapshot, the digest of its event when saved, seal)] in seq order
         self._snapshots: dict[str, list[tuple[Snapshot, bytes, bytes]]] = {}
 
-    async def append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
-    ) -> None:
-        """See :meth:`TranscriptStore.append`."""
-        check_batch(run_id, expected_seq, events, lease)
-        bodies = encode_batch(run_id, events)  # what the durable stores refuse, this one does
-        if lease is not None:
-            self._check_lease(lease, what="Nothing was written")
+    async def _append(self, batch: Batch) -> None:
+        """Refuses what the durable stores refuse (``StoreBase.append`` encodes the batch)."""
+        run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
+        if batch.lease is not None:
+            self._check_lease(batch.lease, what="Nothing was written")
         log = self._runs.get(run_id)
         current = 0 if log is None else len(log)
         if current != expected_seq:
@@ -76,15 +65,7 @@ class MemoryStore(StoreBase):
                 f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
                 f"transcript has {current} events (another writer advanced it)"
             )
-        chains, head = extend(
-            self._key,
-            run_id,
-            expected_seq,
-            [ev.type for ev in events],
-            bodies,
-            self._heads.get(run_id),
-            written=self._written,
-        )
+        chains, head = extend(self._key, batch, self._heads.get(run_id), written=self._written)
         if log is None:
             log = self._runs[run_id] = []
             self._status[run_id] = "running"
@@ -105,11 +86,7 @@ class MemoryStore(StoreBase):
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return log[max(after + 1, 0) :]
 
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate`."""
-        check_truncate(run_id, after)
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
         log = self._runs.get(run_id)
         if log is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")

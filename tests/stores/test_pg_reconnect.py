@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from types import MethodType
 from typing import Any
 
 import pytest
 
 from agentcore.errors import SeqConflictError, StoreError
-from agentcore.events import Event
-from agentcore.stores import Lease, PostgresStore
+from agentcore.stores import PostgresStore
+from agentcore.stores._backend import Batch
 from agentcore.stores.postgres._retry import connection_lost, retried_append
 from agentcore.stores.testing import context, fresh_run_id, started
 
@@ -98,12 +99,12 @@ async def test_an_append_killed_under_its_statement_is_retried_once(
         await store.close()
 
 
-UNDECORATED = inspect.unwrap(PostgresStore.__dict__["append"])
-"""``PostgresStore.append`` without its retry."""
+UNDECORATED = inspect.unwrap(PostgresStore.__dict__["_append"])
+"""``PostgresStore._append`` (the write under ``append``'s checks) without its retry."""
 
 
 def _lost_reply(
-    real: Any,  # Any: PostgresStore.append, undecorated
+    real: Any,  # Any: PostgresStore._append, undecorated
     *,
     committed: bool,
 ) -> Any:  # Any: the same signature
@@ -112,17 +113,10 @@ def _lost_reply(
 
     calls: list[int] = []
 
-    async def append(
-        store: PostgresStore,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
-    ) -> None:
-        calls.append(expected_seq)
+    async def append(store: PostgresStore, batch: Batch, /) -> None:
+        calls.append(batch.expected_seq)
         if len(calls) > 1 or committed:
-            await real(store, run_id, expected_seq, events, lease=lease)
+            await real(store, batch)
         if len(calls) == 1:
             cause = psycopg.OperationalError("server closed the connection unexpectedly")
             raise StoreError("cannot append: server closed the connection") from cause
@@ -139,13 +133,15 @@ async def test_an_append_that_committed_before_its_connection_died_succeeds_once
         await store.append(run, 0, [started(run)])
         lease = await store.acquire(run, owner="w", ttl_s=30)
         flaky = retried_append(_lost_reply(UNDECORATED, committed=True))
+        store._append = MethodType(flaky, store)
         batch = [context(run, 1), context(run, 2)]
-        await flaky(store, run, 1, batch, lease=lease)  # the retry finds its own batch
+        await store.append(run, 1, batch, lease=lease)  # the retry finds its own batch
         assert [ev.seq for ev in await store.load(run)] == [0, 1, 2]
         # A retry that finds another writer's events at those seqs still conflicts.
         flaky = retried_append(_lost_reply(UNDECORATED, committed=False))
+        store._append = MethodType(flaky, store)
         with pytest.raises(SeqConflictError):
-            await flaky(store, run, 1, [context(run, 1, content="other")], lease=lease)
+            await store.append(run, 1, [context(run, 1, content="other")], lease=lease)
         assert await store.load(run, after=0) == batch
     finally:
         await store.close()

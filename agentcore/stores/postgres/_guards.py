@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._guards import guard_digest
@@ -31,10 +32,11 @@ _FREE = "SELECT pg_advisory_unlock(%s, %s)"
 _PROBE = "SELECT pg_try_advisory_xact_lock(%s, %s)"
 
 
+@dataclass(frozen=True, slots=True)
 class PgGuards:
     """The call guards of one PostgreSQL store.
 
-    Args:
+    Attributes:
         dsn: the database to connect to.
         namespace: the store's schema ("" for the default), part of every key.
         connect_timeout: libpq's connect timeout, whole seconds.
@@ -42,23 +44,15 @@ class PgGuards:
         error: turns a psycopg error into the store's StoreError.
     """
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        namespace: str,
-        connect_timeout: int,
-        pool: Callable[[str], Awaitable[AsyncConnectionPool[Any]]],
-        error: Callable[[Exception, str], StoreError],
-    ) -> None:
-        self._dsn = dsn
-        self._namespace = namespace
-        self._connect_timeout = connect_timeout
-        self._pool = pool
-        self._error = error
+    dsn: str = field(repr=False)  # it may hold a password
+    _: KW_ONLY
+    namespace: str
+    connect_timeout: int
+    pool: Callable[[str], Awaitable[AsyncConnectionPool[Any]]]
+    error: Callable[[Exception, str], StoreError]
 
     def _keys(self, run_id: str, key: str) -> tuple[int, int]:
-        digest = guard_digest(f"{self._namespace}\0{run_id}", key)
+        digest = guard_digest(f"{self.namespace}\0{run_id}", key)
         return (
             int.from_bytes(digest[:4], "big", signed=True),
             int.from_bytes(digest[4:8], "big", signed=True),
@@ -73,15 +67,15 @@ class PgGuards:
         where = f"cannot take the guard of call {key!r}"
         try:
             conn = await psycopg.AsyncConnection.connect(
-                self._dsn, autocommit=True, connect_timeout=self._connect_timeout
+                self.dsn, autocommit=True, connect_timeout=self.connect_timeout
             )
         except (psycopg.Error, UnicodeError) as exc:
-            raise self._error(exc, where) from exc
+            raise self.error(exc, where) from exc
         try:
             try:
                 row = await (await conn.execute(_TAKE, keys)).fetchone()
             except (psycopg.Error, UnicodeError) as exc:
-                raise self._error(exc, where) from exc
+                raise self.error(exc, where) from exc
             if row is None or not row[0]:
                 yield False
                 return
@@ -101,10 +95,10 @@ class PgGuards:
         import psycopg
 
         where = f"cannot read the guard of call {key!r}"
-        pool = await self._pool(where)
+        pool = await self.pool(where)
         try:
             async with pool.connection() as conn, conn.transaction():
                 row = await (await conn.execute(_PROBE, self._keys(run_id, key))).fetchone()
         except (psycopg.Error, UnicodeError) as exc:
-            raise self._error(exc, where) from exc
+            raise self.error(exc, where) from exc
         return row is None or not row[0]

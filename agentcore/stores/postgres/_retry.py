@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from agentcore._observability import get_logger
 from agentcore.contracts.errors import LeaseLostError, SeqConflictError, StoreError
 from agentcore.events import Event, dump_event
+
+from .._backend import Batch
 
 __all__ = ["BACKOFF_S", "connection_lost", "retried", "retried_append"]
 
@@ -54,19 +55,26 @@ _CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 
 
 class Reconnecting(Protocol):
-    """What a retry needs from the store."""
+    """What a retry needs from the store: one plain method, so that checking a store
+    against it never evaluates the store's own retried methods."""
 
     async def check_connections(self) -> None:
         """Test the pool's idle connections, replacing the dead ones; never raises."""
         ...
 
-    @property
-    def load(self) -> Callable[..., Awaitable[list[Event]]]:
+
+class ReadingBack(Reconnecting, Protocol):
+    """What an append's retry needs besides: reading back what the lost attempt stored.
+    Its ``load`` may itself be :func:`retried` (over :class:`Reconnecting` only, so the two
+    checks do not wait on each other)."""
+
+    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """The store's ``load``."""
         ...
 
 
 S = TypeVar("S", bound=Reconnecting)
+A = TypeVar("A", bound=ReadingBack)
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -102,28 +110,25 @@ def retried(
 
 
 def retried_append(
-    method: Callable[Concatenate[S, P], CoroutineType[Any, Any, None]],  # Any: coroutine types
-) -> Callable[Concatenate[S, P], CoroutineType[Any, Any, None]]:
-    """Repeat an append (``append(run_id, expected_seq, events, ...)``) after a lost
-    connection; a repeat that finds its own batch already stored (the first attempt
-    committed, its reply was lost) is a success."""
-    signature = inspect.signature(method)
+    method: Callable[[A, Batch], CoroutineType[Any, Any, None]],  # Any: coroutine types
+) -> Callable[[A, Batch], CoroutineType[Any, Any, None]]:
+    """Repeat an append (the store's ``_append(batch)``) after a lost connection; a repeat
+    that finds its own batch already stored (the first attempt committed, its reply was
+    lost) is a success."""
 
     @functools.wraps(method)
-    async def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> None:
+    async def wrapper(store: A, batch: Batch, /) -> None:
         retrying = False
         for pause in (*BACKOFF_S, None):
             try:
-                await method(store, *args, **kwargs)
+                await method(store, batch)
             except (SeqConflictError, LeaseLostError):
                 if not retrying:
                     raise
-                bound = signature.bind(store, *args, **kwargs).arguments  # Any: as called
-                run_id, seq, events = bound["run_id"], bound["expected_seq"], bound["events"]
-                if not await _already_stored(store, run_id, seq, events):
+                if not await _already_stored(store, batch):
                     raise
-                get_logger().bind(run_id=run_id).info(
-                    "store_append_committed_before_connection_lost", seq=seq
+                get_logger().bind(run_id=batch.run_id).info(
+                    "store_append_committed_before_connection_lost", seq=batch.expected_seq
                 )
                 return
             except StoreError as exc:
@@ -148,12 +153,11 @@ async def _before_retry(store: Reconnecting, what: str, exc: StoreError, pause: 
     await asyncio.sleep(pause)
 
 
-async def _already_stored(
-    store: Reconnecting, run_id: str, expected_seq: int, events: Sequence[Event]
-) -> bool:
+async def _already_stored(store: ReadingBack, batch: Batch) -> bool:
     """Whether the events stored at the batch's seqs are the batch itself."""
+    events = batch.events
     try:
-        stored = await store.load(run_id, after=expected_seq - 1)
+        stored = await store.load(batch.run_id, after=batch.expected_seq - 1)
     except StoreError:
         return False  # cannot tell: the conflict stands
     if len(stored) < len(events):

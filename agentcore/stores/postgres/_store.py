@@ -74,30 +74,21 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
-from .._backend import Listing, Pruning, StoreBase
+from .._backend import Batch, Listing, Pruning, StoreBase
 from .._base import (
     CancelRequest,
     Lease,
     RunSummary,
     busy_error,
-    check_batch,
     check_lease_request,
-    check_truncate,
     kept_status,
     lost_error,
     metadata_text,
     status_after,
     translated,
 )
-from .._chain import (
-    ChainKey,
-    ChainReport,
-    WrittenHeads,
-    check_chain,
-    extend,
-    truncated_head,
-)
-from .._codec import decode_rows, encode_batch, run_label
+from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
+from .._codec import decode_rows, run_label
 from .._commits import CommitStats
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import PgAppend, PgCommits
@@ -239,48 +230,32 @@ class PostgresStore(StoreBase):
     # ------------------------------------------------------------------ protocol
 
     @retried_append
-    async def append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
-    ) -> None:
-        """See :meth:`TranscriptStore.append`. With a lease, the run's owner and epoch are
-        checked by the same one-statement append as the seq (no extra round trip). With
-        group commit, concurrent appends share one transaction (``_commit``); each
-        returns once it is durable.
+    async def _append(self, batch: Batch) -> None:
+        """With a lease, the run's owner and epoch are checked by the same one-statement
+        append as the seq (no extra round trip). With group commit, concurrent appends share
+        one transaction (``_commit``); each returns once it is durable.
 
         The batch's digests extend the run's chain head (``_chain``), computed here: the head
         is the one this store's own last append to the run wrote, or else read first (one
         more round trip, once per run per store object); the append's statement writes only
         if the row still holds that head, in the same condition as the seq and the lease, so
         a head changed meanwhile is read again and the append tried once more."""
-        check_batch(run_id, expected_seq, events, lease)
-        bodies = encode_batch(run_id, events)  # refuses what would not read back as itself
         for attempt in (1, 2):
             try:
-                await self._append_chained(run_id, expected_seq, events, bodies, lease)
+                await self._append_chained(batch)
             except _ChainMovedError as exc:
-                self._heads.pop(run_id, None)
+                self._heads.pop(batch.run_id, None)
                 if attempt == 2:
                     raise SeqConflictError(str(exc)) from exc
             except BaseException:
-                self._heads.pop(run_id, None)
+                self._heads.pop(batch.run_id, None)
                 raise
             else:
                 return
 
-    async def _append_chained(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        bodies: Sequence[str],
-        lease: Lease | None,
-    ) -> None:
+    async def _append_chained(self, batch: Batch) -> None:
         """One attempt of :meth:`append` with the chain head known or read now."""
+        run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
         prev_head: str | None = None
         previous_chained = moved = False
         known = self._heads.get(run_id)
@@ -296,10 +271,7 @@ class PostgresStore(StoreBase):
         moved = current != expected_seq
         chains, head = extend(
             self._key,
-            run_id,
-            expected_seq,
-            [ev.type for ev in events],
-            bodies,
+            batch,
             None if moved else prev_head,
             previous_chained=previous_chained and not moved,
             written=None if moved else self._written,
@@ -322,23 +294,23 @@ class PostgresStore(StoreBase):
             "seqs": [ev.seq for ev in events],
             "types": [ev.type for ev in events],
             "ats": [ev.at for ev in events],
-            "bodies": bodies,
+            "bodies": batch.bodies,
             "chains": chains,
             "head": head,
             "prev_head": prev_head,
         }
-        if lease is not None:
+        if batch.lease is not None:
             # A new run has no lease yet: at seq 0 this matches no row, and the follow-up
             # read says why (no run: the lease is not the run's; a run: a seq conflict).
             statement = self._sql.append_leased
-            params["owner"], params["epoch"] = lease.owner, lease.epoch
+            params["owner"], params["epoch"] = batch.lease.owner, batch.lease.epoch
         elif expected_seq == 0:
             statement = self._sql.append_new
         else:
             statement = self._sql.append_next
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
-        item = PgAppend(run_id, expected_seq, len(events), statement, params, lease)
+        item = PgAppend(run_id, expected_seq, len(events), statement, params, batch.lease)
         # Known before the commit, so a second batch of the run in the same group extends it.
         self._heads.pop(run_id, None)
         self._heads[run_id] = (end, head)
@@ -377,11 +349,8 @@ class PostgresStore(StoreBase):
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         return decode_rows(run_id, after, int(rows[0][0]), rows, self._corrupted)
 
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate` (one transaction, under the run's row lock)."""
-        check_truncate(run_id, after)
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
+        """One transaction, under the run's row lock."""
         where = f"cannot truncate run {run_label(run_id)} after seq {after}; nothing was deleted"
         pool = await self._pool(where)
         try:

@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 
 from agentcore._faults import crash_point
 from agentcore.contracts.errors import SeqConflictError, StoreError
-from agentcore.events import Event
 
-from .._base import Lease
+from .._backend import Batch
 from .._codec import run_label
 from .._commits import CommitStats
 from ._transaction import immediate
@@ -57,20 +56,16 @@ _EVENT_THERE = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNI
 class Pending:
     """One append, waiting for its commit; ``done`` gets its outcome."""
 
-    run_id: str
-    expected_seq: int
-    events: Sequence[Event]
-    bodies: Sequence[str]
-    lease: Lease | None
+    batch: Batch
     done: asyncio.Future[None] | None = field(default=None)
 
 
 ErrorFor = Callable[[Exception, str], StoreError]
 """The store's translation of a sqlite3 error into ours (its message names the file)."""
 
-Write = Callable[[sqlite3.Connection, str, int, Sequence[Event], Sequence[str], Lease | None], int]
-"""The store's append inside an open transaction: ``(conn, run_id, expected_seq, events,
-bodies, lease)`` writes the events if the run is at ``expected_seq`` (and held by the lease)
+Write = Callable[[sqlite3.Connection, Batch], int]
+"""The store's append inside an open transaction: ``(conn, batch)`` writes the batch's
+events if the run is at its ``expected_seq`` (and held by its lease)
 and returns the run's next seq before the call (``expected_seq``: written; anything else:
 nothing written). Raises LeaseLostError before writing anything, or a sqlite3 error (an
 IntegrityError when an event row is there already) perhaps after writing some rows."""
@@ -184,10 +179,8 @@ class SQLiteCommits:
             conn.execute("SAVEPOINT agentcore_append")
         outcome: Exception | None = None
         try:
-            current = self._write(
-                conn, item.run_id, item.expected_seq, item.events, item.bodies, item.lease
-            )
-            if current != item.expected_seq:
+            current = self._write(conn, item.batch)
+            if current != item.batch.expected_seq:
                 outcome = _moved(item, current)
         except StoreError as exc:  # LeaseLostError; a chain head that does not fit (_chain)
             outcome = exc
@@ -212,24 +205,26 @@ class SQLiteCommits:
         """StoreError for ``item``, caused by ``exc`` (as ``raise ... from exc`` would)."""
         error = self._error(
             exc,
-            f"cannot append to run {run_label(item.run_id)} at seq {item.expected_seq}; "
-            "nothing was written",
+            f"cannot append to run {run_label(item.batch.run_id)} at seq "
+            f"{item.batch.expected_seq}; nothing was written",
         )
         error.__cause__ = exc
         return error
 
 
 def _moved(item: Pending, current: int) -> SeqConflictError:
+    batch = item.batch
     return SeqConflictError(
-        f"run {run_label(item.run_id)}: expected to append at seq {item.expected_seq}, but "
+        f"run {run_label(batch.run_id)}: expected to append at seq {batch.expected_seq}, but "
         f"the transcript has {current} events (another writer advanced it); nothing was "
         "written"
     )
 
 
 def _stored_already(item: Pending) -> SeqConflictError:
+    batch = item.batch
     return SeqConflictError(
-        f"run {run_label(item.run_id)}: an event at seq {item.expected_seq}.."
-        f"{item.expected_seq + len(item.events) - 1} is already stored (another writer "
+        f"run {run_label(batch.run_id)}: an event at seq {batch.expected_seq}.."
+        f"{batch.expected_seq + len(batch.events) - 1} is already stored (another writer "
         "advanced it); nothing was written"
     )

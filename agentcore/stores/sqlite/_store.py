@@ -55,7 +55,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
 from pathlib import Path
@@ -70,28 +70,19 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
-from .._backend import Listing, Pruning, StoreBase
+from .._backend import Batch, Listing, Pruning, StoreBase
 from .._base import (
     CancelRequest,
     Lease,
     RunSummary,
-    check_batch,
     check_lease_request,
-    check_truncate,
     kept_status,
     metadata_text,
     status_after,
     translated,
 )
-from .._chain import (
-    ChainKey,
-    ChainReport,
-    WrittenHeads,
-    check_chain,
-    extend,
-    truncated_head,
-)
-from .._codec import decode_rows, encode_batch, printable, run_label
+from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
+from .._codec import decode_rows, printable, run_label
 from .._commits import CommitStats
 from .._guards import FileGuards
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
@@ -240,25 +231,16 @@ class SQLiteStore(StoreBase):
         """Transactions and appends so far (how well group commit shares them)."""
         return self._commits.stats
 
-    async def append(
-        self,
-        run_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        *,
-        lease: Lease | None = None,
-    ) -> None:
-        """See :meth:`TranscriptStore.append`. With a lease, its owner and epoch are checked
-        in the append's transaction, before the seq. With group commit, concurrent appends
-        share that transaction (``_commit``); each returns once it is durable."""
-        check_batch(run_id, expected_seq, events, lease)
-        bodies = encode_batch(run_id, events)
+    async def _append(self, batch: Batch) -> None:
+        """With a lease, its owner and epoch are checked in the append's transaction, before
+        the seq. With group commit, concurrent appends share that transaction (``_commit``);
+        each returns once it is durable."""
         self._open_conn()
         try:
-            await self._commits.append(Pending(run_id, expected_seq, events, bodies, lease))
+            await self._commits.append(Pending(batch))
         except LeaseLostError:
-            if lease is not None:
-                self._flocks.drop(run_id, lease.epoch)  # let a live new holder have it
+            if batch.lease is not None:
+                self._flocks.drop(batch.run_id, batch.lease.epoch)  # let a live new holder have it
             raise
 
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
@@ -272,11 +254,8 @@ class SQLiteStore(StoreBase):
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return decode_rows(run_id, after, rows[0][0], rows, self._corrupted)
 
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """See :meth:`TranscriptStore.truncate`."""
-        check_truncate(run_id, after)
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
+        """One ``BEGIN IMMEDIATE`` transaction (rolled back for a dry run)."""
         conn = self._open_conn()
         with (
             self._translated(
@@ -284,7 +263,7 @@ class SQLiteStore(StoreBase):
             ),
             immediate(conn, keep=lambda: not dry_run),
         ):
-            removed = _truncate(conn, run_id, after, self._key, self.url)
+            removed = _delete_after(conn, run_id, after, self._key, self.url)
         if removed is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
         return removed
@@ -492,15 +471,7 @@ class SQLiteStore(StoreBase):
 
 
 def _append_if_at(
-    conn: sqlite3.Connection,
-    run_id: str,
-    expected_seq: int,
-    events: Sequence[Event],
-    bodies: Sequence[str],
-    lease: Lease | None,
-    *,
-    key: ChainKey | None,
-    written: WrittenHeads,
+    conn: sqlite3.Connection, batch: Batch, *, key: ChainKey | None, written: WrittenHeads
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
     (and, with a lease, held by it); the caller commits or rolls back (``_commit``).
@@ -517,12 +488,13 @@ def _append_if_at(
         sqlite3.Error: perhaps after some rows were written (IntegrityError: an event row
             is there already).
     """
+    run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
     row: tuple[int, str, str | None, int, float | None, str | None] | None = conn.execute(
         "SELECT next_seq, status, owner, epoch, lease_until, chain_head FROM runs WHERE run_id = ?",
         (run_id,),
     ).fetchone()
-    if lease is not None:
-        check_lease(None if row is None else row[2:5], lease, what="Nothing was written")
+    if batch.lease is not None:
+        check_lease(None if row is None else row[2:5], batch.lease, what="Nothing was written")
     current, before = (0, "running") if row is None else row[:2]
     if current != expected_seq:
         return current
@@ -537,18 +509,11 @@ def _append_if_at(
             is not None
         )
     chains, head = extend(
-        key,
-        run_id,
-        expected_seq,
-        [ev.type for ev in events],
-        bodies,
-        stored_head,
-        previous_chained=previous_chained,
-        written=written,
+        key, batch, stored_head, previous_chained=previous_chained, written=written
     )
     rows = [
         (run_id, ev.seq, ev.type, ev.at, body, chain)
-        for ev, body, chain in zip(events, bodies, chains, strict=True)
+        for ev, body, chain in zip(events, batch.bodies, chains, strict=True)
     ]
     status = before
     for ev in events:
@@ -569,7 +534,7 @@ def _append_if_at(
     return expected_seq
 
 
-def _truncate(
+def _delete_after(
     conn: sqlite3.Connection, run_id: str, after: int, key: ChainKey | None, where: str
 ) -> list[tuple[int, str]] | None:
     """Delete events after ``after`` inside the caller's transaction; ``None``: no such run.

@@ -4,7 +4,8 @@ result, one event of every type, and text that stresses an encoder."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 from agentcore.contracts import FinishAction, PlanAction, ToolAction
 from agentcore.events import (
@@ -93,16 +94,30 @@ def tool_result(run_id: str, seq: int, result: object, *, at: float | None = Non
     )
 
 
+class _Stamp(TypedDict):
+    """What every event carries: its run, its place in the run and its time."""
+
+    run_id: str
+    seq: int
+    at: float
+
+
+def _stamps(run_id: str, *, first_seq: int = 0) -> Callable[[float], _Stamp]:
+    """Numbers a run's events in the order they are built: each call gives the next seq, at
+    the time given (``Event(**stamp(2.5), ...)``)."""
+    seqs = itertools.count(first_seq)
+    return lambda at: {"run_id": run_id, "seq": next(seqs), "at": at}
+
+
 def every_event_type(run_id: str) -> list[Event]:
     """A run that walks through every event type, with non-default optional fields, in an
     order the state fold accepts; its status moves through every value a listing shows."""
+    stamp = _stamps(run_id, first_seq=1)
     return [
         started(run_id),
-        ContextAdded(run_id=run_id, seq=1, at=2.5, step=1, source="files", content="a\nb"),
+        ContextAdded(**stamp(2.5), step=1, source="files", content="a\nb"),
         ModelCalled(
-            run_id=run_id,
-            seq=2,
-            at=3.25,
+            **stamp(3.25),
             step=1,
             model="scripted/a",
             outcome="invalid",
@@ -118,37 +133,29 @@ def every_event_type(run_id: str) -> list[Event]:
             error="bad reply",
         ),
         ActionProposed(
-            run_id=run_id,
-            seq=3,
-            at=4.0,
+            **stamp(4.0),
             step=1,
             call_id="c1",
             action=PlanAction(thought="plan it", steps=["look", "delete"]),
         ),
-        Decision(run_id=run_id, seq=4, at=4.25, step=1, call_id="c1", verdict="execute"),
+        Decision(**stamp(4.25), step=1, call_id="c1", verdict="execute"),
         ActionProposed(
-            run_id=run_id,
-            seq=5,
-            at=4.5,
+            **stamp(4.5),
             step=2,
             call_id="c2",
             action=ToolAction(thought="delete it", tool="delete_order", args={"id": "A1"}),
         ),
         Decision(
-            run_id=run_id,
-            seq=6,
-            at=4.75,
+            **stamp(4.75),
             step=2,
             call_id="c2",
             verdict="needs_confirmation",
             reason="destructive",
             args_hash="h1",
         ),
-        RunFinished(run_id=run_id, seq=7, at=5.0, status="awaiting_confirmation"),
+        RunFinished(**stamp(5.0), status="awaiting_confirmation"),
         Confirmation(
-            run_id=run_id,
-            seq=8,
-            at=5.5,
+            **stamp(5.5),
             step=2,
             call_id="c2",
             approved=True,
@@ -158,20 +165,16 @@ def every_event_type(run_id: str) -> list[Event]:
             args_hash="h2",
         ),
         ToolStarted(
-            run_id=run_id,
-            seq=9,
-            at=6.0,
+            **stamp(6.0),
             step=2,
             call_id="c2",
             tool="delete_order",
             args={"id": "A2"},
             idempotency_key=f"{run_id}:c2",
         ),
-        RunFinished(run_id=run_id, seq=10, at=6.5, status="needs_attention", reason="outcome lost"),
+        RunFinished(**stamp(6.5), status="needs_attention", reason="outcome lost"),
         Resolution(
-            run_id=run_id,
-            seq=11,
-            at=7.0,
+            **stamp(7.0),
             step=2,
             call_id="c2",
             decision="rerun",
@@ -179,9 +182,7 @@ def every_event_type(run_id: str) -> list[Event]:
             reason="it did not happen",
         ),
         ToolFinished(
-            run_id=run_id,
-            seq=12,
-            at=7.5,
+            **stamp(7.5),
             step=2,
             call_id="c2",
             tool="delete_order",
@@ -190,17 +191,15 @@ def every_event_type(run_id: str) -> list[Event]:
             error="EIO",
             duration_ms=12.5,
         ),
-        RunFinished(run_id=run_id, seq=13, at=8.0, status="budget_exhausted", reason="steps"),
-        RunResumed(run_id=run_id, seq=14, at=8.5, budget={"max_steps": 20}, by="carol"),
+        RunFinished(**stamp(8.0), status="budget_exhausted", reason="steps"),
+        RunResumed(**stamp(8.5), budget={"max_steps": 20}, by="carol"),
         ActionProposed(
-            run_id=run_id,
-            seq=15,
-            at=9.0,
+            **stamp(9.0),
             step=3,
             call_id="c3",
             action=FinishAction(thought="done", answer="the answer"),
         ),
-        RunFinished(run_id=run_id, seq=16, at=9.5, status="completed", answer="the answer"),
+        RunFinished(**stamp(9.5), status="completed", answer="the answer"),
     ]
 
 

@@ -74,6 +74,15 @@ class OwnershipChecks:
         await asyncio.sleep(0.35)
         return lease
 
+    async def _taken_over(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> tuple[str, Lease, Lease]:
+        """A new run whose lease of ``"a"`` expired and that ``"b"`` then took (through the
+        peer store, when there is one): the run, a's stale lease and b's."""
+        run = await self._new_run(store)
+        stale = await self._expired(store, run, "a")
+        return run, stale, await (peer or store).acquire(run, owner="b", ttl_s=30)
+
     async def test_acquire_a_fresh_run(self, store: TranscriptStore) -> None:
         run = await self._new_run(store)
         before = time.time()
@@ -110,9 +119,7 @@ class OwnershipChecks:
     async def test_acquire_after_expiry(
         self, store: TranscriptStore, peer: TranscriptStore | None
     ) -> None:
-        run = await self._new_run(store)
-        first = await self._expired(store, run, "a")
-        second = await (peer or store).acquire(run, owner="b", ttl_s=30)
+        _, first, second = await self._taken_over(store, peer)
         assert (second.owner, second.epoch) == ("b", first.epoch + 1)
         assert second.taken_over == "a"  # a worker that did not finish its turn
 
@@ -181,9 +188,7 @@ class OwnershipChecks:
     async def test_renew_after_someone_else_acquired_is_lost(
         self, store: TranscriptStore, peer: TranscriptStore | None
     ) -> None:
-        run = await self._new_run(store)
-        stale = await self._expired(store, run, "a")
-        current = await (peer or store).acquire(run, owner="b", ttl_s=30)
+        run, stale, current = await self._taken_over(store, peer)
         with pytest.raises(LeaseLostError, match="'b'") as info:
             await store.renew(stale)
         assert run in str(info.value)

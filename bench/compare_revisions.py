@@ -71,30 +71,42 @@ def main() -> None:
         default="memory_async:1000,memory_sync:1000,sqlite_normal:1000,sqlite_full:1000",
         help="comma-separated KIND:N cases of bench_steps.py --only",
     )
+    parser.add_argument(
+        "--head", default=None, help="a revision to time instead of the working tree"
+    )
     parser.add_argument("--rounds", type=int, default=7, help="rounds (each times both)")
     args = parser.parse_args()
     cases = args.cases.split(",")
     with tempfile.TemporaryDirectory(prefix="agentcore-compare-") as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", "-q", str(base), args.base],
-            cwd=ROOT,
-            check=True,
-        )
+        trees: dict[str, tuple[Path, Path | None]] = {"head": (ROOT, None)}
+        added: list[Path] = []
         try:
-            base_path = link_tree(base, Path(tmp) / "site")
+            for name, rev in (("base", args.base), ("head", args.head)):
+                if rev is None:
+                    continue
+                tree = Path(tmp) / name
+                subprocess.run(
+                    ["git", "worktree", "add", "--detach", "-q", str(tree), rev],
+                    cwd=ROOT,
+                    check=True,
+                )
+                added.append(tree)
+                trees[name] = (tree, link_tree(tree, Path(tmp) / f"site-{name}"))
             times: dict[tuple[str, str], list[float]] = {}
             for r in range(args.rounds):
                 for case in cases:
-                    order = [("base", base, base_path), ("head", ROOT, None)]
-                    for name, tree, entry in order if r % 2 else order[::-1]:
+                    order = ["base", "head"] if r % 2 else ["head", "base"]
+                    for name in order:
+                        tree, entry = trees[name]
                         times.setdefault((name, case), []).extend(time_case(tree, entry, case))
         finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False
-            )
+            for tree in added:
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False
+                )
     load = os.getloadavg()[0]
-    print(f"base {args.base} vs working tree, {args.rounds} rounds, load {load:.1f}")
+    head = args.head or "working tree"
+    print(f"base {args.base} vs {head}, {args.rounds} rounds, load {load:.1f}")
     print("| case | base us/step (min-max) | head us/step (min-max) | head / base |")
     print("|---|---|---|---|")
     for case in cases:

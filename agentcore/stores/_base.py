@@ -8,12 +8,11 @@ from collections.abc import (
     AsyncIterator,
     Callable,
     Collection,
-    Generator,
     Iterable,
     Sequence,
 )
-from contextlib import contextmanager
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Final, Protocol, runtime_checkable
 
 from pydantic_core import to_json
@@ -496,19 +495,36 @@ def lost_error(
     )
 
 
-@contextmanager
-def translated(
-    errors: tuple[type[Exception], ...],
-    error: Callable[[Exception, str], StoreError],
-    what: str | Callable[[], str],
-) -> Generator[None]:
+class translated:  # noqa: N801  # used as a function: `with translated(...):`
     """Run the block; an exception of ``errors`` (the driver's) leaves it as the store's
     ``error(exc, what)``, with the driver's exception as its cause. ``what`` may be a
-    function, for a message that says how far the block got."""
-    try:
-        yield
-    except errors as exc:
-        raise error(exc, what() if callable(what) else what) from exc
+    function, for a message that says how far the block got. A class, not a generator: it
+    wraps every store call, a few on each step."""
+
+    __slots__ = ("_error", "_errors", "_what")
+
+    def __init__(
+        self,
+        errors: tuple[type[Exception], ...],
+        error: Callable[[Exception, str], StoreError],
+        what: str | Callable[[], str],
+    ) -> None:
+        self._errors = errors
+        self._error = error
+        self._what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if isinstance(exc, self._errors):
+            what = self._what
+            raise self._error(exc, what() if callable(what) else what) from exc
 
 
 def check_truncate(run_id: str, after: int) -> None:

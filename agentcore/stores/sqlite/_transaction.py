@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 
 __all__ = ["immediate", "rollback"]
 
@@ -16,18 +16,34 @@ def _always() -> bool:
     return True
 
 
-@contextmanager
-def immediate(conn: sqlite3.Connection, *, keep: Callable[[], bool] = _always) -> Generator[None]:
+class immediate:  # noqa: N801  # used as a function: `with immediate(conn):`
     """Run the block in one ``BEGIN IMMEDIATE`` transaction: committed when the block ends
     and ``keep()`` is true (a dry run, or nothing worth writing, rolls back instead), rolled
-    back when the block raises."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT" if keep() else "ROLLBACK")
-    except BaseException:
-        rollback(conn)
-        raise
+    back when the block raises. A class, not a generator: it is on every append's path."""
+
+    __slots__ = ("_conn", "_keep")
+
+    def __init__(self, conn: sqlite3.Connection, *, keep: Callable[[], bool] = _always) -> None:
+        self._conn = conn
+        self._keep = keep
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            rollback(self._conn)
+            return
+        try:
+            self._conn.execute("COMMIT" if self._keep() else "ROLLBACK")
+        except BaseException:
+            rollback(self._conn)
+            raise
 
 
 def rollback(conn: sqlite3.Connection) -> None:

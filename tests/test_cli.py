@@ -524,6 +524,11 @@ def test_main_help_is_printed_as_the_app_prints_it(
         typer.main.get_command(cli.app).main(["--help"], prog_name="agentcore")
     expected = capsys.readouterr().out
     assert "Commands:" in expected
+    # In a user's order: running runs first, administration last.
+    listed = [ln.split()[0] for ln in expected.split("Commands:")[1].splitlines() if ln.strip()]
+    first = ["demo", "run", "runs", "show", "export", "confirm", "resume", "resolve", "cancel"]
+    assert listed[: len(first)] == first, listed
+    assert listed.index("prune") > listed.index("serve") > listed.index("cancel")
     monkeypatch.setattr(sys, "argv", ["agentcore", "--help"])
     with pytest.raises(SystemExit) as done:
         cli.main()

@@ -15,9 +15,17 @@ from urllib.parse import quote
 import typer
 
 from agentcore import RunStatus
-from agentcore.cli._common import EXIT_USAGE, StoreOpt, abort, app, err, out, run_async
-from agentcore.contracts import check_tenant
-from agentcore.contracts.errors import AgentcoreError, ConfigurationError, LimitExceededError
+from agentcore.cli._common import (
+    EXIT_USAGE,
+    StoreOpt,
+    TenantOpt,
+    abort,
+    app,
+    err,
+    out,
+    run_async,
+)
+from agentcore.contracts.errors import AgentcoreError, ConfigurationError
 from agentcore.events import dump_event
 from agentcore.stores import (
     FINISHED_STATUSES,
@@ -28,7 +36,7 @@ from agentcore.stores import (
     upgrade_schema,
 )
 
-__all__ = ["EXIT_NEWER_STORE", "TenantOpt", "export_path", "valid_tenant"]
+__all__ = ["EXIT_NEWER_STORE", "export_path"]
 
 T = TypeVar("T")
 
@@ -37,23 +45,6 @@ EXIT_NEWER_STORE = 9
 
 db_app = typer.Typer(help="The store's layout: its version and migrations.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-
-
-def valid_tenant(value: str | None) -> str | None:
-    """Refuse a tenant no run may have (empty, too long, control characters) as a usage
-    error, before any store is opened."""
-    if value is not None:
-        try:
-            check_tenant(value)
-        except LimitExceededError as exc:
-            abort(str(exc), EXIT_USAGE)
-    return value
-
-
-TenantOpt = Annotated[
-    str | None,
-    typer.Option("--tenant", help="Only runs of this tenant.", callback=valid_tenant),
-]
 
 
 def _before(older_than: str) -> float:

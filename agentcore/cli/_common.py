@@ -32,7 +32,14 @@ from agentcore import (
     configure_logging,
 )
 from agentcore._run import PAUSE
-from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction, check_run_id
+from agentcore.contracts import (
+    FinishAction,
+    NextAction,
+    PlanAction,
+    ToolAction,
+    check_run_id,
+    check_tenant,
+)
 from agentcore.contracts.errors import (
     AgentcoreError,
     ConfigurationError,
@@ -159,6 +166,23 @@ def missing_store(url: str | None) -> str | None:
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         return f"no store at {url} (no such file): no runs yet; pass --store or set AGENTCORE_STORE"
     return None
+
+
+def valid_tenant(value: str | None) -> str | None:
+    """Refuse a tenant no run may have (empty, too long, control characters) as a usage
+    error, before any store is opened."""
+    if value is not None:
+        try:
+            check_tenant(value)
+        except LimitExceededError as exc:
+            abort(str(exc), EXIT_USAGE)
+    return value
+
+
+TenantOpt = Annotated[
+    str | None,
+    typer.Option("--tenant", help="Only runs of this tenant.", callback=valid_tenant),
+]
 
 
 def abort(message: str, code: int = EXIT_ERROR) -> NoReturn:

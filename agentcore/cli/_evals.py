@@ -22,11 +22,11 @@ from rich.table import Table
 
 from agentcore._stats import ContractStats, contract_stats
 from agentcore.adapters import ModelAdapter, resolve_model
-from agentcore.cli._admin import TenantOpt
 from agentcore.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
     StoreOpt,
+    TenantOpt,
     abort,
     app,
     contract_app,

@@ -21,7 +21,6 @@ from agentcore import (
 )
 from agentcore._state import RunState
 from agentcore.adapters import ModelAdapter, resolve_model
-from agentcore.cli._admin import TenantOpt
 from agentcore.cli._common import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -29,6 +28,7 @@ from agentcore.cli._common import (
     ByOpt,
     RunIdArg,
     StoreOpt,
+    TenantOpt,
     abort,
     agent_for_run,
     app,

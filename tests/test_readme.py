@@ -65,3 +65,37 @@ def test_quick_start_runs(tmp_path: Path) -> None:
     assert lines[2] == "completed Order A-1 is cancelled."
     assert lines[-1].endswith("run_finished")
     assert (tmp_path / "runs.db").exists()
+
+
+async def test_the_service_example_answers_client_mistakes_with_404_and_409(
+    tmp_path: Path,
+) -> None:
+    """The "Running at scale" service, its agent moved to a memory store and a scripted
+    model: an unknown run is 404; approving with a stale step is 409; none is a 500."""
+    import runpy
+
+    import httpx
+
+    from agentcore.adapters import ScriptedModel
+    from agentcore.testing import call, plan
+
+    (block,) = [b for b in BLOCKS if '"""service.py:' in b]
+    path = tmp_path / "service.py"
+    path.write_text(block)
+    ns = runpy.run_path(str(path))
+    model = ScriptedModel([plan("Cancel A-1."), call("cancel_order", order_id="A-1")])
+    agent = ns["agent"].configured(model=model, store="memory://")
+    ns["show"].__globals__["agent"] = agent  # what the handlers call
+    transport = httpx.ASGITransport(app=ns["web"])
+    async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+        assert (await client.get("/runs/nope")).status_code == 404
+        waiting = await agent.run("Cancel order A-1")
+        assert waiting.status.value == "awaiting_confirmation" and waiting.pending is not None
+        shown = (await client.get(f"/runs/{waiting.run_id}")).json()
+        assert shown["pending"]["step"] == waiting.pending.step
+        stale = {"by": "alice", "step": waiting.pending.step + 1, "args_hash": "0" * 16}
+        refused = await client.post(f"/runs/{waiting.run_id}/confirm", json=stale)
+        assert refused.status_code == 409, refused.text
+        assert "step" in refused.json()["error"]
+        missing = await client.post("/runs/nope/confirm", json=stale)
+        assert missing.status_code == 404, missing.text

@@ -217,6 +217,20 @@ def ledger_reconcile(impl: Crashy, asked: list[str]) -> Any:
     return reconcile
 
 
+def reconcilable(
+    store: TranscriptStore, impl: Crashy, asked: list[str], *, lost_call_wait_s: float = 300
+) -> Agent:
+    """An agent whose non-idempotent pay tool reconciles from ``impl``'s record of what
+    happened (each key asked is appended to ``asked``)."""
+    return Agent(
+        tools=[pay_tool(impl, idempotent=False, reconcile=ledger_reconcile(impl, asked))],
+        model=script(),
+        store=store,
+        policy=NO_PLAN,
+        lost_call_wait_s=lost_call_wait_s,
+    )
+
+
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
 @pytest.mark.parametrize("then", ["finishes", "stays"])
 async def test_a_lost_call_whose_guard_is_held_is_waited_for_never_rerun(
@@ -229,15 +243,8 @@ async def test_a_lost_call_whose_guard_is_held_is_waited_for_never_rerun(
     store: TranscriptStore = (
         MemoryStore() if store_kind == "memory" else SQLiteStore(tmp_path / "r.db")
     )
-    impl = Crashy()
-    asked: list[str] = []
-    agent = Agent(
-        tools=[pay_tool(impl, idempotent=False, reconcile=ledger_reconcile(impl, asked))],
-        model=script(),
-        store=store,
-        policy=NO_PLAN,
-        lost_call_wait_s=0.6 if then == "stays" else 30,
-    )
+    impl, asked = Crashy(), list[str]()
+    agent = reconcilable(store, impl, asked, lost_call_wait_s=0.6 if then == "stays" else 30)
     await crash_run(agent)
     (started,) = of(await agent.transcript("r1"), ToolStarted)
     assert started.guarded
@@ -272,14 +279,8 @@ async def test_a_lost_call_started_without_a_guard_goes_to_a_person(store: Memor
     """A tool_started written without a guard (by an older agentcore, or on a store that
     keeps none): whether its worker is gone cannot be told, so reconcile finding nothing
     does not rerun it."""
-    impl = Crashy()
-    asked: list[str] = []
-    agent = Agent(
-        tools=[pay_tool(impl, idempotent=False, reconcile=ledger_reconcile(impl, asked))],
-        model=script(),
-        store=store,
-        policy=NO_PLAN,
-    )
+    impl, asked = Crashy(), list[str]()
+    agent = reconcilable(store, impl, asked)
     events = await hand_written_crash(store, agent, guarded=False)
     assert not of(events, ToolStarted)[0].guarded
     result = await agent.resume("r1")

@@ -43,6 +43,7 @@ from agentcore.stores import (
     schema_status,
 )
 from agentcore.stores.sqlite import SCHEMA_VERSION as SQLITE_VERSION
+from agentcore.stores.testing import context
 
 # --------------------------------------------------------------------------- helpers
 
@@ -60,19 +61,6 @@ def started(run_id: str = "r1", *, at: float = 1.0, task: str = "do the thing") 
         route=["openai/gpt-4o-mini", "anthropic/claude"],
         tools={"read_file": {"effect": "read", "schema": {"type": "object"}}},
         metadata={"user": "ünïcødé ✓", "n": 3},
-    )
-
-
-def context(
-    run_id: str, seq: int, *, at: float | None = None, content: str = "ctx"
-) -> ContextAdded:
-    return ContextAdded(
-        run_id=run_id,
-        seq=seq,
-        at=at if at is not None else 1.0 + seq,
-        step=1,
-        source="files",
-        content=content,
     )
 
 

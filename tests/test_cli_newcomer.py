@@ -447,3 +447,20 @@ def test_a_finished_runs_lock_file_is_removed(agents: Path) -> None:
     assert shell(agents, line_after(first.stdout, "approve: ")).returncode == 0
     locks = agents / "runs.db.locks"
     assert not locks.exists() or list(locks.iterdir()) == []
+
+
+def test_a_missing_provider_key_is_reported_once_with_the_command_that_resumes(
+    tmp_path: Path,
+) -> None:
+    """The demo on a real model without its key fails at its first step: the error appears
+    once (the run's reason, not also as a log line), followed by the resume command for
+    when the key is set, which runs as printed."""
+    res = cli(tmp_path, "demo", "--model", "openai/gpt-4.1-mini")
+    assert res.returncode == 6, res.stdout + res.stderr
+    assert (res.stdout + res.stderr).count("no API key") == 1, res.stdout + res.stderr
+    assert "model_called" not in res.stderr
+    resume = line_after(res.stdout, "set the key, then resume: ")
+    assert resume.endswith("--by alice"), resume
+    again = shell(tmp_path, resume)
+    assert again.returncode == 6, again.stdout + again.stderr  # still no key: fails the same
+    assert "2 model calls" in again.stdout  # it resumed the run and asked the model again

@@ -10,7 +10,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, MutableMapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -402,6 +402,19 @@ def report(
             style="bold",
             highlight=False,
         )
+    elif status is RunStatus.FAILED:
+        # a failed run is resumed only by a person: the command names the one at this terminal
+        person = _login_name()
+        label = "resume by hand" if person else "resume by hand (name yourself)"
+        more = ["--by", shlex.quote(person or "NAME")]
+        if "no API key" in (result.reason or ""):
+            label = "set the key, then resume"
+        out.print(f"{label}: ", end="")
+        out.print(
+            resume_command(result.run_id, agent=agent_hint, store=store, more=more),
+            style="bold",
+            highlight=False,
+        )
     elif status is RunStatus.RUNNING:
         out.print("resume: ", end="")
         out.print(
@@ -427,6 +440,12 @@ ByOpt = Annotated[
 ]
 
 
+def _login_name() -> str:
+    """The person at this terminal: ``$USER``, ``$LOGNAME``, else this process's account
+    ("" when there is none)."""
+    return os.environ.get("USER") or os.environ.get("LOGNAME") or _account_name()
+
+
 def who_decides(by: str | None) -> str:
     """The person a command records: ``--by``, else the login name (``$USER``, ``$LOGNAME``,
     else the account of this process).
@@ -435,7 +454,7 @@ def who_decides(by: str | None) -> str:
         typer.BadParameter: ``--by`` is blank, or no login name can be found.
     """
     if by is None:
-        by = os.environ.get("USER") or os.environ.get("LOGNAME") or _account_name()
+        by = _login_name()
         if not by.strip():
             raise typer.BadParameter(
                 "no login name to record as the person deciding: pass --by NAME",
@@ -645,5 +664,23 @@ def _main(
 ) -> None:
     """Run, inspect, confirm and resume agentcore runs."""
     del version
-    # one log line per transcript event with -v; otherwise warnings only (a failed model call)
+    # one log line per transcript event with -v; otherwise warnings only (a run that needs a
+    # person). A failed model call is not logged then: the run's result, which the command
+    # prints, names it (a route that failed: every model's error) or it is in `show`.
     configure_logging(json=False, level=logging.DEBUG if verbose else logging.WARNING)
+    if not verbose:
+        import structlog
+
+        processors = structlog.get_config()["processors"]
+        structlog.configure(processors=[_drop_model_errors, *processors])
+
+
+def _drop_model_errors(
+    logger: object, method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:  # Any: structlog's event dict
+    """A structlog processor: a ``model_called`` log event is dropped (see above)."""
+    if event.get("event") == "model_called":
+        import structlog
+
+        raise structlog.DropEvent
+    return event

@@ -392,7 +392,7 @@ class Agent:
                     by=by,
                     accept_tool_changes=accept_tool_changes,
                 )
-                result = await session.drive(own, state, history, first, advance=not self.queue)
+                result = await session.drive(own, state, history, first, advance=self.queue is None)
         except RunBusyError:
             return state.result()  # another worker is advancing it
         return self._handed_off(result)
@@ -453,7 +453,7 @@ class Agent:
                 reason=reason,
                 accept_tool_changes=accept_tool_changes,
             )
-            settled = await session.drive(own, state, history, first, advance=not self.queue)
+            settled = await session.drive(own, state, history, first, advance=self.queue is None)
         return self._handed_off(settled)
 
     async def confirm(
@@ -522,7 +522,7 @@ class Agent:
                 bound_hash=args_hash,
                 accept_tool_changes=accept_tool_changes,
             )
-            result = await session.drive(own, state, history, first, advance=not self.queue)
+            result = await session.drive(own, state, history, first, advance=self.queue is None)
         return self._handed_off(result)
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:

@@ -428,6 +428,12 @@ class Tool:
         context = contextvars.copy_context()
         return in_thread(functools.partial(context.run, self.fn, **kwargs))
 
+    @property
+    def runs_in_thread(self) -> bool:
+        """Whether a call runs in a worker thread (a sync function, not ``inline``): a
+        cancelled wait for it does not stop the call."""
+        return not self._is_async and not self.inline
+
     def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate and normalise arguments; returns them as JSON-ready values.
 

@@ -275,6 +275,53 @@ async def test_a_lost_call_whose_guard_is_held_is_waited_for_never_rerun(
     await store.close()
 
 
+async def test_a_cancelled_sync_call_keeps_its_guard_while_its_thread_may_run(
+    tmp_path: Path,
+) -> None:
+    """A shutdown or a caller's timeout cancels the task waiting for a sync tool, not the
+    tool's thread: the call's guard stays held, so a worker that resumes the run meanwhile
+    waits instead of running the call a second time while the first still can land."""
+    import threading
+
+    store = SQLiteStore(tmp_path / "r.db")
+    ledger: dict[str, Any] = {}
+    entered, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def pay(amount: int, ctx: ToolContext) -> dict[str, Any]:
+        """Charge the customer."""
+        runs.append(ctx.idempotency_key)
+        entered.set()
+        release.wait(10)
+        ledger[ctx.idempotency_key] = {"charged": amount}
+        return ledger[ctx.idempotency_key]
+
+    def reconcile(key: str) -> Any:
+        return ledger.get(key)
+
+    def agent(wait_s: float) -> Agent:
+        paying = tool(effect="write", idempotent=False, reconcile=reconcile)(pay)
+        return Agent(
+            tools=[paying], model=script(), store=store, policy=NO_PLAN, lost_call_wait_s=wait_s
+        )
+
+    first = asyncio.create_task(agent(300).run("pay 5", run_id="r1"))
+    await asyncio.to_thread(entered.wait, 10)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    stopped = await agent(0.5).resume("r1")  # the thread is still inside the call
+    assert stopped.status is RunStatus.NEEDS_ATTENTION, stopped.reason
+    assert stopped.reason is not None and "still holds the call's guard" in stopped.reason
+    release.set()
+    await asyncio.sleep(0.2)
+    assert runs == ["r1:1"] and ledger == {"r1:1": {"charged": 5}}  # one effect
+    done = await agent(300).resolve("r1", by="ops", result=ledger["r1:1"])
+    assert done.status is RunStatus.COMPLETED
+    assert runs == ["r1:1"]
+    await store.close()
+
+
 async def test_a_lost_call_started_without_a_guard_goes_to_a_person(store: MemoryStore) -> None:
     """A tool_started written without a guard (by an older agentcore, or on a store that
     keeps none): whether its worker is gone cannot be told, so reconcile finding nothing

@@ -11,6 +11,7 @@ it, or put to a person (``_settle_lost_call``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable
@@ -54,13 +55,32 @@ async def run_call(d: Driver, call: OpenCall) -> None:
     # A call that reconcile may settle runs under its guard, taken before its intent
     # is written and let go when it returns, so whoever settles it later can tell
     # whether it may still be running.
-    async with guards.guard_call(d.state.run_id, key) as held:
-        if held:
+    guard = contextlib.AsyncExitStack()
+    if await guard.enter_async_context(guards.guard_call(d.state.run_id, key)):
+        keep = False
+        try:
             await _start(d, call, tool, key, guarded=True)
-            return
+        except asyncio.CancelledError:
+            # A cancelled wait does not stop a sync tool's thread: the call may still be
+            # running, so its guard stays held until this process ends.
+            keep = tool.runs_in_thread
+            raise
+        finally:
+            if keep:
+                _KEPT_GUARDS.append(guard.pop_all())
+            else:
+                await guard.aclose()
+        return
+    await guard.aclose()
     # Another process holds it: a worker that lost the run is running this call, or
     # is about to find out that it may not.
     await _settle_lost_call(d, call, tool, key, timed_out=False, since=time.time())
+
+
+_KEPT_GUARDS: list[contextlib.AsyncExitStack] = []
+"""Guards of calls whose thread may still be running after their task was cancelled: held
+(never let go, never collected) until this process ends and its OS or database session
+frees them."""
 
 
 def _guards(d: Driver, tool: Tool) -> CallGuardStore | None:

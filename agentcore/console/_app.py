@@ -73,6 +73,7 @@ class Console:
             self.login = TokenLogin()
         self.csrf = Csrf()
         self.poll_s = poll_s
+        self._reads: set[asyncio.Task[list[Event]]] = set()
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("agentcore.console", "templates"),
             autoescape=True,
@@ -92,6 +93,7 @@ class Console:
         try:
             yield
         finally:
+            await asyncio.gather(*self._reads, return_exceptions=True)
             await self.approvals.aclose()
             if self._store is not None and isinstance(self._store_arg, str | None):
                 await self._store.close()
@@ -157,6 +159,20 @@ class Console:
             return await self.store.load(run_id)
         except (RunNotFoundError, LimitExceededError) as exc:
             raise ConsoleError(404, f"No run {run_id!r} in this store.") from exc
+
+    async def read_after(self, run_id: str, after: int) -> list[Event]:
+        """A live stream's read of the events after ``after``, in a task of its own: a
+        client that leaves cancels its stream, not a query half-way (on PostgreSQL that
+        closes the connection and logs warnings; someone closing a tab is no problem)."""
+        read = asyncio.ensure_future(self.store.load(run_id, after=after))
+        self._reads.add(read)
+        read.add_done_callback(self._read_done)
+        return await asyncio.shield(read)
+
+    def _read_done(self, read: asyncio.Task[list[Event]]) -> None:
+        self._reads.discard(read)
+        if not read.cancelled():
+            read.exception()  # retrieved: the stream raises it, or has left and needs none
 
     async def listing(
         self, request: Request
@@ -252,7 +268,7 @@ class Console:
             pinged = loop.time()
             yield "retry: 1000\n\n"
             while True:
-                for ev in await self.store.load(run_id, after=last):
+                for ev in await self.read_after(run_id, last):
                     data = json.dumps(dump_event(ev), ensure_ascii=False)
                     yield f"id: {ev.seq}\nevent: transcript\ndata: {data}\n\n"
                     last, final = ev.seq, _final(ev)

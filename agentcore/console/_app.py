@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import time
 from collections.abc import (
@@ -11,10 +12,11 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Coroutine,
     Mapping,
     Sequence,
 )
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
@@ -50,7 +52,10 @@ __all__ = ["create_app"]
 PAGE_SIZE = 50
 MAX_PAGE = 500
 MAX_FORM_BYTES = 1 << 20
+LIST_POLL_S = 1.0
+"""The least pause between two reads of a live runs list (a listing costs more than a run)."""
 Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
 
 
 class Console:
@@ -73,6 +78,7 @@ class Console:
             self.login = TokenLogin()
         self.csrf = Csrf()
         self.poll_s = poll_s
+        self._reads: set[asyncio.Task[Any]] = set()  # Any: each read's own result
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("agentcore.console", "templates"),
             autoescape=True,
@@ -92,6 +98,7 @@ class Console:
         try:
             yield
         finally:
+            await asyncio.gather(*self._reads, return_exceptions=True)
             await self.approvals.aclose()
             if self._store is not None and isinstance(self._store_arg, str | None):
                 await self._store.close()
@@ -157,6 +164,20 @@ class Console:
             return await self.store.load(run_id)
         except (RunNotFoundError, LimitExceededError) as exc:
             raise ConsoleError(404, f"No run {run_id!r} in this store.") from exc
+
+    async def detached(self, read: Coroutine[Any, Any, T]) -> T:  # Any: coroutine send/throw
+        """A live stream's store read, in a task of its own: a client that leaves cancels
+        its stream, not a query half-way (on PostgreSQL that closes the connection and
+        logs warnings; someone closing a tab is no problem)."""
+        task = asyncio.ensure_future(read)
+        self._reads.add(task)
+        task.add_done_callback(self._read_done)
+        return await asyncio.shield(task)
+
+    def _read_done(self, read: asyncio.Task[Any]) -> None:  # Any: the read's result
+        self._reads.discard(read)
+        if not read.cancelled():
+            read.exception()  # retrieved: the stream raises it, or has left and needs none
 
     async def listing(
         self, request: Request
@@ -252,7 +273,7 @@ class Console:
             pinged = loop.time()
             yield "retry: 1000\n\n"
             while True:
-                for ev in await self.store.load(run_id, after=last):
+                for ev in await self.detached(self.store.load(run_id, after=last)):
                     data = json.dumps(dump_event(ev), ensure_ascii=False)
                     yield f"id: {ev.seq}\nevent: transcript\ndata: {data}\n\n"
                     last, final = ev.seq, _final(ev)
@@ -266,6 +287,41 @@ class Console:
                     pinged = now
                     yield ": ping\n\n"
                 await asyncio.sleep(self.poll_s)
+
+        return StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def api_runs_stream(self, request: Request) -> Response:
+        """Server-sent events: the first page of the listing (the filters of ``/api/runs``)
+        as ``event: runs`` each time it changes, its ``id`` a version of it; a client that
+        shows a version passes it as ``version`` (or ``Last-Event-ID``) and hears only of
+        the next. Lasts up to ``max_seconds`` (default 300; the browser reconnects)."""
+        q = request.query_params
+        try:
+            max_s = float(q.get("max_seconds") or 300)
+        except ValueError as exc:
+            raise ConsoleError(422, "max_seconds must be a number.") from exc
+        rows, _, _ = await self.listing(request)  # 422 before the stream starts
+        shown = request.headers.get("last-event-id") or q.get("version")
+
+        async def events() -> AsyncIterator[str]:
+            version, found = shown, rows
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + max_s
+            yield "retry: 1000\n\n"
+            while True:
+                summaries = [_summary(r) for r in found]
+                if (now := _version(summaries)) != version:
+                    version = now
+                    data = json.dumps({"runs": summaries}, ensure_ascii=False)
+                    yield f"id: {version}\nevent: runs\ndata: {data}\n\n"
+                if loop.time() >= deadline or await request.is_disconnected():
+                    return
+                await asyncio.sleep(max(self.poll_s, LIST_POLL_S))
+                found, _, _ = await self.detached(self.listing(request))
 
         return StreamingResponse(
             events(),
@@ -320,9 +376,23 @@ class Console:
     # -- pages ------------------------------------------------------------------------------
 
     async def runs_page(self, request: Request) -> Response:
+        return await self._runs(request, "runs.html")
+
+    async def runs_body(self, request: Request) -> Response:
+        return await self._runs(request, "_runs_body.html")
+
+    async def _runs(self, request: Request, template: str) -> Response:
         rows, cursor, filters = await self.listing(request)
-        paged = bool(request.query_params.get("after"))
-        return self.page(request, "runs.html", runs=rows, next=cursor, filters=filters, paged=paged)
+        return self.page(
+            request,
+            template,
+            runs=rows,
+            next=cursor,
+            filters=filters,
+            paged=bool(request.query_params.get("after")),
+            version=_version([_summary(r) for r in rows]),
+            waiting=filters.get("status") == RunStatus.AWAITING_CONFIRMATION.value,
+        )
 
     async def run_page(self, request: Request) -> Response:
         return self._run(request, await self.events_of(request.path_params["run_id"]))
@@ -374,7 +444,9 @@ class Console:
             return self._run(
                 request, await self.events_of(run_id), status=exc.status, error=str(exc)
             )
-        return RedirectResponse(_path(request, "run", run_id=run_id), status_code=303)
+        # at the first event the decision recorded: the browser scrolls there, CSS marks it
+        at = f"{_path(request, 'run', run_id=run_id)}#seq-{events[-1].seq + 1}"
+        return RedirectResponse(at, status_code=303)
 
     async def health_page(self, request: Request) -> Response:
         found = await self._health(request)
@@ -439,6 +511,7 @@ def create_app(
     routes = [
         Route("/", g(_to_runs, api=False), name="home"),
         Route("/runs", g(console.runs_page, api=False), name="runs"),
+        Route("/fragments/runs", g(console.runs_body, api=False), name="runs_body"),
         Route("/runs/{run_id:path}/body", g(console.run_body, api=False), name="run_body"),
         Route(
             "/runs/{run_id:path}/confirm",
@@ -452,6 +525,7 @@ def create_app(
         Route("/api/runs", g(console.api_runs, api=True), name="api_runs"),
         Route("/api/csrf", g(console.api_csrf, api=True), name="api_csrf"),
         Route("/api/health", g(console.api_health, api=True), name="api_health"),
+        Route("/api/stream/runs", g(console.api_runs_stream, api=True), name="api_runs_stream"),
         Route("/api/runs/{run_id:path}/stream", g(console.api_stream, api=True), name="api_stream"),
         Route(
             "/api/runs/{run_id:path}/confirm",
@@ -539,6 +613,12 @@ def _summary(r: RunSummary) -> dict[str, Any]:  # Any: JSON values
         "updated_at": r.updated_at,
         "events": r.events,
     }
+
+
+def _version(summaries: list[dict[str, Any]]) -> str:  # Any: JSON values
+    """A short digest of a listing: two listings that show the same have the same one."""
+    text = json.dumps(summaries, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _pending(p: PendingCall | None) -> dict[str, Any] | None:  # Any: JSON values

@@ -322,3 +322,26 @@ async def test_the_stream_of_a_finished_run_ends(console: Console) -> None:
     assert r.text.rstrip().endswith("event: end\ndata: {}")
     waiting = await c.client.get(f"/api/runs/{c.second.run_id}/stream", params={"max_seconds": "0"})
     assert "event: end" not in waiting.text  # a waiting run goes on: a person may answer
+
+
+async def test_the_runs_stream_sends_the_listing_when_it_changes(console: Console) -> None:
+    c = console
+    waiting = {"status": "awaiting_confirmation", "max_seconds": "0"}
+    first = await c.client.get("/api/stream/runs", params=waiting)
+    assert first.headers["content-type"].startswith("text/event-stream")
+    [frame] = [f for f in first.text.split("\n\n") if f.startswith("id:")]
+    version = frame.split("\n")[0].removeprefix("id: ")
+    listed = json.loads(frame.split("data: ", 1)[1])
+    assert {r["run_id"] for r in listed["runs"]} == {c.first.run_id, c.second.run_id}
+    unchanged = await c.client.get(
+        "/api/stream/runs", params=waiting, headers={"Last-Event-ID": version}
+    )
+    assert "id: " not in unchanged.text  # the page already shows this listing
+    assert (await confirm(c, c.first.run_id, bound(c, approve=True))).status_code == 200
+    await settled(c, c.first.run_id)
+    changed = await c.client.get(
+        "/api/stream/runs", params=waiting, headers={"Last-Event-ID": version}
+    )
+    listed = json.loads(changed.text.split("data: ", 1)[1].split("\n")[0])
+    assert [r["run_id"] for r in listed["runs"]] == [c.second.run_id]
+    assert (await c.client.get("/api/stream/runs?status=bogus")).status_code == 422

@@ -133,7 +133,8 @@ def test_approve_and_deny_in_a_real_browser(
     with Served(app, port), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=browser_path, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1180, "height": 860})
+            tabs = browser.new_context(viewport={"width": 1180, "height": 860})
+            page = tabs.new_page()
             # sign in with the one-time link, as `agentcore serve` prints it
             page.goto(f"{base}/login?token={login.token}")
             page.fill("input[name=name]", "Ada Lovelace")
@@ -154,9 +155,15 @@ def test_approve_and_deny_in_a_real_browser(
             expect(page.locator("#run-status")).to_have_text("awaiting_confirmation")
             expect(page.locator(".timeline")).to_contain_text("dispatcher: needs_confirmation")
             page.screenshot(path=str(shots / "run-pending.png"), full_page=True)
-            # approve: the page comes back at once and follows the run until it finishes
+            # a second tab on the waiting runs follows the list
+            waiting = tabs.new_page()  # signed in too
+            waiting.goto(f"{base}/runs?status=awaiting_confirmation")
+            expect(waiting.locator("h1")).to_have_text("Waiting for you")
+            expect(waiting.locator("table.runs tbody tr")).to_have_count(2)
+            # approve: the page comes back at once, at the approval, and follows the run
             page.click("form.approve button[type=submit]")
-            page.wait_for_url(f"{base}/runs/{first.run_id}")
+            page.wait_for_url(f"{base}/runs/{first.run_id}#seq-*")
+            expect(page.locator(".entry:target")).to_be_in_viewport()
             expect(page.locator("#run-status")).to_have_text("running")
             page.evaluate("window.__sameDocument = true")
             expect(page.locator("#live")).to_be_visible()
@@ -164,13 +171,15 @@ def test_approve_and_deny_in_a_real_browser(
             assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
             expect(page.locator(".timeline")).to_contain_text("approved by Ada Lovelace")
             expect(page.locator(".timeline")).to_contain_text("refund returned")
+            expect(page.locator(".entry.new", has_text="refund returned")).to_be_in_viewport()
+            expect(waiting.locator("table.runs tbody tr")).to_have_count(1)  # no reload
             expect(page.locator("dd.answer")).to_have_text("refunded")
             page.screenshot(path=str(shots / "run-completed.png"), full_page=True)
             # deny the second with a reason: the model reads it and takes another step
             page.goto(f"{base}/runs/{second.run_id}")
             page.fill("form.deny input[name=reason]", "Refunds over 20 need a manager.")
             page.click("form.deny button[type=submit]")
-            page.wait_for_url(f"{base}/runs/{second.run_id}")
+            page.wait_for_url(f"{base}/runs/{second.run_id}#seq-*")
             timeline = page.locator(".timeline")
             expect(timeline).to_contain_text("denied by Ada Lovelace")
             expect(timeline).to_contain_text("Refunds over 20 need a manager.")

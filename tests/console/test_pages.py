@@ -42,6 +42,23 @@ async def test_the_runs_page_lists_filters_and_links_runs(console: Console) -> N
         assert (await c.client.get(f"/static/{asset}")).status_code == 200
 
 
+async def test_the_runs_page_follows_the_listing_live(console: Console) -> None:
+    c = console
+    page = await c.client.get("/runs", params={"status": "awaiting_confirmation"})
+    assert "<h1>Waiting for you</h1>" in page.text  # the view says what it is
+    assert 'data-stream="/api/stream/runs?status=awaiting_confirmation&amp;version=' in page.text
+    body = await c.client.get("/fragments/runs", params={"status": "awaiting_confirmation"})
+    assert body.status_code == 200 and "<html" not in body.text
+    assert c.first.run_id in body.text and "Say hello" not in body.text
+    everything = await c.client.get("/runs")
+    assert (
+        "<h1>Runs</h1>" in everything.text
+        and 'data-stream="/api/stream/runs?version=' in everything.text
+    )
+    later = await c.client.get("/runs", params={"limit": "2", "after": "1:x"})
+    assert "data-stream" not in later.text  # a later page stays put
+
+
 async def test_the_run_page_shows_the_call_bound_to_its_step_and_hash(console: Console) -> None:
     c = console
     page = await c.client.get(f"/runs/{c.first.run_id}")
@@ -68,11 +85,16 @@ async def test_the_forms_approve_and_deny_with_the_pages_token(console: Console)
         data=form | {"decision": "approve", "args": '{"order_id": "A1", "amount": "x"}'},
     )
     assert bad.status_code == 422 and "schema" in bad.text and 'role="alert"' in bad.text
+    new = len(await c.store.load(c.first.run_id))  # the seq the approval is recorded at
     ok = await c.client.post(
         f"/runs/{c.first.run_id}/confirm", data=form | {"decision": "approve", "args": ""}
     )
-    assert ok.status_code == 303 and ok.headers["location"] == f"/runs/{c.first.run_id}"
+    # back on the run's page, at the approval (the browser scrolls to it, CSS marks it)
+    assert ok.status_code == 303
+    assert ok.headers["location"] == f"/runs/{c.first.run_id}#seq-{new}"
     assert (await settled(c, c.first.run_id))["status"] == "completed"
+    page = await c.client.get(f"/runs/{c.first.run_id}")
+    assert re.search(f'id="seq-{new}"[^>]*>\\s*<div class="title">.*approved by ada', page.text)
     stale = await c.client.post(f"/runs/{c.first.run_id}/confirm", data=form | {"decision": "deny"})
     assert stale.status_code == 409
 
@@ -230,5 +252,6 @@ async def test_run_ids_with_url_characters_link_and_confirm(console: Console) ->
             "args_hash": waiting.pending.args_hash or "",
         },
     )
-    assert posted.status_code == 303 and posted.headers["location"] == html.unescape(link)
+    assert posted.status_code == 303
+    assert posted.headers["location"].partition("#")[0] == html.unescape(link)
     assert (await settled(c, odd))["status"] == "completed"

@@ -11,7 +11,7 @@ import contextlib
 import copy
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -55,9 +55,6 @@ from .tools import Tool
 
 __all__ = ["Agent", "ModelSpec"]
 
-A = TypeVar("A")
-P = ParamSpec("P")
-T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
 ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
 """A model (``"provider/model"`` or an adapter object) or a route: a list tried in order."""
@@ -441,10 +438,9 @@ class Agent:
             raise ConfigurationError(
                 "resolve() takes exactly one of result=..., rerun=True, fail=True."
             )
-        session = self._session()
-        async with session.owned(run_id) as own:
-            state, history = await session.load(run_id)
-            first = commands.resolve(
+        settled = await self._session().apply(
+            run_id,
+            lambda state: commands.resolve(
                 state,
                 self.tools,
                 decision=chosen[0],
@@ -452,8 +448,9 @@ class Agent:
                 result=result,
                 reason=reason,
                 accept_tool_changes=accept_tool_changes,
-            )
-            settled = await session.drive(own, state, history, first, advance=self.queue is None)
+            ),
+            advance=self.queue is None,
+        )
         return self._handed_off(settled)
 
     async def confirm(
@@ -508,10 +505,9 @@ class Agent:
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
-        session = self._session()
-        async with session.owned(run_id) as own:
-            state, history = await session.load(run_id)
-            first = commands.confirm(
+        result = await self._session().apply(
+            run_id,
+            lambda state: commands.confirm(
                 state,
                 self.tools,
                 approve=approve,
@@ -521,8 +517,9 @@ class Agent:
                 step=step,
                 bound_hash=args_hash,
                 accept_tool_changes=accept_tool_changes,
-            )
-            result = await session.drive(own, state, history, first, advance=self.queue is None)
+            ),
+            advance=self.queue is None,
+        )
         return self._handed_off(result)
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
@@ -610,16 +607,14 @@ class Agent:
             return await self.result(started.run_id)
         return state, started
 
-    async def _cancel_now(
-        self, session: Session, run_id: str, by: str, reason: str | None
-    ) -> RunResult:
+    @staticmethod
+    async def _cancel_now(session: Session, run_id: str, by: str, reason: str | None) -> RunResult:
         """Cancel under the run's lease (RunBusyError if another worker holds it)."""
-        async with session.owned(run_id) as own:
-            state, history = await session.load(run_id)
-            if state.status in FINAL_STATUSES:
-                return state.result()
-            first = commands.cancel(state, by, reason)
-            return await session.drive(own, state, history, first, advance=False)
+
+        def cancelled(state: RunState) -> list[Event]:
+            return [] if state.status in FINAL_STATUSES else commands.cancel(state, by, reason)
+
+        return await session.apply(run_id, cancelled, advance=False)
 
     def _handed_off(self, result: RunResult) -> RunResult:
         """With a queue: enqueue a run that is ready to advance (after the lease is

@@ -52,11 +52,15 @@ __all__ = [
     "Settlement",
     "advance",
     "cancel",
+    "check_approval_window",
+    "checked_tools",
     "confirm",
     "needs_continuing",
     "resolve",
     "resume",
+    "resumed",
     "scope_names",
+    "short_args",
     "start",
 ]
 

@@ -10,7 +10,7 @@ writes nothing, and reports the run as the store has it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from agentcore.contracts.errors import (
@@ -134,6 +134,21 @@ class Session:
         for ev in await self.store.load(state.run_id, after=state.next_seq - 1):
             state.apply(ev)
             history.events.append(ev)
+
+    async def apply(
+        self, run_id: str, command: Callable[[RunState], Sequence[Event]], *, advance: bool
+    ) -> RunResult:
+        """Take the run's lease, load it, record the events ``command`` returns for its
+        state (none: nothing to record) and, with ``advance``, advance it.
+
+        Raises:
+            RunBusyError: another worker holds the run.
+            RunNotFoundError: no such run.
+            Whatever ``command`` raises (nothing is recorded then).
+        """
+        async with self.owned(run_id) as own:
+            state, history = await self.load(run_id)
+            return await self.drive(own, state, history, command(state), advance=advance)
 
     async def drive(
         self,

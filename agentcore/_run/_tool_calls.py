@@ -235,7 +235,7 @@ async def _settle_lost_call(
     problem = ""
     if tool.reconcile is not None:
         may_rerun = not timed_out and not call.put_to_a_person
-        free: bool | None = None
+        free = False
         if may_rerun:
             free, problem = await _guard_free(d, call, tool, key, since)
             if d.state.status is not RunStatus.RUNNING:

@@ -143,7 +143,7 @@ def open_listing(url: str | None) -> TranscriptStore | None:
     url = url or default_store_url()
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
-        if not path.is_file():
+        if missing_store(url) is not None:
             return None
         try:
             return SQLiteStore(path, read_only=True)

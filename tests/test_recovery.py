@@ -322,6 +322,27 @@ async def test_a_cancelled_sync_call_keeps_its_guard_while_its_thread_may_run(
     await store.close()
 
 
+class UnreadableGuards(MemoryStore):
+    """A memory store whose guard check fails (a database that cannot answer now)."""
+
+    async def call_running(self, run_id: str, key: str) -> bool:
+        raise StoreError("the guard cannot be read now")
+
+
+async def test_a_guard_that_cannot_be_read_is_taken_as_held_never_as_free() -> None:
+    """The check of a lost call's guard fails: whether its worker is gone cannot be told,
+    so the call is not run again; the run waits, then goes to a person."""
+    store = UnreadableGuards()
+    impl, asked = Crashy(), list[str]()
+    agent = reconcilable(store, impl, asked, lost_call_wait_s=0.5)
+    await crash_run(agent)
+    result = await agent.resume("r1")
+    assert result.status is RunStatus.NEEDS_ATTENTION, result.reason
+    assert result.reason is not None
+    assert "its guard could not be read: the guard cannot be read now" in result.reason
+    assert impl.calls == ["r1:1"]  # never run a second time
+
+
 async def test_a_lost_call_started_without_a_guard_goes_to_a_person(store: MemoryStore) -> None:
     """A tool_started written without a guard (by an older agentcore, or on a store that
     keeps none): whether its worker is gone cannot be told, so reconcile finding nothing

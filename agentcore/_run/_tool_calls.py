@@ -318,17 +318,24 @@ async def _guard_free(
     deadline = begun + d.setup.lost_call_wait_s + (tool.timeout or 0.0)
     waited = False
     while True:
+        unreadable: StoreError | None = None
         try:
             running = await guards.call_running(d.state.run_id, key)
         except StoreError as exc:  # cannot tell now: assume it may run, ask again
             d.log.warning("call_guard_unreadable", step=call.step, error=str(exc))
-            running = True
+            running, unreadable = True, exc
         if not running:
             if waited:
                 d.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
             return True, ""
         now = time.time()
         if now >= deadline:
+            if unreadable is not None:
+                return False, (
+                    ", and whether the worker that started it is gone could not be told "
+                    f"{now - begun:.0f}s after it started (its guard could not be read: "
+                    f"{unreadable})"
+                )
             return False, (
                 f", and the worker that started it still holds the call's guard "
                 f"{now - begun:.0f}s after it started: it may still be running it (a "

@@ -28,6 +28,8 @@ class Ruling:
 
     verdict: Verdict
     reason: str | None = None
+    approvals_needed: int = 1
+    """People who must approve a ``needs_confirmation`` (``Policy.approvals``)."""
 
 
 def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ruling:
@@ -36,6 +38,9 @@ def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ru
         case FinishAction():
             return Ruling("execute")
         case PlanAction():
+            people = state.policy.approvals_needed(("plan",))
+            if people:
+                return _people(people, "a plan")
             if state.policy.confirm_plans:
                 return Ruling("needs_confirmation", "plans wait for a person's approval")
             if not state.person_plan_approved and _person_plan_in_scope(state, tools):
@@ -85,11 +90,23 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             f"tool {name!r} changes things (effect {effect}); propose a plan with a plan action "
             "first. It can run once a plan is approved.",
         )
+    people = state.policy.approvals_needed(
+        (f"tool:{name}", f"effect:{effect}", *(f"label:{label}" for label in tool.labels))
+    )
+    if people > 1 or (people and effect != "destructive"):
+        return _people(people, f"tool {name!r}")
     if effect == "destructive":
         return Ruling(
             "needs_confirmation", f"tool {name!r} is destructive: a person must approve it"
         )
     return Ruling("execute")
+
+
+def _people(count: int, what: str) -> Ruling:
+    who = "a person" if count == 1 else f"{count} different people"
+    return Ruling(
+        "needs_confirmation", f"{what} needs the approval of {who} (policy)", approvals_needed=count
+    )
 
 
 def _person_plan_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:

@@ -18,6 +18,8 @@ from agentcore.contracts._schema import load_action
 
 from .events import (
     ActionProposed,
+    Approval,
+    ApprovalExpired,
     Confirmation,
     ContextAdded,
     Decision,
@@ -196,7 +198,8 @@ class Renderer:
             case Confirmation():
                 if ev.approved:
                     edited = " with edited arguments" if ev.args is not None else ""
-                    self._user(f"[{ev.call_id}] Approved by {ev.by}{edited}.", ev.call_id)
+                    who = " and ".join(ev.approvers) if ev.approvers else ev.by
+                    self._user(f"[{ev.call_id}] Approved by {who}{edited}.", ev.call_id)
                 else:
                     why = f": {ev.reason.rstrip('.')}." if ev.reason else "."
                     self._user(
@@ -209,7 +212,14 @@ class Renderer:
                     "happen, so it runs once more.",
                     ev.call_id,
                 )
-            case ToolStarted() | RunResumed() | RunFinished() | Resolution():
+            case (
+                ToolStarted()
+                | RunResumed()
+                | RunFinished()
+                | Resolution()
+                | Approval()
+                | ApprovalExpired()
+            ):  # people's business (an expiry that denies is followed by its confirmation)
                 pass
             case ToolFinished():
                 if ev.ok:

@@ -159,6 +159,16 @@ def _event_codec() -> Codec:
     return (encode, decode)
 
 
+def _events_codec() -> Codec:
+    one_enc, one_dec = _event_codec()
+
+    def decode(run_id: str, v: object) -> list[Event]:
+        _check(v, (list,))
+        return [one_dec(run_id, x) for x in cast("list[object]", v)]
+
+    return (lambda evs: [one_enc(ev) for ev in evs], decode)
+
+
 def _tuple() -> Codec:
     def decode(_run: str, v: object) -> tuple[str, ...]:
         _check(v, (list,))
@@ -185,6 +195,8 @@ _CALL_CODECS: Final[Mapping[str, Codec]] = {
     "action": (dump_action, lambda _run, v: load_action(v)),
     "decision": _event_codec(),
     "confirmation": _event_codec(),
+    "approvals": _events_codec(),
+    "expiry": _event_codec(),
     "started": _event_codec(),
     "finished": _event_codec(),
     "resolution": _event_codec(),

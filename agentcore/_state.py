@@ -20,6 +20,8 @@ from ._status import CLOSED_STATUSES as FINAL_STATUSES
 from ._status import RunStatus, status_after
 from .events import (
     ActionProposed,
+    Approval,
+    ApprovalExpired,
     Confirmation,
     ContextAdded,
     Decision,
@@ -82,6 +84,10 @@ class PendingCall:
         args_hash: hash of tool and arguments; pass it to ``confirm`` to bind the approval.
         thought: the model's stated reason.
         plan_steps: the proposed steps, for a plan.
+        approvals: who approved it so far, when it needs more than one person.
+        approvals_needed: how many distinct people must approve it (``Policy.approvals``).
+        expires_at: when an approval stops being accepted (``Policy.approval_ttl``; Unix
+            seconds), or ``None``.
     """
 
     step: int
@@ -93,6 +99,9 @@ class PendingCall:
     effect: str | None = None
     args_hash: str | None = None
     plan_steps: tuple[str, ...] = ()
+    approvals: tuple[str, ...] = ()
+    approvals_needed: int = 1
+    expires_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +134,10 @@ class OpenCall:
     action: NextAction
     decision: Decision | None = None
     confirmation: Confirmation | None = None
+    approvals: list[Approval] = field(default_factory=list[Approval])
+    """Approvals before the last, of a call that needs several people."""
+    expiry: ApprovalExpired | None = None
+    """The latest expiry of the call's approval window, if it had one."""
     started: ToolStarted | None = None
     finished: ToolFinished | None = None
     resolution: Resolution | None = None
@@ -155,6 +168,9 @@ class OpenCall:
         """The arguments that run: edited ones from an approval, else the proposed ones."""
         if self.confirmation is not None and self.confirmation.args is not None:
             return dict(self.confirmation.args)
+        for approval in self.approvals:  # only the first approver may edit
+            if approval.args is not None:
+                return dict(approval.args)
         assert isinstance(self.action, ToolAction)
         return dict(self.action.args)
 
@@ -238,6 +254,10 @@ class RunState:
                     self.plan_approved = self.person_plan_approved = True
                 if not event.approved and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
+            case Approval():
+                self._call(event.call_id).approvals.append(event)
+            case ApprovalExpired():
+                self._call(event.call_id).expiry = event
             case ToolStarted():
                 call = self._call(event.call_id)
                 if call.started is None:
@@ -323,6 +343,8 @@ class RunState:
             or call.confirmation is not None
         ):
             return None
+        approvals = tuple(a.by for a in call.approvals)
+        needed, expires = call.decision.approvals_needed, self.approval_deadline()
         match call.action:
             case ToolAction(tool=name, thought=thought):
                 args = call.run_args()
@@ -336,13 +358,32 @@ class RunState:
                     args,
                     str(effect) if effect else None,
                     args_hash(name, args),
+                    approvals=approvals,
+                    approvals_needed=needed,
+                    expires_at=expires,
                 )
             case PlanAction(thought=thought, steps=steps):
                 return PendingCall(
-                    call.step, call.call_id, "plan", thought, plan_steps=tuple(steps)
+                    call.step,
+                    call.call_id,
+                    "plan",
+                    thought,
+                    plan_steps=tuple(steps),
+                    approvals=approvals,
+                    approvals_needed=needed,
+                    expires_at=expires,
                 )
             case FinishAction():
                 return None
+
+    def approval_deadline(self) -> float | None:
+        """When the waiting call's approval window ends (``Policy.approval_ttl`` after it
+        began waiting, or after its latest escalation), or ``None`` without a window."""
+        ttl = self.policy.approval_ttl
+        call = self.call
+        if ttl is None or call is None or call.decision is None:
+            return None
+        return (call.expiry.at if call.expiry is not None else call.decision.at) + ttl
 
     def result(self) -> RunResult:
         """A snapshot for the caller."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -54,6 +55,10 @@ from .stores import TranscriptStore, open_store
 from .tools import Tool
 
 __all__ = ["Agent", "ModelSpec"]
+
+CONFIRM_WAIT_S = 10.0
+"""How long ``confirm`` waits for a run another worker holds (another person's answer
+being recorded) before it raises ``RunBusyError``."""
 
 B = TypeVar("B", bound=BaseModel)
 ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
@@ -221,7 +226,7 @@ class Agent:
             snapshot_every=self.snapshot_every,
             lost_call_wait_s=self.lost_call_wait_s,
         )
-        return Session(setup, self.owner, self.lease_s, self.name)
+        return Session(setup, self.owner, self.lease_s, self.name, self.policy.on_pending)
 
     def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:
         """Tool names selected by ``scope`` (names or labels; ``None``: every tool).
@@ -517,10 +522,37 @@ class Agent:
                 step=step,
                 bound_hash=args_hash,
                 accept_tool_changes=accept_tool_changes,
+                authorize=self.policy.authorize,
             ),
             advance=self.queue is None,
+            wait_s=min(self.lease_s, CONFIRM_WAIT_S),
         )
         return self._handed_off(result)
+
+    async def expire_approvals(self, *, limit: int = 1_000) -> list[RunResult]:
+        """Apply ``Policy.approval_expiry`` to every waiting call whose approval window
+        (``Policy.approval_ttl``) has passed: deny it (the run continues, the model is
+        told) or escalate it (``on_pending`` hears of it, the window starts again). Run it
+        periodically (a cron job, a Celery beat task, ``agentcore approvals expire``);
+        runs that another worker holds are left for the next pass.
+
+        Returns:
+            The runs it changed, as they stand afterwards.
+        """
+        session, changed = self._session(), list[RunResult]()
+        now = time.time()
+        for row in await self.store.list_runs(status="awaiting_confirmation", limit=limit):
+            recorded = list[Event]()
+
+            def expire(state: RunState, into: list[Event] = recorded) -> list[Event]:
+                into.extend(commands.expire(state, now))
+                return into
+
+            with contextlib.suppress(RunBusyError):
+                result = await session.apply(row.run_id, expire, advance=self.queue is None)
+                if recorded:
+                    changed.append(self._handed_off(result))
+        return changed
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
         """End a run for good (status ``cancelled``), now or at its next safe point.

@@ -2,6 +2,7 @@
 
 from agentcore.contracts.errors import (
     AgentcoreError,
+    AlreadyApprovedError,
     ApprovalExpiredError,
     AuthenticationError,
     BadRequestError,
@@ -16,6 +17,7 @@ from agentcore.contracts.errors import (
     ModelError,
     ModelRefusedError,
     ModelTruncatedError,
+    NotAuthorizedError,
     NotAwaitingConfirmationError,
     ProviderError,
     ProviderUnavailableError,
@@ -37,6 +39,7 @@ from agentcore.contracts.errors import (
 
 __all__ = [
     "AgentcoreError",
+    "AlreadyApprovedError",
     "ApprovalExpiredError",
     "AuthenticationError",
     "BadRequestError",
@@ -51,6 +54,7 @@ __all__ = [
     "ModelError",
     "ModelRefusedError",
     "ModelTruncatedError",
+    "NotAuthorizedError",
     "NotAwaitingConfirmationError",
     "ProviderError",
     "ProviderUnavailableError",

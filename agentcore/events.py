@@ -12,6 +12,8 @@ model_called       one ask of the model: model, attempts, tokens, cost, latency,
 action_proposed    the validated action of a step, with our call id
 decision           the dispatcher's verdict: execute, deny, needs_plan, needs_confirmation
 confirmation       a person approved (possibly with edited arguments) or denied a call
+approval           one of several approvers approved a call that needs more than one
+approval_expired   a call waited past its approval window: denied, or escalated
 tool_started       arguments as executed and the idempotency key; durable before the run
 tool_finished      the result or the error
 resolution         a person settled a call whose outcome was lost (result, rerun, fail)
@@ -33,6 +35,8 @@ from agentcore.contracts import NextAction
 __all__ = [
     "EVENT_SCHEMA_VERSION",
     "ActionProposed",
+    "Approval",
+    "ApprovalExpired",
     "Confirmation",
     "ContextAdded",
     "Decision",
@@ -135,6 +139,9 @@ class Decision(_Event):
     verdict: Verdict
     reason: str | None = None
     args_hash: str | None = None
+    approvals_needed: int = 1
+    """How many distinct people must approve a ``needs_confirmation`` call
+    (``Policy.approvals``), fixed when the call starts waiting."""
 
 
 class Confirmation(_Event):
@@ -153,6 +160,41 @@ class Confirmation(_Event):
     """Tools that changed since the run started, accepted by the person who confirmed."""
     accepted_tools: dict[str, dict[str, JsonValue]] = {}
     """The accepted tools' definitions (manifest entries), pinned from here on."""
+    approvers: list[str] = []
+    """Everyone who approved, in order, when the call needed more than one person (the
+    last of them is ``by``); empty for a single approval and for a denial."""
+
+
+class Approval(_Event):
+    """One person's approval of a call that needs more than one (``Policy.approvals``),
+    before the last: the run keeps waiting. The last approval is the ``confirmation``.
+
+    A new event type rather than a field of ``confirmation``: an agentcore that predates
+    it refuses to read the transcript instead of taking one approval for all of them."""
+
+    type: Literal["approval"] = "approval"
+    step: int
+    call_id: str
+    by: str
+    reason: str | None = None
+    args: dict[str, JsonValue] | None = None
+    """Edited arguments (only the first approver may edit); later approvers approve them."""
+    args_hash: str | None = None
+    """The hash of the call as approved (tool and the arguments that will run)."""
+
+
+class ApprovalExpired(_Event):
+    """A call waited longer than ``Policy.approval_ttl``: with ``action="deny"`` a
+    ``confirmation`` denying it follows; with ``"escalate"`` the run keeps waiting, the
+    approval window starts again from this event and ``Policy.on_pending`` is told."""
+
+    type: Literal["approval_expired"] = "approval_expired"
+    step: int
+    call_id: str
+    action: Literal["deny", "escalate"]
+    waited_s: float
+    escalations: int = 0
+    """Escalations of this call so far, this one included."""
 
 
 class ToolStarted(_Event):
@@ -238,6 +280,8 @@ Event = Annotated[
     | ActionProposed
     | Decision
     | Confirmation
+    | Approval
+    | ApprovalExpired
     | ToolStarted
     | ToolFinished
     | RunResumed

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentcore.contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm, Usage
 from agentcore.contracts.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .approvals import Authorize, OnPending
 
 __all__ = ["DEFAULT_MAX_TOOL_RESULT_BYTES", "Budget", "Consumption", "Policy"]
 
@@ -154,8 +157,26 @@ class Policy:
             progress is stopped as ``failed`` instead of being resumed again; a person can
             still resume it with ``resume(run_id, by=...)``.
         approval_ttl: seconds an approval stays possible after a call starts waiting for
-            one (``None``: no limit). A later approval is refused and the run keeps
-            waiting; a denial is always accepted.
+            one (``None``: no limit). A later approval is refused; a denial is always
+            accepted.
+        approval_expiry: what :meth:`Agent.expire_approvals` does with a call whose
+            window passed: ``wait`` (nothing: it keeps waiting, approvals refused),
+            ``deny`` (denied by ``agentcore``; the model is told and proposes again) or
+            ``escalate`` (an ``approval_expired`` event, :attr:`on_pending` is told, and
+            the window starts again).
+        approvals: how many distinct people must approve a call, by rule: keys
+            ``"tool:<name>"``, ``"label:<label>"``, ``"effect:<effect>"`` and ``"plan"``;
+            the largest count among the rules a call matches applies. A call a rule
+            matches waits for people even if the policy would otherwise run it; one that
+            waits and matches none needs one person.
+        authorize: ``authorize(by, pending) -> bool``: whether this person may approve or
+            deny this call (roles come from the application). Not recorded: the process
+            that records the answer applies its own.
+        on_pending: called (sync or async) with an :class:`~agentcore.approvals.ApprovalRequest`
+            after a call starts waiting for people, after each approval that leaves it
+            waiting, and on an escalation; a failure is logged, never raised. Not
+            recorded. :func:`agentcore.approvals.webhook` makes one that posts a signed
+            request.
     """
 
     plan_before_writes: bool = True
@@ -168,6 +189,10 @@ class Policy:
     max_tool_result_bytes: int = DEFAULT_MAX_TOOL_RESULT_BYTES
     dead_letter_after: int = 5
     approval_ttl: float | None = None
+    approval_expiry: Literal["wait", "deny", "escalate"] = "wait"
+    approvals: Mapping[str, int] = field(default_factory=dict[str, int])
+    authorize: Authorize | None = field(default=None, compare=False, repr=False)
+    on_pending: OnPending | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_reasks < 0:
@@ -178,16 +203,46 @@ class Policy:
         _positive("max_tool_result_bytes", self.max_tool_result_bytes)
         _positive("dead_letter_after", self.dead_letter_after)
         _positive("approval_ttl", self.approval_ttl)
+        if self.approval_expiry not in ("wait", "deny", "escalate"):
+            raise ConfigurationError(
+                f"Invalid approval_expiry {self.approval_expiry!r}. Valid: 'wait', 'deny', "
+                "'escalate'."
+            )
+        for key, count in self.approvals.items():
+            kind, _, name = key.partition(":")
+            if not (key == "plan" or (kind in ("tool", "label", "effect") and name)):
+                raise ConfigurationError(
+                    f"Invalid approvals rule {key!r}: use 'tool:<name>', 'label:<label>', "
+                    "'effect:<effect>' or 'plan'."
+                )
+            if type(count) is not int or count < 1:
+                raise ConfigurationError(
+                    f"approvals[{key!r}] must be a whole number of people >= 1, got {count!r}"
+                )
         if self.schema_form not in ("typed", "generic"):
             raise ConfigurationError(
                 f"Invalid schema_form {self.schema_form!r}. Valid forms: 'typed', 'generic'."
             )
 
+    def approvals_needed(self, keys: Sequence[str]) -> int:
+        """People a call matching these rule keys needs (0: no rule names it)."""
+        return max((self.approvals.get(k, 0) for k in keys), default=0)
+
     def to_json(self) -> dict[str, Any]:  # Any: JSON values
-        """A JSON-ready dict (recorded in ``run_started``)."""
-        return asdict(self)
+        """A JSON-ready dict (recorded in ``run_started``); the hooks are code, not data,
+        and are left out."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _HOOKS}
+        data["approvals"] = dict(self.approvals)
+        if not self.approvals and self.approval_expiry == "wait":  # as 0.1.0 recorded it
+            del data["approvals"], data["approval_expiry"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Policy:  # Any: JSON values
-        """Rebuild a policy recorded by :meth:`to_json`."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        """Rebuild a policy recorded by :meth:`to_json` (without hooks)."""
+        return cls(
+            **{k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in _HOOKS}
+        )
+
+
+_HOOKS = frozenset({"authorize", "on_pending"})

@@ -29,7 +29,9 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
     │   ├── RunBusyError                   another worker is advancing the run right now
     │   ├── ConfirmationMismatchError      an approval bound to another step or arguments
-    │   │   └── ApprovalExpiredError       an approval after Policy.approval_ttl
+    │   │   ├── ApprovalExpiredError       an approval after Policy.approval_ttl
+    │   │   └── AlreadyApprovedError       the same person approving one call twice
+    │   ├── NotAuthorizedError             Policy.authorize refused this person for this call
     │   └── ToolManifestChangedError       a tool the run used changed since it started
     ├── ToolOutcomeUnknownError     raised by a tool: its call may or may not have happened
     ├── RemoteToolError             a remote (MCP) tool answered with an error, or could not be
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentcoreError",
+    "AlreadyApprovedError",
     "ApprovalExpiredError",
     "AuthenticationError",
     "BadRequestError",
@@ -61,6 +64,7 @@ __all__ = [
     "ModelError",
     "ModelRefusedError",
     "ModelTruncatedError",
+    "NotAuthorizedError",
     "NotAwaitingConfirmationError",
     "ProviderError",
     "ProviderUnavailableError",
@@ -269,6 +273,15 @@ class ConfirmationMismatchError(RunError):
 class ApprovalExpiredError(ConfirmationMismatchError):
     """An approval that arrived after ``Policy.approval_ttl``; the run keeps waiting (a
     denial is still accepted)."""
+
+
+class AlreadyApprovedError(ConfirmationMismatchError):
+    """The same person approved this call before; a call that needs several approvers
+    counts each person once."""
+
+
+class NotAuthorizedError(RunError):
+    """``Policy.authorize`` says this person may not approve or deny this call."""
 
 
 class StoreError(AgentcoreError):

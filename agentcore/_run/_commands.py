@@ -25,17 +25,22 @@ from agentcore.contracts import (
     to_recordable,
 )
 from agentcore.contracts.errors import (
+    AlreadyApprovedError,
     ApprovalExpiredError,
     ConfigurationError,
     ConfirmationMismatchError,
+    NotAuthorizedError,
     NotAwaitingConfirmationError,
     RunError,
     ToolManifestChangedError,
 )
 
 from .._manifest import manifest_entry, tool_changes
-from .._state import FINAL_STATUSES, RunState, RunStatus, args_hash
+from .._state import FINAL_STATUSES, PendingCall, RunState, RunStatus, args_hash
+from ..approvals import Authorize
 from ..events import (
+    Approval,
+    ApprovalExpired,
     Confirmation,
     Event,
     Resolution,
@@ -55,6 +60,7 @@ __all__ = [
     "check_approval_window",
     "checked_tools",
     "confirm",
+    "expire",
     "needs_continuing",
     "resolve",
     "resume",
@@ -363,16 +369,21 @@ def confirm(
     step: int | None,
     bound_hash: str | None,
     accept_tool_changes: bool,
+    authorize: Authorize | None = None,
 ) -> list[Event]:
-    """A person approves or denies the call the run waits on: its ``confirmation``.
+    """A person approves or denies the call the run waits on: its ``confirmation``, or,
+    when the call needs more people than have approved so far, an ``approval``.
 
     Raises:
         NotAwaitingConfirmationError: the run is not waiting for a person.
-        ConfirmationMismatchError: ``step`` or ``bound_hash`` is not what is waiting, or the
-            approval came after ``Policy.approval_ttl``.
+        ConfirmationMismatchError: ``step`` or ``bound_hash`` is not what is waiting, the
+            approval came after ``Policy.approval_ttl`` (:class:`ApprovalExpiredError`),
+            or ``by`` approved this call already (:class:`AlreadyApprovedError`).
+        NotAuthorizedError: ``authorize`` refuses ``by`` for this call.
         ToolManifestChangedError: a tool the run used changed or is gone.
-        ConfigurationError: edited ``args`` do not validate or a policy of the tool refuses
-            them; the tool to run is not this agent's.
+        ConfigurationError: edited ``args`` do not validate, a policy of the tool refuses
+            them, or they come after another person's approval; the tool to run is not
+            this agent's.
     """
     run_id = state.run_id
     pending = state.pending()
@@ -389,9 +400,22 @@ def confirm(
             f"Run {run_id}: the waiting call's args hash is {pending.args_hash}, not "
             f"{bound_hash}; the call changed since it was shown. Nothing recorded."
         )
+    if authorize is not None and not authorize(by, pending):
+        raise NotAuthorizedError(
+            f"Run {run_id}: {by!r} may not {'approve' if approve else 'deny'} the call at "
+            f"step {pending.step} (Policy.authorize refused); nothing recorded."
+        )
     if approve:
         check_approval_window(state)
-    accepted, pinned = checked_tools(state, tools, accept_tool_changes)
+        if by in pending.approvals:
+            raise AlreadyApprovedError(
+                f"Run {run_id}: {by!r} approved the call at step {pending.step} already; it "
+                f"needs {pending.approvals_needed} different people "
+                f"({len(pending.approvals)} so far). Nothing recorded."
+            )
+    last = not approve or len(pending.approvals) + 1 >= pending.approvals_needed
+    # Only the answer that continues the run must accept changed tools.
+    accepted, pinned = checked_tools(state, tools, accept_tool_changes) if last else ([], {})
     if approve and pending.tool is not None and pending.tool not in tools:
         raise ConfigurationError(
             f"This agent has no tool {pending.tool!r} to run; deny the call, or confirm "
@@ -400,28 +424,28 @@ def confirm(
     edited: dict[str, Any] | None = None  # Any: JSON values
     new_hash = pending.args_hash
     if args is not None:
-        if pending.kind != "tool" or pending.tool is None:
-            raise ConfigurationError("Only a tool call's arguments can be edited, not a plan's.")
-        tool = tools.get(pending.tool)
-        if tool is None:
-            raise ConfigurationError(
-                f"This agent has no tool {pending.tool!r} to validate args for."
+        edited = _edited_args(pending, tools, args)
+        new_hash = args_hash(str(pending.tool), edited)
+    now = time.time()
+    if not last:
+        return [
+            Approval(
+                run_id=run_id,
+                seq=state.next_seq,
+                at=now,
+                step=pending.step,
+                call_id=pending.call_id,
+                by=by,
+                reason=reason,
+                args=edited,
+                args_hash=new_hash,
             )
-        try:
-            edited = tool.validate_args(dict(args))
-        except ValidationError as exc:
-            raise ConfigurationError(
-                f"Edited args for {pending.tool!r} are invalid: {exc}"
-            ) from exc
-        refused = check_arguments(tool.policies, edited)
-        if refused is not None:  # a person's edit passes the same rules as the model's
-            raise ConfigurationError(f"Edited args for {pending.tool!r} are refused: {refused}")
-        new_hash = args_hash(pending.tool, edited)
+        ]
     return [
         Confirmation(
             run_id=run_id,
             seq=state.next_seq,
-            at=time.time(),
+            at=now,
             step=pending.step,
             call_id=pending.call_id,
             approved=approve,
@@ -431,28 +455,106 @@ def confirm(
             args_hash=new_hash,
             accepted_tool_changes=accepted,
             accepted_tools=pinned,
+            approvers=[*pending.approvals, by] if approve and pending.approvals else [],
         )
     ]
 
 
+def _edited_args(
+    pending: PendingCall,
+    tools: Mapping[str, Tool],
+    args: Mapping[str, Any],  # Any: JSON arguments, validated by the tool
+) -> dict[str, Any]:  # Any: JSON values
+    """A person's edit of the waiting call's arguments, validated like the model's.
+
+    Raises:
+        ConfigurationError: not a tool call, another person approved already, no such
+            tool, or the arguments do not validate or are refused by the tool's policies.
+    """
+    if pending.kind != "tool" or pending.tool is None:
+        raise ConfigurationError("Only a tool call's arguments can be edited, not a plan's.")
+    if pending.approvals:
+        raise ConfigurationError(
+            f"{', '.join(pending.approvals)} approved these arguments already: only the first "
+            "approver may edit them. Approve them as they are, or deny the call."
+        )
+    tool = tools.get(pending.tool)
+    if tool is None:
+        raise ConfigurationError(f"This agent has no tool {pending.tool!r} to validate args for.")
+    try:
+        edited = tool.validate_args(dict(args))
+    except ValidationError as exc:
+        raise ConfigurationError(f"Edited args for {pending.tool!r} are invalid: {exc}") from exc
+    refused = check_arguments(tool.policies, edited)
+    if refused is not None:  # a person's edit passes the same rules as the model's
+        raise ConfigurationError(f"Edited args for {pending.tool!r} are refused: {refused}")
+    return edited
+
+
 def check_approval_window(state: RunState) -> None:
-    """Refuse an approval that arrives after ``Policy.approval_ttl`` (the run's policy).
+    """Refuse an approval that arrives after ``Policy.approval_ttl`` (the run's policy),
+    counted from when the call began waiting or from its latest escalation.
 
     Raises:
         ApprovalExpiredError: the call has waited longer than that.
     """
-    ttl = state.policy.approval_ttl
-    call = state.call
-    if ttl is None or call is None or call.decision is None:
+    deadline, now = state.approval_deadline(), time.time()
+    if deadline is None or now <= deadline:
         return
-    waited = time.time() - call.decision.at
-    if waited > ttl:
-        raise ApprovalExpiredError(
-            f"Run {state.run_id}: the call at step {call.step} has waited {waited:.0f}s for "
-            f"approval; approvals expire after {ttl:g}s (Policy.approval_ttl), so this one "
-            "is refused and nothing was recorded. The run keeps waiting: deny the call "
-            "(the model then proposes again) or cancel the run."
-        )
+    ttl = state.policy.approval_ttl or 0.0
+    step = state.call.step if state.call is not None else "?"
+    raise ApprovalExpiredError(
+        f"Run {state.run_id}: the call at step {step} has waited {now - deadline + ttl:.0f}s "
+        f"for approval; approvals expire after {ttl:g}s (Policy.approval_ttl), so this one "
+        "is refused and nothing was recorded. The run keeps waiting: deny the call (the "
+        "model then proposes again) or cancel the run."
+    )
+
+
+def expire(state: RunState, now: float) -> list[Event]:
+    """What ``Policy.approval_expiry`` does with a call whose approval window passed by
+    ``now``: ``deny`` records the expiry and a denial by ``agentcore``; ``escalate``
+    records the expiry, which starts the window again; ``wait`` records nothing. A run
+    that is not waiting, or whose window is open, gets nothing."""
+    deadline = state.approval_deadline()
+    call, action = state.call, state.policy.approval_expiry
+    if (
+        call is None
+        or call.decision is None
+        or state.pending() is None
+        or deadline is None
+        or now <= deadline
+        or action == "wait"
+    ):
+        return []
+    since = call.expiry.at if call.expiry is not None else call.decision.at
+    escalations = call.expiry.escalations if call.expiry is not None else 0
+    expired = ApprovalExpired(
+        run_id=state.run_id,
+        seq=state.next_seq,
+        at=now,
+        step=call.step,
+        call_id=call.call_id,
+        action=action,
+        waited_s=round(now - since, 3),
+        escalations=escalations + (action == "escalate"),
+    )
+    if action == "escalate":
+        return [expired]
+    denial = Confirmation(
+        run_id=state.run_id,
+        seq=state.next_seq + 1,
+        at=now,
+        step=call.step,
+        call_id=call.call_id,
+        approved=False,
+        by="agentcore",
+        reason=(
+            f"No one approved this call within {state.policy.approval_ttl:g}s, so it was "
+            "denied (Policy.approval_expiry='deny')."
+        ),
+    )
+    return [expired, denial]
 
 
 def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:

@@ -512,6 +512,7 @@ class Driver:
                     call_id=call.call_id,
                     verdict=ruling.verdict,
                     reason=ruling.reason,
+                    approvals_needed=ruling.approvals_needed,
                 )
             )
             if ruling.verdict == "needs_confirmation":

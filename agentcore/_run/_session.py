@@ -9,12 +9,16 @@ writes nothing, and reports the run as the store has it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
+import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from agentcore.contracts.errors import (
     LeaseLostError,
+    RunBusyError,
     RunNotFoundError,
     SeqConflictError,
     StoreError,
@@ -23,7 +27,8 @@ from agentcore.contracts.errors import (
 from .._observability import get_logger, log_events
 from .._ownership import Ownership
 from .._snapshot import UNUSABLE, restore
-from .._state import RunResult, RunState
+from .._state import PendingCall, RunResult, RunState
+from ..approvals import ApprovalRequest, Occasion, OnPending, notify
 from ..events import Event
 from ..stores import SnapshotStore, TranscriptStore
 from ..stores._codec import printable
@@ -42,12 +47,15 @@ class Session:
         owner: this worker's name in the leases it takes.
         lease_s: how long a lease lasts without renewal.
         name: the agent's name (for its traces), if any.
+        on_pending: told when a call starts or keeps waiting for people
+            (``Policy.on_pending``).
     """
 
     setup: RunSetup
     owner: str
     lease_s: float
     name: str | None = None
+    on_pending: OnPending | None = None
 
     @property
     def store(self) -> TranscriptStore:
@@ -136,17 +144,38 @@ class Session:
             history.events.append(ev)
 
     async def apply(
-        self, run_id: str, command: Callable[[RunState], Sequence[Event]], *, advance: bool
+        self,
+        run_id: str,
+        command: Callable[[RunState], Sequence[Event]],
+        *,
+        advance: bool,
+        wait_s: float = 0.0,
     ) -> RunResult:
         """Take the run's lease, load it, record the events ``command`` returns for its
         state (none: nothing to record) and, with ``advance``, advance it.
 
+        Args:
+            wait_s: how long to keep trying for a lease another worker holds (a person's
+                answer arriving while another person's is recorded waits its turn).
+
         Raises:
-            RunBusyError: another worker holds the run.
+            RunBusyError: another worker holds the run (for longer than ``wait_s``).
             RunNotFoundError: no such run.
             Whatever ``command`` raises (nothing is recorded then).
         """
-        async with self.owned(run_id) as own:
+        give_up, pause = time.monotonic() + wait_s, 0.02
+        while True:
+            try:
+                own = await Ownership.acquire(
+                    self.store, run_id, owner=self.owner, ttl_s=self.lease_s
+                )
+                break
+            except RunBusyError:
+                if time.monotonic() + pause > give_up:
+                    raise
+                await asyncio.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 0.5)
+        async with own:
             state, history = await self.load(run_id)
             return await self.drive(own, state, history, command(state), advance=advance)
 
@@ -166,6 +195,7 @@ class Session:
         A worker that finds another advanced or took over the run (nothing of its own after
         its last durable batch was written) reports the run as the store has it.
         """
+        waiting = _waiting(state)
         driver = Driver(self.setup, state, history, own)
         try:
             with driver.obs.advance(first, self.name):  # one span per advance, when traced
@@ -177,4 +207,34 @@ class Session:
         except (SeqConflictError, LeaseLostError) as exc:
             driver.log.info("lost_the_run", error=str(exc))
             state, _ = await self.load(state.run_id)
-        return state.result()
+            waiting = _waiting(state)  # what this worker recorded, if anything, is not news
+        occasion = _news(waiting, _waiting(state))
+        result = state.result()
+        if occasion is not None and result.pending is not None:
+            await notify(self.on_pending, ApprovalRequest(state.run_id, occasion, result.pending))
+        return result
+
+
+_Waiting = tuple[PendingCall, int] | None
+
+
+def _waiting(state: RunState) -> _Waiting:
+    """The call the run waits on and how many times its window was escalated."""
+    pending = state.pending()
+    if pending is None or state.call is None:
+        return None
+    expiry = state.call.expiry
+    return pending, expiry.escalations if expiry is not None else 0
+
+
+def _news(before: _Waiting, after: _Waiting) -> Occasion | None:
+    """What changed about the waiting call that people should hear of, if anything."""
+    if after is None:
+        return None
+    if before is None or before[0].call_id != after[0].call_id:
+        return "waiting"
+    if after[1] > before[1]:
+        return "escalated"
+    if len(after[0].approvals) > len(before[0].approvals):
+        return "approved"
+    return None

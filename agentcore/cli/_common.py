@@ -49,6 +49,8 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import (
     ActionProposed,
+    Approval,
+    ApprovalExpired,
     Confirmation,
     ContextAdded,
     Decision,
@@ -302,7 +304,15 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
             verb = "approved" if ev.approved else "denied"
             edited = " (edited args)" if ev.args is not None else ""
             why = f": {ev.reason}" if ev.reason else ""
-            return str(ev.step), f"[{ev.call_id}] {verb} by {ev.by}{edited}{why}"
+            who = ", ".join(ev.approvers) if ev.approvers else ev.by
+            return str(ev.step), f"[{ev.call_id}] {verb} by {who}{edited}{why}"
+        case Approval():
+            edited = " (edited args)" if ev.args is not None else ""
+            why = f": {ev.reason}" if ev.reason else ""
+            return str(ev.step), f"[{ev.call_id}] approved by {ev.by}{edited}{why} (more needed)"
+        case ApprovalExpired():
+            what = "denied" if ev.action == "deny" else f"escalated ({ev.escalations})"
+            return str(ev.step), f"[{ev.call_id}] no approval after {ev.waited_s:.0f}s: {what}"
         case ToolStarted():
             return str(
                 ev.step
@@ -430,8 +440,18 @@ def report(
 def pending_text(p: PendingCall) -> str:
     """The waiting call as a person should see it before approving it."""
     if p.kind == "tool":
-        return f"step {p.step}: {p.tool}({json.dumps(p.args)})  args hash {p.args_hash}"
-    return f"step {p.step}: plan: " + " | ".join(p.plan_steps)
+        text = f"step {p.step}: {p.tool}({json.dumps(p.args)})  args hash {p.args_hash}"
+    else:
+        text = f"step {p.step}: plan: " + " | ".join(p.plan_steps)
+    return text + approvals_text(p)
+
+
+def approvals_text(p: PendingCall) -> str:
+    """``  (approvals 1 of 2: alice)`` for a call that needs several people, else ""."""
+    if p.approvals_needed <= 1:
+        return ""
+    who = f": {', '.join(p.approvals)}" if p.approvals else ""
+    return f"  (approvals {len(p.approvals)} of {p.approvals_needed}{who})"
 
 
 ByOpt = Annotated[

@@ -634,6 +634,9 @@ def _pending(p: PendingCall | None) -> dict[str, Any] | None:  # Any: JSON value
         "effect": p.effect,
         "args_hash": p.args_hash,
         "plan_steps": list(p.plan_steps),
+        "approvals": list(p.approvals),
+        "approvals_needed": p.approvals_needed,
+        "expires_at": p.expires_at,
     }
 
 

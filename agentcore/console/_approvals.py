@@ -25,6 +25,7 @@ from agentcore.contracts import model_from_json_schema
 from agentcore.contracts.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
+    NotAuthorizedError,
     NotAwaitingConfirmationError,
     RunBusyError,
     RunNotFoundError,
@@ -175,6 +176,8 @@ class Approvals:
             raise ConsoleError(409, str(exc)) from exc
         except RunNotFoundError as exc:
             raise ConsoleError(404, str(exc)) from exc
+        except NotAuthorizedError as exc:
+            raise ConsoleError(403, str(exc)) from exc
         except ConfigurationError as exc:
             raise ConsoleError(422, str(exc)) from exc
 

@@ -16,6 +16,8 @@ from typing import Any
 from agentcore.contracts import FinishAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
+    Approval,
+    ApprovalExpired,
     Confirmation,
     ContextAdded,
     Decision,
@@ -178,7 +180,18 @@ def entry(ev: Event) -> Entry:
             if ev.accepted_tool_changes:
                 details.append(("accepted tool changes", "; ".join(ev.accepted_tool_changes)))
             tone = "ok" if ev.approved else "bad"
-            return Entry(ev.seq, ev.type, f"{verb} by {ev.by}", details=details, tone=tone)
+            who = ", ".join(ev.approvers) if ev.approvers else ev.by
+            return Entry(ev.seq, ev.type, f"{verb} by {who}", details=details, tone=tone)
+        case Approval():
+            details = [("reason", ev.reason)] if ev.reason else []
+            if ev.args is not None:
+                details.append(("edited args", pretty(ev.args)))
+            title = f"approved by {ev.by}; more approvals needed"
+            return Entry(ev.seq, ev.type, title, details=details, tone="wait")
+        case ApprovalExpired():
+            what = "denied" if ev.action == "deny" else f"escalated (time {ev.escalations})"
+            title = f"no approval after {ev.waited_s:.0f}s: {what}"
+            return Entry(ev.seq, ev.type, title, tone="bad" if ev.action == "deny" else "wait")
         case ToolStarted():
             details = [("args", pretty(ev.args)), ("idempotency key", ev.idempotency_key)]
             return Entry(ev.seq, ev.type, f"{ev.tool} started", details=details)

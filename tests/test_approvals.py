@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -483,3 +485,94 @@ async def test_two_processes_approving_at_once_are_each_counted_once(
     assert final.approvers == [approval.by, final.by]
     assert len(of(events, ToolFinished)) == 1
     await check.close()
+
+
+# --------------------------------------------------------------------------- the command line
+
+CLI_AGENT = textwrap.dedent(
+    '''
+    from agentcore import Agent, Policy, tool
+    from agentcore.adapters import ScriptedModel
+
+    @tool(effect="write")
+    def pay(to: str, amount: int) -> str:
+        """Pay someone."""
+        return f"paid {amount} to {to}"
+
+    def step(messages):
+        said = "\\n".join(m.content for m in messages if m.role == "user")
+        if "pay returned" in said or "Denied by" in said:
+            return {"type": "finish", "thought": "d", "answer": "over"}
+        args = {"to": "acme", "amount": 120}
+        return {"type": "tool", "thought": "p", "tool": "pay", "args": args}
+
+    def make(model=None, store=None, ttl=None):
+        return Agent(
+            tools=[pay],
+            model=model or ScriptedModel(step),
+            store=store,
+            policy=Policy(
+                plan_before_writes=False,
+                approvals={"tool:pay": 2},
+                approval_ttl=ttl,
+                approval_expiry="deny",
+            ),
+        )
+
+    def expiring(model=None, store=None):
+        return make(model, store, ttl=0.5)
+    '''
+)
+
+
+def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MODEL"}
+    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp / 'runs.db'}", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+def _printed_approval(stdout: str) -> list[str]:
+    """The bound approve command the CLI printed, as arguments (without ``agentcore``)."""
+    (line,) = [ln for ln in stdout.splitlines() if ln.startswith("approve: ")]
+    return shlex.split(line.removeprefix("approve: "))[1:]
+
+
+def test_the_cli_shows_how_many_approvals_a_call_has_and_needs(tmp_path: Path) -> None:
+    (tmp_path / "payagent.py").write_text(CLI_AGENT)
+    started = _cli(tmp_path, "run", "payagent:make", "pay acme")
+    assert "awaiting_confirmation" in started.stdout, started.stderr
+    assert "(approvals 0 of 2)" in started.stdout
+    approve = _printed_approval(started.stdout)
+    run_id = approve[1]
+    first = _cli(tmp_path, *approve, "--by", "alice")
+    assert first.returncode == 3, first.stderr  # still awaiting confirmation
+    assert "(approvals 1 of 2: alice)" in first.stdout
+    twice = _cli(tmp_path, *_printed_approval(first.stdout), "--by", "alice")
+    assert twice.returncode == 1 and "approved the call at step 1 already" in twice.stderr
+    assert "Traceback" not in twice.stderr
+    shown = _cli(tmp_path, "show", run_id)
+    assert "approved by alice" in shown.stdout and "more needed" in shown.stdout
+    done = _cli(tmp_path, *_printed_approval(first.stdout), "--by", "bob")
+    assert done.returncode == 0, done.stderr
+    assert "completed" in done.stdout
+
+
+def test_the_expire_command_denies_what_waited_too_long(tmp_path: Path) -> None:
+    (tmp_path / "payagent.py").write_text(CLI_AGENT)
+    started = _cli(tmp_path, "run", "payagent:expiring", "pay acme")
+    assert "awaiting_confirmation" in started.stdout, started.stderr
+    time.sleep(0.6)
+    expired = _cli(tmp_path, "expire", "--agent", "payagent:expiring")
+    assert expired.returncode == 0, expired.stderr
+    assert expired.stdout.startswith("completed  run "), expired.stdout
+    again = _cli(tmp_path, "expire", "--agent", "payagent:expiring")
+    assert again.returncode == 0 and again.stdout.strip() == ""

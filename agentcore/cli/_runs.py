@@ -532,6 +532,28 @@ def cancel(
 
 
 @app.command()
+def expire(
+    agent: Annotated[
+        str, typer.Option("--agent", help="MODULE:ATTR of the Agent whose policy applies.")
+    ],
+    store: StoreOpt = None,
+) -> None:
+    """Deny or escalate the calls whose approval window passed (Policy.approval_expiry);
+    run it from cron. Prints one line per run it changed."""
+
+    async def go() -> list[RunResult]:
+        owner = load_agent(agent, store=store)
+        try:
+            return await owner.expire_approvals()
+        finally:
+            await owner.close()
+
+    for result in run_async(go()):
+        waiting = pending_text(result.pending) if result.pending is not None else ""
+        out.print(f"{result.status.value}  run {result.run_id}  {waiting}", highlight=False)
+
+
+@app.command()
 def check(run_id: RunIdArg, store: StoreOpt = None) -> None:
     """Check a run's transcript integrity (exit 0 when sound, 1 with the problems)."""
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -255,3 +256,57 @@ async def test_run_ids_with_url_characters_link_and_confirm(console: Console) ->
     assert posted.status_code == 303
     assert posted.headers["location"].partition("#")[0] == html.unescape(link)
     assert (await settled(c, odd))["status"] == "completed"
+
+
+async def test_a_call_that_needs_two_people_shows_its_count_and_takes_each_once() -> None:
+    from agentcore import Policy
+    from agentcore.stores import MemoryStore
+
+    from ._support import make_agent
+
+    store = MemoryStore()
+    agent = make_agent(store)
+    agent.policy = Policy(
+        plan_before_writes=False,
+        approvals={"tool:refund": 2},
+        authorize=lambda by, pending: by != "eve",
+    )
+    paused = await agent.run("Please refund order A1")
+    pending = paused.pending
+    assert pending is not None
+    app = create_app(store, agents=[agent], authenticate=lambda r: r.headers.get("x-user"))
+    url = f"/runs/{paused.run_id}"
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://console.test"
+        ) as client,
+    ):
+
+        async def post(user: str) -> httpx.Response:
+            page = await client.get(url, headers={"X-User": user})
+            form = {
+                "csrf": csrf_of(page.text),
+                "step": str(pending.step),
+                "args_hash": pending.args_hash or "",
+                "decision": "approve",
+                "args": "",
+            }
+            return await client.post(f"{url}/confirm", data=form, headers={"X-User": user})
+
+        page = await client.get(url, headers={"X-User": "ada"})
+        assert "Approvals 0 of 2" in page.text
+        assert (await post("ada")).status_code == 303
+        page = await client.get(url, headers={"X-User": "grace"})
+        assert "Approvals 1 of 2 (so far: ada)" in page.text
+        assert "approved by ada; more approvals needed" in page.text
+        again = await post("ada")
+        assert again.status_code == 409 and "already" in again.text
+        refused = await post("eve")
+        assert refused.status_code == 403 and "may not approve" in refused.text
+        assert (await post("grace")).status_code == 303
+        for _ in range(500):
+            if (await agent.result(paused.run_id)).status.value != "running":
+                break
+            await asyncio.sleep(0.01)
+        assert (await agent.result(paused.run_id)).answer == "refunded"

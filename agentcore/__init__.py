@@ -21,13 +21,15 @@ if TYPE_CHECKING:
     from .routing import Route
     from .secrets import Secret, SecretResolver, env_secrets
     from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
-    from .tools import Tool, ToolContext, tool
+    from .tools import CommittedCall, Compensation, Tool, ToolContext, tool
 
 __all__ = [
     "ActionDetected",
     "Agent",
     "ArgumentPolicy",
     "Budget",
+    "CommittedCall",
+    "Compensation",
     "ContextProvider",
     "ContextRequest",
     "ModelSpec",
@@ -74,7 +76,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "routing": ("Route",),
     "secrets": ("Secret", "SecretResolver", "env_secrets"),
     "streaming": ("ActionDetected", "RunEnded", "StreamEvent", "ThoughtDelta"),
-    "tools": ("Tool", "ToolContext", "tool"),
+    "tools": ("CommittedCall", "Compensation", "Tool", "ToolContext", "tool"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -84,6 +86,7 @@ _SUBMODULES = frozenset(
     {
         "adapters",
         "agent",
+        "approvals",
         "contracts",
         "errors",
         "events",

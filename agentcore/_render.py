@@ -20,6 +20,8 @@ from .events import (
     ActionProposed,
     Approval,
     ApprovalExpired,
+    CompensationFinished,
+    CompensationStarted,
     Confirmation,
     ContextAdded,
     Decision,
@@ -219,6 +221,8 @@ class Renderer:
                 | Resolution()
                 | Approval()
                 | ApprovalExpired()
+                | CompensationStarted()
+                | CompensationFinished()
             ):  # people's business (an expiry that denies is followed by its confirmation)
                 pass
             case ToolFinished():

@@ -264,6 +264,7 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "updated_at": _plain(float, int),
     "recoveries": _plain(int),
     "context_step": _plain(int),
+    "compensating": _plain(bool),
 }
 
 

@@ -22,6 +22,8 @@ from .events import (
     ActionProposed,
     Approval,
     ApprovalExpired,
+    CompensationFinished,
+    CompensationStarted,
     Confirmation,
     ContextAdded,
     Decision,
@@ -212,6 +214,9 @@ class RunState:
     context_step: int = 0
     """The step whose context providers' output was recorded since the last action (0:
     none): a resumed step does not ask them again."""
+    compensating: bool = False
+    """A compensation of the run began: the run never advances again; only
+    ``Agent.compensate`` continues it."""
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""
@@ -292,6 +297,8 @@ class RunState:
                     self.call.put_to_a_person = True
                 self.answer = event.answer
                 self.reason = event.reason
+            case CompensationStarted() | CompensationFinished():
+                self.compensating = True
             case RunStarted():
                 self.task = event.task
                 self.scope = tuple(event.scope)

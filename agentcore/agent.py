@@ -39,6 +39,7 @@ from ._run import (
     History,
     RunSetup,
     Session,
+    Settle,
     StreamTwin,
     SyncTwin,
     Turn,
@@ -528,6 +529,44 @@ class Agent:
             wait_s=min(self.lease_s, CONFIRM_WAIT_S),
         )
         return self._handed_off(result)
+
+    async def compensate(
+        self, run_id: str, *, by: str, settle: Mapping[str, Settle] | None = None
+    ) -> RunResult:
+        """Undo a stopped run's committed effects, newest first, each at most once.
+
+        Every committed call of a tool with ``@tool(compensate=...)`` is undone; the run
+        then ends ``cancelled`` with a reason that lists what was undone and what could not
+        be (tools without ``compensate``). A call whose own outcome is unknown is reconciled
+        first, or put to a person; an undo that fails, or whose outcome is lost and cannot
+        be reconciled, stops the run as ``needs_attention``: call ``compensate`` again (it
+        goes on where it stopped), with ``settle`` for what a person found out. A run whose
+        compensation began never advances again.
+
+        Args:
+            by: who asks (recorded on each undo).
+            settle: a person's word, by call id, on a call or an undo whose outcome is
+                unknown: ``"done"`` (it happened) or ``"not_done"`` (it did not).
+
+        Raises:
+            RunError: the run is running or waiting for a person (cancel it first), or
+                ``settle`` names a call with nothing in doubt.
+            RunBusyError: another worker holds the run.
+            RunNotFoundError: no such run.
+            ConfigurationError: ``by`` is empty, or the run id is invalid.
+        """
+        check_run_id(run_id)
+        if not by.strip():
+            raise ConfigurationError("compensate() needs by=<who asks>; it is recorded.")
+        check_text(by, "compensation's by")
+        for call_id, word in (settle or {}).items():
+            if word not in ("done", "not_done"):
+                raise ConfigurationError(
+                    f"settle[{call_id!r}] must be 'done' or 'not_done', got {word!r}"
+                )
+        return await self._session().compensate(
+            run_id, by=by, settle=dict(settle or {}), wait_s=min(self.lease_s, CONFIRM_WAIT_S)
+        )
 
     async def expire_approvals(self, *, limit: int = 1_000) -> list[RunResult]:
         """Apply ``Policy.approval_expiry`` to every waiting call whose approval window

@@ -18,6 +18,7 @@ tool_started       arguments as executed and the idempotency key; durable before
 tool_finished      the result or the error
 resolution         a person settled a call whose outcome was lost (result, rerun, fail)
 run_resumed        a run was resumed (optionally with a new budget)
+compensation_*     the undo of a committed call: started (durable first), finished
 run_finished       the run stopped: status and answer or reason (some statuses resume)
 =================  =====================================================================
 """
@@ -37,6 +38,8 @@ __all__ = [
     "ActionProposed",
     "Approval",
     "ApprovalExpired",
+    "CompensationFinished",
+    "CompensationStarted",
     "Confirmation",
     "ContextAdded",
     "Decision",
@@ -263,6 +266,40 @@ class Resolution(_Event):
     """The accepted tools' definitions (manifest entries), pinned from here on."""
 
 
+class CompensationStarted(_Event):
+    """The undo of a committed call is about to run (``@tool(compensate=...)``). Durable
+    before it runs, like ``tool_started``."""
+
+    type: Literal["compensation_started"] = "compensation_started"
+    step: int
+    call_id: str
+    tool: str
+    idempotency_key: str
+    """The compensation's own key: the call's key plus ``:undo``."""
+    by: str
+    """Who asked for the compensation (``policy`` when ``Policy.compensate_on`` did)."""
+    guarded: bool = False
+    """The worker held the compensation's guard while it ran (see ``tool_started``)."""
+
+
+class CompensationFinished(_Event):
+    """How the undo of a call ended: ``undone`` (with its result), ``failed`` (its error;
+    the run stops for a person), or ``not_needed`` (the call's effect never happened, as
+    ``reconcile`` or a person found)."""
+
+    type: Literal["compensation_finished"] = "compensation_finished"
+    step: int
+    call_id: str
+    tool: str
+    outcome: Literal["undone", "failed", "not_needed"]
+    result: JsonValue = None
+    error: str | None = None
+    reason: str | None = None
+    """How the outcome was established when the undo was not simply run: reconciled, or
+    settled by a person (who is named)."""
+    duration_ms: float = 0.0
+
+
 class RunFinished(_Event):
     """The run stopped advancing. ``completed``, ``failed`` and ``cancelled`` are final;
     ``awaiting_confirmation``, ``budget_exhausted`` and ``needs_attention`` can continue."""
@@ -286,6 +323,8 @@ Event = Annotated[
     | ToolFinished
     | RunResumed
     | Resolution
+    | CompensationStarted
+    | CompensationFinished
     | RunFinished,
     Field(discriminator="type"),
 ]

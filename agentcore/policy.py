@@ -172,6 +172,9 @@ class Policy:
         authorize: ``authorize(by, pending) -> bool``: whether this person may approve or
             deny this call (roles come from the application). Not recorded: the process
             that records the answer applies its own.
+        compensate_on: run endings after which the run's committed effects are undone
+            at once (``Agent.compensate`` by ``policy``): any of ``failed``, ``cancelled``,
+            ``budget_exhausted``, ``needs_attention``. Default: none (a person decides).
         on_pending: called (sync or async) with an :class:`~agentcore.approvals.ApprovalRequest`
             after a call starts waiting for people, after each approval that leaves it
             waiting, and on an escalation; a failure is logged, never raised. Not
@@ -191,6 +194,7 @@ class Policy:
     approval_ttl: float | None = None
     approval_expiry: Literal["wait", "deny", "escalate"] = "wait"
     approvals: Mapping[str, int] = field(default_factory=dict[str, int])
+    compensate_on: tuple[str, ...] = ()
     authorize: Authorize | None = field(default=None, compare=False, repr=False)
     on_pending: OnPending | None = field(default=None, compare=False, repr=False)
 
@@ -219,6 +223,12 @@ class Policy:
                 raise ConfigurationError(
                     f"approvals[{key!r}] must be a whole number of people >= 1, got {count!r}"
                 )
+        unknown = set(self.compensate_on) - _COMPENSABLE_ENDINGS
+        if unknown or isinstance(self.compensate_on, str):
+            raise ConfigurationError(
+                f"Invalid compensate_on {self.compensate_on!r}: a tuple of "
+                f"{', '.join(sorted(_COMPENSABLE_ENDINGS))}."
+            )
         if self.schema_form not in ("typed", "generic"):
             raise ConfigurationError(
                 f"Invalid schema_form {self.schema_form!r}. Valid forms: 'typed', 'generic'."
@@ -233,16 +243,25 @@ class Policy:
         and are left out."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _HOOKS}
         data["approvals"] = dict(self.approvals)
-        if not self.approvals and self.approval_expiry == "wait":  # as 0.1.0 recorded it
-            del data["approvals"], data["approval_expiry"]
+        data["compensate_on"] = list(self.compensate_on)
+        unused: dict[str, object] = {
+            "approvals": {},
+            "approval_expiry": "wait",
+            "compensate_on": [],
+        }
+        for name, value in unused.items():
+            if data[name] == value:  # recorded as before these existed
+                del data[name]
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Policy:  # Any: JSON values
         """Rebuild a policy recorded by :meth:`to_json` (without hooks)."""
-        return cls(
-            **{k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in _HOOKS}
-        )
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in _HOOKS}
+        if "compensate_on" in known:
+            known["compensate_on"] = tuple(known["compensate_on"])
+        return cls(**known)
 
 
 _HOOKS = frozenset({"authorize", "on_pending"})
+_COMPENSABLE_ENDINGS = frozenset({"failed", "cancelled", "budget_exhausted", "needs_attention"})

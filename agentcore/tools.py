@@ -20,6 +20,7 @@ key and fencing token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import hashlib
@@ -29,7 +30,15 @@ import json
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints, overload
 
@@ -51,11 +60,14 @@ from .secrets import Secret
 __all__ = [
     "FENCING_TOKEN_HEADER",
     "IDEMPOTENCY_KEY_HEADER",
+    "CommittedCall",
+    "Compensation",
     "Reconcile",
     "Requirement",
     "Tool",
     "ToolContext",
     "ToolOutcome",
+    "current_context",
     "recordable_result",
     "tool",
 ]
@@ -75,6 +87,54 @@ def _check_requirement(requires: object, tool_name: str) -> Requirement | None:
     raise ToolDefinitionError(
         f"Tool {tool_name!r}: requires={requires!r} is not valid. Valid: 'person_plan', None."
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedCall:
+    """A call whose effect happened, as a compensation receives it.
+
+    Attributes:
+        run_id, step, call_id: where it stands in the transcript.
+        tool: the tool's name.
+        args: the arguments it ran with (as recorded).
+        result: its recorded result (``None`` when a person said it happened without one).
+        idempotency_key: the original call's key (the compensation's own key is
+            ``ToolContext.current().idempotency_key``, this one plus ``:undo``).
+    """
+
+    run_id: str
+    step: int
+    call_id: str
+    tool: str
+    args: dict[str, Any]  # Any: JSON values
+    result: Any  # Any: JSON value
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compensation:
+    """How to undo a committed effect of a tool (``@tool(compensate=...)``).
+
+    ``fn(call: CommittedCall)`` (sync or async) undoes it; :meth:`ToolContext.current`
+    gives its own idempotency key (the call's plus ``:undo``) and fencing token, to forward
+    to the system it calls. A compensation is an intent like a tool call: recorded before
+    it runs; if its outcome is lost (a crash), it runs again only when ``idempotent``, or
+    when ``reconcile(key)`` finds no record of it and no process can still be running it;
+    otherwise a person settles it.
+
+    Attributes:
+        fn: the undo.
+        idempotent: running it twice with the same key is harmless (say so when the
+            system it calls deduplicates by the key); by default it is not, as for a write
+            tool, so a lost outcome is reconciled or put to a person, never run again
+            blindly.
+        reconcile: ``reconcile(key)``: whether a compensation whose outcome was lost
+            already happened (its result, or ``None``).
+    """
+
+    fn: Callable[[CommittedCall], Any]
+    idempotent: bool = False
+    reconcile: Reconcile | None = None
 
 
 Reconcile = Callable[[str], Any]
@@ -178,6 +238,17 @@ _CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
     "agentcore_tool_context", default=None
 )
 """The context of the tool call running in this task or thread (set by ``Tool.run``)."""
+
+
+@contextlib.contextmanager
+def current_context(ctx: ToolContext) -> Generator[None]:
+    """Make ``ctx`` what :meth:`ToolContext.current` returns inside the block (a tool call,
+    or a compensation)."""
+    token = _CURRENT.set(ctx)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +376,7 @@ class Tool:
             left out of the schema, filled from the agent's resolver when the tool runs.
         inline: a sync function runs on the event loop itself, not in a worker thread
             (see :func:`tool`).
+        compensation: how to undo a committed call (``@tool(compensate=...)``), or ``None``.
     """
 
     def __init__(
@@ -321,6 +393,7 @@ class Tool:
         policies: Sequence[ArgumentPolicy] = (),
         requires: Requirement | None = None,
         inline: bool = False,
+        compensate: Compensation | Callable[[CommittedCall], Any] | None = None,
     ) -> None:
         self.fn = fn
         self.labels = frozenset(labels)
@@ -350,6 +423,17 @@ class Tool:
                 "loop cannot be abandoned. Drop inline to run it in a worker thread."
             )
         self.inline = inline
+        if compensate is not None and effect == "read":
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: compensate= undoes an effect, and a read has none."
+            )
+        if compensate is not None and not isinstance(compensate, Compensation):
+            if not callable(compensate):
+                raise ToolDefinitionError(
+                    f"Tool {tool_name!r}: compensate= must be a function or a Compensation."
+                )
+            compensate = Compensation(compensate)
+        self.compensation: Compensation | None = compensate
         self._ctx_param: str | None = None
         self.secret_params: dict[str, str] = {}
         """Parameters marked :class:`~agentcore.secrets.Secret`: parameter -> secret name."""
@@ -523,6 +607,7 @@ def tool(
     policies: Sequence[ArgumentPolicy] = (),
     requires: Requirement | None = None,
     inline: bool = False,
+    compensate: Compensation | Callable[[CommittedCall], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -538,6 +623,7 @@ def tool(
     policies: Sequence[ArgumentPolicy] = (),
     requires: Requirement | None = None,
     inline: bool = False,
+    compensate: Compensation | Callable[[CommittedCall], Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function (sync or async) into a :class:`Tool`.
 
@@ -572,6 +658,11 @@ def tool(
             it runs no other run, stream or timer on the loop moves. It saves the hand-off
             to a thread and back (tens of microseconds a call). Refused with ``timeout``
             (a call on the loop cannot be abandoned) and for async functions.
+        compensate: how to undo a committed call: a function of the
+            :class:`CommittedCall` (sync or async; not idempotent), or a
+            :class:`Compensation` that says it is, or how to reconcile it.
+            ``agent.compensate(run_id, by=...)`` undoes a stopped run's committed effects
+            newest first; see the README's "Compensation".
 
     Raises:
         ToolDefinitionError: no description, an argument without a type hint, ``*args``,
@@ -591,6 +682,7 @@ def tool(
             policies=policies,
             requires=requires,
             inline=inline,
+            compensate=compensate,
         )
 
     return wrap(fn) if fn is not None else wrap

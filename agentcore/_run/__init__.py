@@ -8,12 +8,14 @@
   for an action, decide, act, record, until the run stops, pauses or its turn is over;
 - ``_tool_calls``: running a tool call write-ahead under its guard, recovering one whose
   outcome was never recorded, settling a lost call;
+- ``_compensation``: undoing a stopped run's committed effects, newest first, each once;
 - ``_twins``: the blocking and streamed twins of the agent's async methods.
 """
 
 from __future__ import annotations
 
 from . import _commands as commands
+from ._compensation import Settle
 from ._loop import PAUSE, ContextProvider, ContextRequest, Driver, History, RunSetup, Turn
 from ._session import Session
 from ._tool_calls import LOST_CALL_WAIT_S
@@ -28,6 +30,7 @@ __all__ = [
     "History",
     "RunSetup",
     "Session",
+    "Settle",
     "StreamTwin",
     "SyncTwin",
     "Turn",

@@ -54,10 +54,12 @@ from ..policy import Budget, Policy
 from ..tools import Tool
 
 __all__ = [
+    "OUTCOME_UNKNOWN",
     "Settlement",
     "advance",
     "cancel",
     "check_approval_window",
+    "check_not_compensating",
     "checked_tools",
     "confirm",
     "expire",
@@ -69,6 +71,10 @@ __all__ = [
     "short_args",
     "start",
 ]
+
+OUTCOME_UNKNOWN = "outcome unknown: "
+"""How the ``tool_finished`` of a call whose outcome is unknown begins (a cancel while it
+ran): it failed as far as the run goes, but its effect may have happened."""
 
 Settlement = Literal["result", "rerun", "fail"]
 """How a person settles a call whose outcome was lost (``resolve``)."""
@@ -154,6 +160,20 @@ def needs_continuing(state: RunState, by: str | None) -> bool:
     )
 
 
+def check_not_compensating(state: RunState) -> None:
+    """Refuse to continue a run whose compensation began.
+
+    Raises:
+        RunError: it began.
+    """
+    if state.compensating:
+        raise RunError(
+            f"Run {state.run_id} is being compensated ({state.status.value}): it never "
+            f"advances again. Continue the compensation: agentcore compensate {state.run_id} "
+            "--by NAME (agent.compensate)."
+        )
+
+
 def resume(
     state: RunState,
     tools: Mapping[str, Tool],
@@ -170,7 +190,9 @@ def resume(
     Raises:
         ToolManifestChangedError: a tool the run used changed or is gone (and not accepted),
             or the call the run is at has no tool here.
+        RunError: the run is being compensated (it never advances again).
     """
+    check_not_compensating(state)
     accepted, pinned = checked_tools(state, tools, accept_tool_changes)
     call = state.call
     if (
@@ -306,6 +328,7 @@ def resolve(
             is not JSON.
         ToolManifestChangedError: a tool the run used changed or is gone.
     """
+    check_not_compensating(state)
     run_id, call = state.run_id, state.call
     if (
         state.status is not RunStatus.NEEDS_ATTENTION
@@ -581,7 +604,7 @@ def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:
                 tool=call.action.tool,
                 ok=False,
                 error=(
-                    f"outcome unknown: the run was cancelled by {by} after this call "
+                    f"{OUTCOME_UNKNOWN}the run was cancelled by {by} after this call "
                     "started and before its outcome was recorded; it may or may not have "
                     f"happened (idempotency key {key})"
                 ),

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentcore.contracts.errors import (
@@ -33,6 +33,7 @@ from ..events import Event
 from ..stores import SnapshotStore, TranscriptStore
 from ..stores._codec import printable
 from ..streaming import SINK
+from ._compensation import Settle, compensate, compensation_needed
 from ._loop import Driver, History, RunSetup, Turn
 
 __all__ = ["Session"]
@@ -163,6 +164,27 @@ class Session:
             RunNotFoundError: no such run.
             Whatever ``command`` raises (nothing is recorded then).
         """
+
+        async def run(own: Ownership) -> RunResult:
+            state, history = await self.load(run_id)
+            return await self.drive(own, state, history, command(state), advance=advance)
+
+        return await self.with_lease(run_id, run, wait_s=wait_s)
+
+    async def with_lease(
+        self,
+        run_id: str,
+        body: Callable[[Ownership], Awaitable[RunResult]],
+        *,
+        wait_s: float = 0.0,
+    ) -> RunResult:
+        """``body(own)`` while holding the run's lease, trying for up to ``wait_s`` while
+        another worker holds it.
+
+        Raises:
+            RunBusyError: another worker holds the run (for longer than ``wait_s``).
+            RunNotFoundError: no such run.
+        """
         give_up, pause = time.monotonic() + wait_s, 0.02
         while True:
             try:
@@ -173,11 +195,10 @@ class Session:
             except RunBusyError:
                 if time.monotonic() + pause > give_up:
                     raise
-                await asyncio.sleep(pause * (0.5 + random.random()))
+                await asyncio.sleep(pause * (0.5 + random.random()))  # jitter, not crypto
                 pause = min(pause * 2, 0.5)
         async with own:
-            state, history = await self.load(run_id)
-            return await self.drive(own, state, history, command(state), advance=advance)
+            return await body(own)
 
     async def drive(
         self,
@@ -204,6 +225,7 @@ class Session:
                 await driver.flush()  # a person's decision is durable on its own
                 if advance:
                     await driver.drive(turn)
+                await self._compensate_by_policy(driver)
         except (SeqConflictError, LeaseLostError) as exc:
             driver.log.info("lost_the_run", error=str(exc))
             state, _ = await self.load(state.run_id)
@@ -213,6 +235,40 @@ class Session:
         if occasion is not None and result.pending is not None:
             await notify(self.on_pending, ApprovalRequest(state.run_id, occasion, result.pending))
         return result
+
+    async def compensate(
+        self, run_id: str, *, by: str, settle: Mapping[str, Settle], wait_s: float = 0.0
+    ) -> RunResult:
+        """Undo the run's committed effects (see :mod:`._compensation`), under its lease.
+
+        Raises:
+            RunBusyError: another worker holds the run.
+            RunNotFoundError: no such run.
+            RunError: the run is running or waiting for a person; ``settle`` names a call
+                with nothing in doubt.
+        """
+
+        async def undo(own: Ownership) -> RunResult:
+            state, history = await self.load(run_id)
+            events = await self.store.load(run_id)  # every call, before any snapshot too
+            driver = Driver(self.setup, state, history, own)
+            try:
+                await compensate(driver, events, by=by, settle=settle)
+            except (SeqConflictError, LeaseLostError) as exc:
+                driver.log.info("lost_the_run", error=str(exc))
+                state, _ = await self.load(run_id)
+            return state.result()
+
+        return await self.with_lease(run_id, undo, wait_s=wait_s)
+
+    async def _compensate_by_policy(self, driver: Driver) -> None:
+        """``Policy.compensate_on``: undo at once what a run that just ended that way did."""
+        state = driver.state
+        if state.compensating or state.status.value not in state.policy.compensate_on:
+            return
+        events = await self.store.load(state.run_id)
+        if compensation_needed(events, self.setup.tools):
+            await compensate(driver, events, by="policy", settle={})
 
 
 _Waiting = tuple[PendingCall, int] | None

@@ -51,6 +51,8 @@ from agentcore.events import (
     ActionProposed,
     Approval,
     ApprovalExpired,
+    CompensationFinished,
+    CompensationStarted,
     Confirmation,
     ContextAdded,
     Decision,
@@ -310,6 +312,18 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
             edited = " (edited args)" if ev.args is not None else ""
             why = f": {ev.reason}" if ev.reason else ""
             return str(ev.step), f"[{ev.call_id}] approved by {ev.by}{edited}{why} (more needed)"
+        case CompensationStarted():
+            return str(
+                ev.step
+            ), f"[{ev.call_id}] undoing {ev.tool} (by {ev.by})  key={ev.idempotency_key}"
+        case CompensationFinished():
+            body = {
+                "undone": "undone",
+                "failed": f"undo FAILED {ev.error}",
+                "not_needed": "nothing to undo",
+            }[ev.outcome]
+            why = f" ({ev.reason})" if ev.reason else ""
+            return str(ev.step), f"[{ev.call_id}] {ev.tool}: {body}{why}"
         case ApprovalExpired():
             what = "denied" if ev.action == "deny" else f"escalated ({ev.escalations})"
             return str(ev.step), f"[{ev.call_id}] no approval after {ev.waited_s:.0f}s: {what}"

@@ -18,6 +18,8 @@ from agentcore.events import (
     ActionProposed,
     Approval,
     ApprovalExpired,
+    CompensationFinished,
+    CompensationStarted,
     Confirmation,
     ContextAdded,
     Decision,
@@ -188,6 +190,22 @@ def entry(ev: Event) -> Entry:
                 details.append(("edited args", pretty(ev.args)))
             title = f"approved by {ev.by}; more approvals needed"
             return Entry(ev.seq, ev.type, title, details=details, tone="wait")
+        case CompensationStarted():
+            details = [("by", ev.by), ("idempotency key", ev.idempotency_key)]
+            return Entry(ev.seq, ev.type, f"undoing {ev.tool} (step {ev.step})", details=details)
+        case CompensationFinished():
+            details = [("reason", ev.reason)] if ev.reason else []
+            if ev.error:
+                details.append(("error", ev.error))
+            elif ev.result is not None:
+                details.append(("result", pretty(ev.result)))
+            title = {
+                "undone": f"{ev.tool} undone",
+                "failed": f"undoing {ev.tool} failed",
+                "not_needed": f"{ev.tool}: nothing to undo",
+            }[ev.outcome]
+            tone = "bad" if ev.outcome == "failed" else "ok"
+            return Entry(ev.seq, ev.type, title, details=details, tone=tone)
         case ApprovalExpired():
             what = "denied" if ev.action == "deny" else f"escalated (time {ev.escalations})"
             title = f"no approval after {ev.waited_s:.0f}s: {what}"

@@ -1,0 +1,446 @@
+"""Compensation: undo a stopped run's committed effects, newest first, at most once each.
+
+A run that a person denied, cancelled, that ran out of budget or failed may have changed
+things along the way. ``Agent.compensate`` (or ``Policy.compensate_on``) undoes every
+committed call of a tool that declares ``@tool(compensate=...)``, newest first. Each undo
+is an intent like a tool call: ``compensation_started`` is durable before it runs (under
+the same kind of guard as a tool call, when it can be reconciled), and
+``compensation_finished`` records how it ended. Nothing older is undone while anything
+newer is in doubt:
+
+- a call whose own outcome is unknown (its worker died, or the run was cancelled while it
+  ran) is reconciled first (``reconcile`` of the tool, once no process can still run it),
+  or settled by a person (``settle={call_id: "done" | "not_done"}``);
+- an undo whose outcome was lost runs again only when its :class:`Compensation` is
+  idempotent, or ``reconcile`` finds no record of it while no process can still run it;
+  otherwise a person settles it the same way;
+- an undo that fails stops the run as ``needs_attention``; calling ``compensate`` again
+  (after fixing the cause) retries it and goes on.
+
+When every effect is undone the run ends ``cancelled``, with a reason that lists what was
+undone and what could not be (a tool without ``compensate``). A run that began
+compensating never advances again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentcore.contracts.errors import RunError, StoreError
+
+from .._faults import crash_point
+from .._state import RunStatus
+from ..events import (
+    CompensationFinished,
+    CompensationStarted,
+    Event,
+    RunFinished,
+    ToolFinished,
+    ToolStarted,
+)
+from ..stores import CallGuardStore
+from ..tools import (
+    CommittedCall,
+    Compensation,
+    Tool,
+    ToolContext,
+    current_context,
+    recordable_result,
+)
+from ._commands import OUTCOME_UNKNOWN
+from ._loop import Driver
+
+__all__ = ["Settle", "compensate", "compensation_needed"]
+
+Settle = Literal["done", "not_done"]
+"""A person's word on a call or an undo whose outcome is unknown: it happened, or not."""
+
+_DONE = "compensated by "
+_UNCOMPENSABLE = frozenset({RunStatus.RUNNING, RunStatus.AWAITING_CONFIRMATION})
+
+
+@dataclass(slots=True)
+class _Effect:
+    """One started call of a tool with an effect, as the transcript has it."""
+
+    started: ToolStarted
+    finished: ToolFinished | None = None
+    undo_started: CompensationStarted | None = None
+    undo_finished: CompensationFinished | None = None
+
+    @property
+    def outcome_known(self) -> bool:
+        f = self.finished
+        return f is not None and not (not f.ok and (f.error or "").startswith(OUTCOME_UNKNOWN))
+
+    @property
+    def settled(self) -> bool:
+        """Its undo is over: undone, or found not needed."""
+        u = self.undo_finished
+        return u is not None and u.outcome != "failed"
+
+    @property
+    def undo_in_doubt(self) -> bool:
+        """An undo started and its outcome was never recorded."""
+        s, f = self.undo_started, self.undo_finished
+        return s is not None and (f is None or f.seq < s.seq)
+
+
+def _effects(events: Sequence[Event], effects_of: Mapping[str, str]) -> list[_Effect]:
+    """The calls of tools with an effect, newest first, with what happened to each."""
+    by_call: dict[str, _Effect] = {}
+    for ev in events:
+        match ev:
+            case ToolStarted() if effects_of.get(ev.tool, "read") != "read":
+                by_call.setdefault(ev.call_id, _Effect(ev)).started = ev
+            case ToolFinished() if ev.call_id in by_call:
+                by_call[ev.call_id].finished = ev
+            case CompensationStarted() if ev.call_id in by_call:
+                by_call[ev.call_id].undo_started = ev
+            case CompensationFinished() if ev.call_id in by_call:
+                by_call[ev.call_id].undo_finished = ev
+            case _:
+                pass
+    return sorted(by_call.values(), key=lambda e: e.started.seq, reverse=True)
+
+
+def compensation_needed(events: Sequence[Event], tools: Mapping[str, Tool]) -> bool:
+    """Whether the run has an effect that happened (or may have) and is not undone."""
+    effects = {name: t.spec.effect for name, t in tools.items()}
+    return any(
+        not e.settled and (not e.outcome_known or (e.finished is not None and e.finished.ok))
+        for e in _effects(events, effects)
+    )
+
+
+class _StopError(Exception):
+    """The compensation cannot go on without a person (the run is stopped with the reason)."""
+
+
+async def compensate(
+    d: Driver,
+    events: Sequence[Event],
+    *,
+    by: str,
+    settle: Mapping[str, Settle],
+) -> None:
+    """Undo the run's committed effects newest first (see the module's text).
+
+    Raises:
+        RunError: the run is running or waiting for a person (cancel it first), or
+            ``settle`` names a call that has nothing in doubt.
+    """
+    st = d.state
+    last = events[-1] if events else None
+    if isinstance(last, RunFinished) and (last.reason or "").startswith(_DONE):
+        return  # compensated already: nothing to record again
+    if st.status in _UNCOMPENSABLE:
+        raise RunError(
+            f"Run {st.run_id} is {st.status.value}: cancel it first (agentcore cancel "
+            f"{st.run_id}), then compensate it."
+        )
+    tools = d.setup.tools
+    recorded = {name: str(entry.get("effect", "read")) for name, entry in st.tools.items()}
+    effects = _effects(events, {**recorded, **{n: t.spec.effect for n, t in tools.items()}})
+    doubtful = {e.started.call_id for e in effects if not e.outcome_known or e.undo_in_doubt}
+    stray = sorted(set(settle) - doubtful)
+    if stray:
+        raise RunError(
+            f"Run {st.run_id}: nothing is in doubt about {', '.join(stray)}; settle only "
+            "names calls or undos whose outcome is unknown: "
+            f"{', '.join(sorted(doubtful)) or 'none'}."
+        )
+    undone: list[str] = []
+    kept: list[str] = []
+    try:
+        for effect in effects:
+            if effect.settled:
+                if effect.undo_finished is not None and effect.undo_finished.outcome == "undone":
+                    undone.append(_label(effect))
+                continue
+            await _one(d, effect, tools.get(effect.started.tool), by, settle, undone, kept)
+    except _StopError as stop:
+        d.finish(RunStatus.NEEDS_ATTENTION, reason=str(stop))
+        await d.flush()
+        return
+    what = f"undid {', '.join(undone)}" if undone else "nothing needed undoing"
+    if kept:
+        what += f"; could not undo (no compensate): {', '.join(kept)}"
+    d.finish(RunStatus.CANCELLED, reason=f"{_DONE}{by}: {what}")
+    await d.flush()
+
+
+def _label(effect: _Effect) -> str:
+    return f"{effect.started.tool} at step {effect.started.step}"
+
+
+async def _one(
+    d: Driver,
+    effect: _Effect,
+    tool: Tool | None,
+    by: str,
+    settle: Mapping[str, Settle],
+    undone: list[str],
+    kept: list[str],
+) -> None:
+    """Settle one effect: find whether it happened, then undo it once."""
+    started = effect.started
+    call_id = started.call_id
+    result: Any = None  # Any: the call's JSON result
+    if effect.outcome_known:
+        assert effect.finished is not None
+        if not effect.finished.ok:
+            return  # it failed: nothing happened to undo
+        result = effect.finished.result
+    else:
+        happened, result = await _did_it_happen(d, effect, tool, settle.get(call_id))
+        if not happened:
+            d.record(
+                _finished(d, started, "not_needed", reason=_why_not_needed(settle.get(call_id), by))
+            )
+            await d.flush()
+            return
+    if tool is None or tool.compensation is None:
+        kept.append(_label(effect))
+        return
+    comp = tool.compensation
+    key = f"{started.idempotency_key}:undo"
+    if effect.undo_in_doubt:
+        word = settle.get(call_id)
+        if word == "done":
+            d.record(_finished(d, started, "undone", reason=f"{by} says the undo happened"))
+            await d.flush()
+            undone.append(_label(effect))
+            return
+        if word is None and not comp.idempotent:
+            found = await _reconciled_undo(d, effect, comp, key)
+            if found is not None:
+                d.record(_finished(d, started, "undone", result=found[0], reason=found[1]))
+                await d.flush()
+                undone.append(_label(effect))
+                return
+    committed = CommittedCall(
+        d.state.run_id,
+        started.step,
+        call_id,
+        started.tool,
+        dict(started.args),
+        result,
+        started.idempotency_key,
+    )
+    await _run_undo(d, effect, comp, committed, key, by)
+    undone.append(_label(effect))
+
+
+async def _did_it_happen(
+    d: Driver, effect: _Effect, tool: Tool | None, word: Settle | None
+) -> tuple[bool, Any]:  # Any: the call's JSON result
+    """Whether a call whose outcome is unknown happened (and its result): a person's
+    word, else ``reconcile`` once no process can still be running it.
+
+    Raises:
+        _StopError: neither can say.
+    """
+    started = effect.started
+    if word is not None:
+        return word == "done", None
+    key = started.idempotency_key
+    if tool is not None and tool.reconcile is not None:
+        free = await _guard_free(d, key) if started.guarded else None
+        if free:
+            found = await _ask(tool.reconcile, key)
+            if isinstance(found, _Failed):
+                raise _StopError(_doubt(d, effect, f"reconcile raised {found.error}"))
+            return found is not None, found
+        why = (
+            "the worker that ran it still holds its guard: it may still be running"
+            if free is False
+            else "whether the worker that ran it is gone cannot be told (no call guard)"
+        )
+        raise _StopError(_doubt(d, effect, why))
+    raise _StopError(_doubt(d, effect, "the tool has no reconcile to ask"))
+
+
+def _doubt(d: Driver, effect: _Effect, why: str) -> str:
+    s = effect.started
+    return (
+        f"compensation stopped: the call {s.tool} at step {s.step} ({s.call_id}, idempotency "
+        f"key {s.idempotency_key}) may or may not have happened ({why}); nothing older is "
+        f"undone until a person says: agentcore compensate {d.state.run_id} --by NAME "
+        f"--done {s.call_id} | --not-done {s.call_id}"
+    )
+
+
+def _why_not_needed(word: Settle | None, by: str) -> str:
+    if word is not None:
+        return f"{by} says the call did not happen"
+    return "reconcile found no record of the call, and no process can still be running it"
+
+
+async def _reconciled_undo(
+    d: Driver, effect: _Effect, comp: Compensation, key: str
+) -> tuple[Any, str] | None:  # Any: JSON result
+    """A lost undo of a non-idempotent compensation: ``(result, reason)`` when it
+    happened; ``None`` when it did not and may run again.
+
+    Raises:
+        _StopError: it cannot be told (no reconcile, its worker may still run it, or
+            reconcile failed).
+    """
+    s = effect.started
+    assert effect.undo_started is not None
+
+    def stop(why: str) -> _StopError:
+        return _StopError(
+            f"compensation stopped: the undo of {s.tool} at step {s.step} ({s.call_id}, key "
+            f"{key}) was started and its outcome was not recorded; {why}. A person says "
+            f"whether it happened: agentcore compensate {d.state.run_id} --by NAME --done "
+            f"{s.call_id} (it happened) | --not-done {s.call_id} (run it again)"
+        )
+
+    if comp.reconcile is None:
+        raise stop("its compensation is not idempotent and has no reconcile")
+    if not effect.undo_started.guarded:
+        raise stop("whether the worker that ran it is gone cannot be told (no guard)")
+    if not await _guard_free(d, key):
+        raise stop("the worker that ran it still holds its guard: it may still be running")
+    found = await _ask(comp.reconcile, key)
+    if isinstance(found, _Failed):
+        raise stop(f"reconcile raised {found.error}")
+    return None if found is None else (found, "reconcile found it happened")
+
+
+async def _run_undo(
+    d: Driver, effect: _Effect, comp: Compensation, call: CommittedCall, key: str, by: str
+) -> None:
+    """Record the undo's intent, run it (under its guard when it can be reconciled),
+    record its outcome.
+
+    Raises:
+        _StopError: it failed.
+    """
+    s = effect.started
+    guards = d.setup.store if isinstance(d.setup.store, CallGuardStore) else None
+    use_guard = guards is not None and not comp.idempotent and comp.reconcile is not None
+    crash_point("before_compensation_intent")
+    async with contextlib.AsyncExitStack() as stack:
+        if use_guard:
+            assert guards is not None
+            if not await stack.enter_async_context(guards.guard_call(d.state.run_id, key)):
+                raise _StopError(
+                    f"compensation stopped: another process holds the guard of the undo of "
+                    f"{s.tool} at step {s.step} (key {key}); run compensate again later"
+                )
+        d.record(
+            CompensationStarted(
+                **d.fields(),
+                step=s.step,
+                call_id=s.call_id,
+                tool=s.tool,
+                idempotency_key=key,
+                by=by,
+                guarded=use_guard,
+            )
+        )
+        await d.flush()  # write-ahead, as for a tool call
+        if d.own is not None:
+            d.own.check()
+        crash_point("after_compensation_intent")
+        begun = time.perf_counter()
+        ctx = ToolContext(
+            d.state.run_id,
+            s.step,
+            s.call_id,
+            key,
+            None,
+            fencing_token=None if d.own is None else d.own.lease.epoch,
+        )
+        value = await _invoke(comp, call, ctx)
+        crash_point("after_compensation_effect")
+    took = round((time.perf_counter() - begun) * 1000, 3)
+    if isinstance(value, _Failed):
+        d.record(_finished(d, s, "failed", error=value.error, duration_ms=took))
+        await d.flush()
+        raise _StopError(
+            f"compensation stopped: the undo of {s.tool} at step {s.step} failed: "
+            f"{value.error}; nothing older was undone. Fix the cause and run compensate "
+            f"again (it retries this undo): agentcore compensate {d.state.run_id} --by NAME"
+        )
+    try:
+        result, _, _ = recordable_result(value, d.state.policy.max_tool_result_bytes)
+    except Exception as exc:
+        result = f"(result not recordable: {exc})"
+    d.record(_finished(d, s, "undone", result=result, duration_ms=took))
+    await d.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: str
+
+
+async def _invoke(comp: Compensation, call: CommittedCall, ctx: ToolContext) -> Any:  # Any: result
+    """Run the undo with ``ctx`` current (a sync one in a thread); its exception as
+    :class:`_Failed`."""
+    try:
+        with current_context(ctx):
+            if inspect.iscoroutinefunction(comp.fn):
+                return await comp.fn(call)
+            value = await asyncio.to_thread(comp.fn, call)  # copies the context: ctx too
+            if inspect.isawaitable(value):
+                value = await value
+            return value
+    except Exception as exc:  # user code: its failure stops for a person
+        return _Failed(f"{type(exc).__name__}: {exc}")
+
+
+async def _ask(reconcile: Any, key: str) -> Any:  # Any: user callable and its JSON answer
+    try:
+        found = reconcile(key)
+        if inspect.isawaitable(found):
+            found = await found
+    except Exception as exc:  # user code
+        return _Failed(f"{type(exc).__name__}: {exc}")
+    return found
+
+
+async def _guard_free(d: Driver, key: str) -> bool:
+    """Whether no process holds the guard of ``key`` (a store without guards: unknown,
+    taken as held)."""
+    store = d.setup.store
+    if not isinstance(store, CallGuardStore):
+        return False
+    try:
+        return not await store.call_running(d.state.run_id, key)
+    except StoreError as exc:
+        d.log.warning("call_guard_unreadable", key=key, error=str(exc))
+        return False
+
+
+def _finished(
+    d: Driver,
+    s: ToolStarted,
+    outcome: Literal["undone", "failed", "not_needed"],
+    *,
+    result: Any = None,  # Any: JSON
+    error: str | None = None,
+    reason: str | None = None,
+    duration_ms: float = 0.0,
+) -> CompensationFinished:
+    return CompensationFinished(
+        **d.fields(),
+        step=s.step,
+        call_id=s.call_id,
+        tool=s.tool,
+        outcome=outcome,
+        result=result,
+        error=error,
+        reason=reason,
+        duration_ms=duration_ms,
+    )

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from ._state import FINAL_STATUSES, RunState, RunStatus
 from .events import (
     ActionProposed,
+    CompensationFinished,
+    CompensationStarted,
     Confirmation,
     Decision,
     Event,
@@ -28,7 +30,9 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
     follows an ``execute`` decision, an approval or a ``rerun`` resolution for the same call,
     and every ``tool_finished`` follows a ``tool_started``; a final ``run_finished``
     (completed, cancelled) never leaves a started tool without its ``tool_finished`` (its
-    outcome silently dropped); nothing follows a final ``run_finished``.
+    outcome silently dropped); nothing follows a final ``run_finished`` but a compensation
+    (``compensation_started`` of a started call, its ``compensation_finished``, and the
+    ``run_finished`` that ends it); no action follows a compensation.
     """
     problems: list[str] = []
     if not events:
@@ -42,6 +46,8 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
     started: set[str] = set()
     unfinished: dict[str, ToolStarted] = {}  # started, outcome not recorded yet
     final_at: int | None = None
+    compensating = False
+    undoing: set[str] = set()  # call ids whose undo started
     for i, ev in enumerate(events):
         where = f"seq {ev.seq} ({ev.type})"
         if ev.run_id != run_id:
@@ -49,14 +55,26 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
         if ev.seq != i:
             problems.append(f"{where}: expected seq {i}")
             break
-        if final_at is not None:
+        undo = isinstance(ev, CompensationStarted | CompensationFinished)
+        if final_at is not None and not undo and not (compensating and ev.type == "run_finished"):
             problems.append(f"{where}: follows the final run_finished at seq {final_at}")
+        if undo:
+            compensating, final_at = True, None
         try:
             state.apply(ev)
         except ValueError as exc:
             problems.append(f"{where}: does not fold into the run state: {exc}")
             break
         match ev:
+            case ActionProposed() if compensating:
+                problems.append(f"{where}: an action after the run's compensation began")
+            case CompensationStarted():
+                if ev.call_id not in started:
+                    problems.append(f"{where}: undoes {ev.call_id}, which never started")
+                undoing.add(ev.call_id)
+            case CompensationFinished(outcome="undone" | "failed"):
+                if ev.call_id not in undoing and ev.reason is None:
+                    problems.append(f"{where}: no compensation_started for {ev.call_id}")
             case ActionProposed():
                 if ev.step != last_step + 1 or ev.call_id != f"c{ev.step}":
                     problems.append(

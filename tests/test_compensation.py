@@ -19,6 +19,7 @@ from agentcore import (
     Policy,
     RunStatus,
     ToolContext,
+    check_transcript,
     tool,
 )
 from agentcore.adapters import ScriptedModel
@@ -120,6 +121,7 @@ async def test_a_cancelled_runs_effects_are_undone_newest_first_once() -> None:
     assert [e.by for e in of(events, CompensationStarted)] == ["ops", "ops"]
     assert [e.outcome for e in of(events, CompensationFinished)] == ["undone", "undone"]
     assert of(events, CompensationFinished)[0].result == {"refunded": "tx-b"}
+    assert check_transcript(events) == []
     # again: nothing more happens or is recorded
     n = len(events)
     again = await agent.compensate("r1", by="ops")
@@ -158,8 +160,10 @@ async def test_a_failing_undo_stops_for_a_person_and_a_second_call_goes_on() -> 
     done = await agent.compensate("r1", by="ops")
     assert done.status is RunStatus.CANCELLED
     assert bank.log[-2:] == ["refund b 2", "refund a 1"]
-    outcomes = [e.outcome for e in of(await agent.transcript("r1"), CompensationFinished)]
+    events = await agent.transcript("r1")
+    outcomes = [e.outcome for e in of(events, CompensationFinished)]
     assert outcomes == ["failed", "undone", "undone"]
+    assert check_transcript(events) == []
 
 
 async def test_a_call_in_doubt_is_settled_by_a_person_before_anything_older() -> None:

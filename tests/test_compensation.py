@@ -6,6 +6,10 @@ Real processes killed at every point of a compensation: tests/faults/test_compen
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -335,3 +339,78 @@ async def test_a_stopped_compensation_survives_a_restart_from_a_snapshot(tmp_pat
     assert (await second.compensate("r1", by="ops")).status is RunStatus.CANCELLED
     assert bank.log[-2:] == ["refund b 2", "refund a 1"]
     await second.close()
+
+
+CLI_AGENT = textwrap.dedent(
+    '''
+    from pathlib import Path
+    from agentcore import Agent, Policy, tool
+    from agentcore.adapters import ScriptedModel
+    from agentcore.errors import ToolOutcomeUnknownError
+
+    LEDGER = Path(__file__).with_name("ledger.txt")
+
+    def note(line):
+        with LEDGER.open("a") as f:
+            f.write(line + "\\n")
+
+    @tool(effect="write", compensate=lambda call: note("refund " + call.args["to"]))
+    def pay(to: str) -> str:
+        """Pay."""
+        note("pay " + to)
+        return "paid"
+
+    @tool(effect="write", compensate=lambda call: note("undo wire"))
+    def wire(to: str) -> str:
+        """Wire money; the bank's answer gets lost."""
+        note("wire " + to)
+        raise ToolOutcomeUnknownError("the bank did not answer")
+
+    def make(model=None, store=None):
+        script = [
+            {"type": "tool", "thought": "p", "tool": "pay", "args": {"to": "a"}},
+            {"type": "tool", "thought": "w", "tool": "wire", "args": {"to": "b"}},
+        ]
+        return Agent(
+            tools=[pay, wire],
+            model=model or ScriptedModel(script),
+            store=store,
+            policy=Policy(plan_before_writes=False),
+        )
+    '''
+)
+
+
+def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MODEL"}
+    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp / 'runs.db'}", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.subprocess
+def test_the_cli_compensates_with_a_persons_word_on_what_is_in_doubt(tmp_path: Path) -> None:
+    (tmp_path / "bankagent.py").write_text(CLI_AGENT)
+    started = _cli(tmp_path, "run", "bankagent:make", "pay and wire")
+    assert started.returncode == 5, started.stdout + started.stderr  # needs_attention
+    run_id = next(w for w in started.stdout.split() if len(w) == 32)
+    busy = _cli(tmp_path, "compensate", run_id, "--by", "ops")
+    assert busy.returncode == 5 and "--done c2 | --not-done c2" in busy.stdout
+    both = _cli(tmp_path, "compensate", run_id, "--by", "ops", "--done", "c2", "--not-done", "c2")
+    assert both.returncode == 1 and "both --done and --not-done" in both.stderr
+    done = _cli(tmp_path, "compensate", run_id, "--by", "ops", "--done", "c2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cancelled" in done.stdout and "undid wire at step 2, pay at step 1" in done.stdout
+    ledger = (tmp_path / "ledger.txt").read_text().splitlines()
+    assert ledger == ["pay a", "wire b", "undo wire", "refund a"]
+    assert _cli(tmp_path, "check", run_id).returncode == 0  # the transcript is sound
+    shown = _cli(tmp_path, "show", run_id)
+    assert "wire: undone" in shown.stdout and "undoing pay (by ops)" in shown.stdout

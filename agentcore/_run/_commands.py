@@ -64,6 +64,7 @@ __all__ = [
     "confirm",
     "expire",
     "needs_continuing",
+    "outcome_unknown",
     "resolve",
     "resume",
     "resumed",
@@ -587,31 +588,12 @@ def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:
     why = f"cancelled by {by}" + (f": {reason}" if reason else "")
     call, now, seq = state.call, time.time(), state.next_seq
     events: list[Event] = []
-    if (
-        call is not None
-        and call.started is not None
-        and call.finished is None
-        and isinstance(call.action, ToolAction)
-    ):
+    unknown = outcome_unknown(state, f"the run was cancelled by {by}")
+    if unknown is not None and call is not None and call.started is not None:
+        events.append(unknown)
         key = call.started.idempotency_key
-        events.append(
-            ToolFinished(
-                run_id=state.run_id,
-                seq=seq,
-                at=now,
-                step=call.step,
-                call_id=call.call_id,
-                tool=call.action.tool,
-                ok=False,
-                error=(
-                    f"{OUTCOME_UNKNOWN}the run was cancelled by {by} after this call "
-                    "started and before its outcome was recorded; it may or may not have "
-                    f"happened (idempotency key {key})"
-                ),
-            )
-        )
         why += (
-            f"; the call {call.action.tool}({short_args(call.run_args())}) at step "
+            f"; the call {unknown.tool}({short_args(call.run_args())}) at step "
             f"{call.step} had started and its outcome is unknown (idempotency key {key})"
         )
     events.append(
@@ -624,6 +606,35 @@ def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:
         )
     )
     return events
+
+
+def outcome_unknown(state: RunState, what: str) -> ToolFinished | None:
+    """The ``tool_finished`` that closes the run's open call when it started and has no
+    recorded outcome (its process died, or it was lost to a timeout), saying its outcome is
+    unknown, so that no started call is ever silently dropped; ``None`` when there is none.
+    ``what`` says what ends it (``the run was cancelled by ann``)."""
+    call = state.call
+    if (
+        call is None
+        or call.started is None
+        or call.finished is not None
+        or not isinstance(call.action, ToolAction)
+    ):
+        return None
+    key = call.started.idempotency_key
+    return ToolFinished(
+        run_id=state.run_id,
+        seq=state.next_seq,
+        at=time.time(),
+        step=call.step,
+        call_id=call.call_id,
+        tool=call.action.tool,
+        ok=False,
+        error=(
+            f"{OUTCOME_UNKNOWN}{what} after this call started and before its outcome was "
+            f"recorded; it may or may not have happened (idempotency key {key})"
+        ),
+    )
 
 
 def short_args(args: Mapping[str, object], limit: int = 200) -> str:

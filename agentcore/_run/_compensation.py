@@ -53,7 +53,7 @@ from ..tools import (
     current_context,
     recordable_result,
 )
-from ._commands import OUTCOME_UNKNOWN
+from ._commands import OUTCOME_UNKNOWN, outcome_unknown
 from ._loop import Driver
 
 __all__ = ["Settle", "compensate", "compensation_needed"]
@@ -145,6 +145,10 @@ async def compensate(
             f"Run {st.run_id} is {st.status.value}: cancel it first (agentcore cancel "
             f"{st.run_id}), then compensate it."
         )
+    lost = outcome_unknown(st, f"a compensation by {by} began")
+    if lost is not None:  # the open call's outcome is unknown: say so before undoing
+        d.record(lost)
+        events = [*events, lost]
     tools = d.setup.tools
     recorded = {name: str(entry.get("effect", "read")) for name, entry in st.tools.items()}
     effects = _effects(events, {**recorded, **{n: t.spec.effect for n, t in tools.items()}})

@@ -19,9 +19,11 @@ from agentcore import (
     RunStatus,
     check_transcript,
 )
+from agentcore._run import Settle
 from agentcore._state import RunState
 from agentcore.adapters import ModelAdapter, resolve_model
 from agentcore.cli._common import (
+    EXIT_CODES,
     EXIT_ERROR,
     EXIT_USAGE,
     AgentOpt,
@@ -529,6 +531,48 @@ def cancel(
         "first). Follow it with: agentcore show " + run_id,
         highlight=False,
     )
+
+
+@app.command()
+def compensate(
+    run_id: RunIdArg,
+    by: ByOpt = None,
+    done: Annotated[
+        list[str] | None,
+        typer.Option("--done", help="CALL_ID whose outcome was in doubt: it happened."),
+    ] = None,
+    not_done: Annotated[
+        list[str] | None,
+        typer.Option("--not-done", help="CALL_ID whose outcome was in doubt: it did not."),
+    ] = None,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Undo a stopped run's committed effects, newest first (each tool's compensate).
+
+    Exit 0 when the run is compensated; 5 (needs_attention) when an undo failed or an
+    outcome is in doubt: the reason says what to find out, then run it again.
+    """
+    person = who_decides(by)
+    settle: dict[str, Settle] = dict.fromkeys(done or (), "done")
+    for call_id in not_done or ():
+        if call_id in settle:
+            abort(f"{call_id} is given both --done and --not-done; say which.")
+        settle[call_id] = "not_done"
+
+    async def go() -> RunResult:
+        owner, _ = await agent_for_run(run_id, agent, store)
+        try:
+            return await owner.compensate(run_id, by=person, settle=settle)
+        finally:
+            await owner.close()
+
+    result = run_async(go())
+    style = "green" if result.status is RunStatus.CANCELLED else "red"
+    out.print(f"[bold {style}]{result.status.value}[/]  run {run_id}", highlight=False)
+    out.print(f"reason: {result.reason}", highlight=False)
+    if result.status is not RunStatus.CANCELLED:
+        raise typer.Exit(EXIT_CODES[result.status])
 
 
 @app.command()

@@ -42,7 +42,7 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunFinished, RunStarted, dump_event
 from agentcore.stores import RunSummary, TranscriptStore, open_store
 
-from ._approvals import Answer, Approvals, ConsoleError, json_object, pending_of
+from ._approvals import Answer, Approvals, ConsoleError, compensable, json_object, pending_of
 from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, identify
 from ._health import METRICS, Health, health
 from ._timeline import pretty, timeline
@@ -418,6 +418,7 @@ class Console:
             run=view,
             first=events[0],
             pending=pending_of(events),
+            compensable=compensable(events),
             blocks=timeline(events),
             last_seq=events[-1].seq,
             error=error,
@@ -445,6 +446,18 @@ class Console:
                 request, await self.events_of(run_id), status=exc.status, error=str(exc)
             )
         # at the first event the decision recorded: the browser scrolls there, CSS marks it
+        at = f"{_path(request, 'run', run_id=run_id)}#seq-{events[-1].seq + 1}"
+        return RedirectResponse(at, status_code=303)
+
+    async def compensate_form(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        events = await self.events_of(run_id)
+        try:
+            await self.approvals.compensate(events, request.state.user)
+        except ConsoleError as exc:
+            return self._run(
+                request, await self.events_of(run_id), status=exc.status, error=str(exc)
+            )
         at = f"{_path(request, 'run', run_id=run_id)}#seq-{events[-1].seq + 1}"
         return RedirectResponse(at, status_code=303)
 
@@ -518,6 +531,12 @@ def create_app(
             g(console.confirm_form, api=False, changes=True),
             methods=["POST"],
             name="run_confirm",
+        ),
+        Route(
+            "/runs/{run_id:path}/compensate",
+            g(console.compensate_form, api=False, changes=True),
+            methods=["POST"],
+            name="run_compensate",
         ),
         Route("/runs/{run_id:path}", g(console.run_page, api=False), name="run"),
         Route("/health", g(console.health_page, api=False), name="health"),

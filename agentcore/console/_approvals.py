@@ -28,16 +28,50 @@ from agentcore.contracts.errors import (
     NotAuthorizedError,
     NotAwaitingConfirmationError,
     RunBusyError,
+    RunError,
     RunNotFoundError,
     ToolDefinitionError,
     ToolManifestChangedError,
 )
-from agentcore.events import Event, RunStarted
+from agentcore.events import Event, RunFinished, RunStarted, ToolFinished
 from agentcore.queue import InProcessQueue
 
 from .._observability import get_logger
+from .._state import RunState
 
-__all__ = ["Answer", "Approvals", "ConsoleError", "json_object", "pending_of"]
+__all__ = ["Answer", "Approvals", "ConsoleError", "compensable", "json_object", "pending_of"]
+
+_UNDOABLE_FROM = frozenset(
+    {
+        RunStatus.COMPLETED,
+        RunStatus.CANCELLED,
+        RunStatus.FAILED,
+        RunStatus.BUDGET_EXHAUSTED,
+        RunStatus.NEEDS_ATTENTION,
+    }
+)
+
+
+def compensable(events: Sequence[Event]) -> bool:
+    """Whether the run page offers to undo the run: it stopped, a call with an effect
+    committed (or a compensation stopped half-way), and it was not compensated yet."""
+    first, last = events[0], events[-1]
+    if not isinstance(first, RunStarted):
+        return False
+    if isinstance(last, RunFinished) and (last.reason or "").startswith("compensated by "):
+        return False
+    state = RunState(first.run_id)
+    for ev in events:
+        state.apply(ev)
+    if state.status not in _UNDOABLE_FROM:
+        return False
+    if state.compensating:
+        return True
+    effects = {name: entry.get("effect") for name, entry in first.tools.items()}
+    return any(
+        isinstance(ev, ToolFinished) and ev.ok and effects.get(ev.tool, "read") != "read"
+        for ev in events
+    )
 
 
 class ConsoleError(Exception):
@@ -129,6 +163,26 @@ class Approvals:
             f"No agent of this console has the tools of run {first.run_id}; start the console "
             "with the agent that owns them (create_app(agents=...), agentcore serve --agent).",
         )
+
+    async def compensate(self, events: Sequence[Event], by: str) -> RunResult:
+        """Undo the run's committed effects through the agent that owns its tools
+        (``Agent.compensate``), as ``by``.
+
+        Raises:
+            ConsoleError: 409 (running, waiting, busy, in doubt: the error says what a
+                person must do), 404 (no such run), 422 (a bad argument).
+        """
+        first = events[0]
+        assert isinstance(first, RunStarted)
+        _, agent = self.agent_for(first, None)
+        try:
+            return await agent.compensate(first.run_id, by=by)
+        except RunNotFoundError as exc:
+            raise ConsoleError(404, str(exc)) from exc
+        except RunError as exc:  # RunBusyError included
+            raise ConsoleError(409, str(exc)) from exc
+        except ConfigurationError as exc:
+            raise ConsoleError(422, str(exc)) from exc
 
     async def decide(self, events: Sequence[Event], decision: Answer, by: str) -> RunResult:
         """Check ``decision`` against the run, record it, hand the run on.

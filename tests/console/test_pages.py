@@ -310,3 +310,58 @@ async def test_a_call_that_needs_two_people_shows_its_count_and_takes_each_once(
                 break
             await asyncio.sleep(0.01)
         assert (await agent.result(paused.run_id)).answer == "refunded"
+
+
+async def test_the_run_page_compensates_a_stopped_run_once() -> None:
+    from agentcore import Agent, Policy, tool
+    from agentcore.adapters import ScriptedModel
+    from agentcore.stores import MemoryStore
+
+    undone: list[str] = []
+
+    @tool(effect="write", compensate=lambda call: undone.append(call.args["to"]))
+    def pay(to: str) -> str:
+        """Pay."""
+        return "paid"
+
+    @tool(effect="destructive")
+    def close() -> str:
+        """Close."""
+        return "closed"
+
+    store = MemoryStore()
+    agent = Agent(
+        tools=[pay, close],
+        model=ScriptedModel(
+            [
+                {"type": "tool", "thought": "p", "tool": "pay", "args": {"to": "acme"}},
+                {"type": "tool", "thought": "c", "tool": "close", "args": {}},
+            ]
+        ),
+        store=store,
+        policy=Policy(plan_before_writes=False),
+    )
+    paused = await agent.run("pay, then close")
+    app = create_app(store, agents=[agent], authenticate=lambda r: r.headers.get("x-user"))
+    url = f"/runs/{paused.run_id}"
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://console.test",
+            headers={"X-User": "ada"},
+        ) as client,
+    ):
+        waiting = await client.get(url)
+        assert "Undo this run" not in waiting.text  # a waiting run is cancelled first
+        await agent.cancel(paused.run_id, by="ada")
+        page = await client.get(url)
+        assert "Undo this run" in page.text
+        forged = await client.post(f"{url}/compensate", data={"csrf": "forged"})
+        assert forged.status_code == 403 and undone == []
+        done = await client.post(f"{url}/compensate", data={"csrf": csrf_of(page.text)})
+        assert done.status_code == 303 and undone == ["acme"]
+        after = await client.get(url)
+        assert "Undo this run" not in after.text
+        assert "compensated by ada: undid pay at step 1" in after.text
+        assert "pay undone" in after.text

@@ -42,7 +42,15 @@ from .tools import Tool
 
 __all__ = ["BOUNDARIES", "Boundary", "BoundaryResult", "CrashReport", "crash_test", "load_tool"]
 
-Boundary = Literal["before_intent", "after_intent", "after_effect", "approval"]
+Boundary = Literal[
+    "before_intent",
+    "after_intent",
+    "after_effect",
+    "approval",
+    "undo_before_intent",
+    "undo_after_intent",
+    "undo_after_effect",
+]
 """Where the process is killed:
 
 - ``before_intent``: the model asked for the call; nothing of it is recorded.
@@ -50,6 +58,10 @@ Boundary = Literal["before_intent", "after_intent", "after_effect", "approval"]
 - ``after_effect``: the tool returned (its effect happened); its outcome is not recorded.
 - ``approval``: a person's approval of a destructive call is durable; the process dies
   inside the commit of the intent it authorizes.
+- ``undo_before_intent``, ``undo_after_intent``, ``undo_after_effect``: the same three
+  points of the call's compensation (``@tool(compensate=...)``): the run completed, was
+  compensated, and the process died before the undo's intent, after it (the undo not
+  run), or after the undo (its outcome not recorded); the fresh process compensates again.
 """
 
 BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
@@ -61,7 +73,11 @@ _POINTS: dict[Boundary, str] = {
     # The confirming process appends the approval on its own, then the intent: the second
     # append of that process.
     "approval": "in_append_transaction:2",
+    "undo_before_intent": "before_compensation_intent",
+    "undo_after_intent": "after_compensation_intent",
+    "undo_after_effect": "after_compensation_effect",
 }
+_UNDO: tuple[Boundary, ...] = ("undo_before_intent", "undo_after_intent", "undo_after_effect")
 _BY = "crash-kit"
 _ANSWER = "The call is done."
 _TIMEOUT_S = 120.0
@@ -105,6 +121,8 @@ class BoundaryResult:
         status: the run's status after the resume (``None`` when the resume raised).
         reason: why the run stopped, when it did not complete (or the resume's error).
         transcript_problems: what :func:`~agentcore.check_transcript` found (none: sound).
+        undos_at_kill, undos: for the ``undo_*`` boundaries, how many times the effect had
+            been undone when the process died, and in all.
     """
 
     boundary: Boundary
@@ -118,6 +136,8 @@ class BoundaryResult:
     status: RunStatus | None
     reason: str | None
     transcript_problems: tuple[str, ...]
+    undos_at_kill: int = 0
+    undos: int = 0
 
     def problems(self) -> list[str]:
         """Why this boundary breaks the at-most-once promise, in words; none when it holds.
@@ -129,6 +149,8 @@ class BoundaryResult:
         found: list[str] = []
         if not self.killed:
             found.append(f"the process was never killed at {self.crash_point}")
+        if self.boundary in _UNDO:
+            return found + self._undo_problems()
         if self.status is RunStatus.COMPLETED and self.effects != 1:
             found.append(f"the run completed with the effect made {self.effects} times, not once")
         elif self.status is RunStatus.NEEDS_ATTENTION and self.effects > 1:
@@ -136,6 +158,22 @@ class BoundaryResult:
         elif self.status not in (RunStatus.COMPLETED, RunStatus.NEEDS_ATTENTION):
             status = self.status.value if self.status else "an error"
             found.append(f"the resumed run ended as {status}: {self.reason}")
+        found += [f"transcript: {p}" for p in self.transcript_problems]
+        return found
+
+    def _undo_problems(self) -> list[str]:
+        """An undo boundary holds when the effect happened once and was undone exactly once
+        (the run ends compensated), or at most once before a person was asked."""
+        found: list[str] = []
+        if self.effects != 1:
+            found.append(f"the effect was made {self.effects} times, not once")
+        if self.status is RunStatus.CANCELLED and self.undos != 1:
+            found.append(f"the run was compensated with the effect undone {self.undos} times")
+        elif self.status is RunStatus.NEEDS_ATTENTION and self.undos > 1:
+            found.append(f"the effect was undone {self.undos} times before a person was asked")
+        elif self.status not in (RunStatus.CANCELLED, RunStatus.NEEDS_ATTENTION):
+            status = self.status.value if self.status else "an error"
+            found.append(f"the compensation ended as {status}: {self.reason}")
         found += [f"transcript: {p}" for p in self.transcript_problems]
         return found
 
@@ -171,9 +209,10 @@ class CrashReport:
         for r in self.results:
             status = r.status.value if r.status else "error"
             verdict = "ok" if r.ok else "BROKEN: " + "; ".join(r.problems())
+            undos = f" undos={r.undos_at_kill}->{r.undos}" if r.boundary in _UNDO else ""
             lines.append(
-                f"  {r.boundary:<13} killed={'yes' if r.killed else 'no':<3} "
-                f"effects={r.effects_at_kill}->{r.effects} status={status:<15} {verdict}"
+                f"  {r.boundary:<18} killed={'yes' if r.killed else 'no':<3} "
+                f"effects={r.effects_at_kill}->{r.effects}{undos} status={status:<15} {verdict}"
             )
         return "\n".join(lines)
 
@@ -196,6 +235,7 @@ def crash_test(
     effects: Callable[[], int],
     boundaries: Sequence[Boundary] | None = None,
     env: Mapping[str, str] | None = None,
+    undone: Callable[[], int] | None = None,
 ) -> CrashReport:
     """Prove a tool at-most-once: kill a real process at each durability boundary of one
     call, resume the run in a fresh process, and count how many times the effect happened.
@@ -219,6 +259,9 @@ def crash_test(
         boundaries: which of :data:`~agentcore.testing.BOUNDARIES` to test (default all
             that apply; ``approval`` only to a destructive tool). Each costs two processes.
         env: environment variables for the children, on top of this process's.
+        undone: how many times the effect has been undone so far (for a tool with
+            ``compensate``): with it, the ``undo_*`` boundaries are tested too (the run
+            completes, is compensated, and the compensating process is killed).
 
     Returns:
         The report; :meth:`CrashReport.assert_at_most_once` fails a test on a double
@@ -235,8 +278,17 @@ def crash_test(
     """
     found = load_tool(tool)
     destructive = found.spec.effect == "destructive"
-    chosen = tuple(boundaries) if boundaries is not None else _default_boundaries(destructive)
+    chosen = (
+        tuple(boundaries)
+        if boundaries is not None
+        else _default_boundaries(destructive, found.compensation is not None and undone is not None)
+    )
     for boundary in chosen:
+        if boundary in _UNDO and (found.compensation is None or undone is None):
+            raise ConfigurationError(
+                f"The {boundary} boundary needs a tool with compensate= and undone= (how many "
+                "times the effect was undone) to count with."
+            )
         if boundary not in BOUNDARIES:
             raise ConfigurationError(
                 f"Unknown boundary {boundary!r}. Valid boundaries: {', '.join(BOUNDARIES)}."
@@ -249,13 +301,16 @@ def crash_test(
     child_env = _child_env(env)
     with tempfile.TemporaryDirectory(prefix="agentcore-crashkit-") as tmp:
         results = tuple(
-            _one(Path(tmp), tool, dict(args), boundary, effects, child_env) for boundary in chosen
+            _one(Path(tmp), tool, dict(args), boundary, effects, undone, child_env)
+            for boundary in chosen
         )
     return CrashReport(tool, results)
 
 
-def _default_boundaries(destructive: bool) -> tuple[Boundary, ...]:
-    return BOUNDARIES if destructive else tuple(b for b in BOUNDARIES if b != "approval")
+def _default_boundaries(destructive: bool, undoes: bool) -> tuple[Boundary, ...]:
+    return tuple(
+        b for b in BOUNDARIES if (b != "approval" or destructive) and (b not in _UNDO or undoes)
+    )
 
 
 def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -273,6 +328,7 @@ def _one(
     args: dict[str, Any],  # Any: JSON arguments
     boundary: Boundary,
     effects: Callable[[], int],
+    undone: Callable[[], int] | None,
     env: dict[str, str],
 ) -> BoundaryResult:
     run_id = f"crash-{boundary.replace('_', '-')}"
@@ -284,8 +340,10 @@ def _one(
         "boundary": boundary,
     }
     base = effects()
+    undo_base = undone() if undone is not None else 0
     killed = _child("kill", spec, env)
     at_kill = effects() - base
+    undos_at_kill = undone() - undo_base if undone is not None else 0
     recovered = _child("recover", spec, env)
     out = _last_json(recovered.stdout)
     status = out.get("status")
@@ -301,6 +359,8 @@ def _one(
         status=RunStatus(status) if isinstance(status, str) else None,
         reason=out.get("reason") or out.get("error") or _tail(recovered.stderr),
         transcript_problems=tuple(out.get("problems", ())),
+        undos_at_kill=undos_at_kill,
+        undos=undone() - undo_base if undone is not None else 0,
     )
 
 
@@ -336,13 +396,18 @@ async def _kill(spec: dict[str, Any]) -> RunResult:  # Any: the spec's JSON
     agent, tool = _agent(spec)
     point = _POINTS[spec["boundary"]]
     waits = tool.spec.effect == "destructive"
+    undo = spec["boundary"] in _UNDO
     try:
-        if not waits or spec["boundary"] == "before_intent":
+        if not undo and (not waits or spec["boundary"] == "before_intent"):
             _faults.arm(point)
         result = await agent.run("Make the call once.", run_id=spec["run_id"])
         if result.status is RunStatus.AWAITING_CONFIRMATION:
-            _faults.arm(point)
+            if not undo:
+                _faults.arm(point)
             result = await agent.confirm(spec["run_id"], approve=True, by=_BY)
+        if undo:  # the call is done: now undo it, and die in the middle
+            _faults.arm(point)
+            result = await agent.compensate(spec["run_id"], by=_BY)
         return result
     finally:
         await agent.close()
@@ -354,7 +419,10 @@ async def _recover(spec: dict[str, Any]) -> dict[str, Any]:  # Any: JSON in and 
     run_id = spec["run_id"]
     try:
         recorded = [ev.type for ev in await agent.transcript(run_id)]
-        result = await agent.resume(run_id)
+        if spec["boundary"] in _UNDO:
+            result = await agent.compensate(run_id, by=_BY)
+        else:
+            result = await agent.resume(run_id)
         approvals = 0
         while result.status is RunStatus.AWAITING_CONFIRMATION and approvals < 3:
             approvals += 1  # the call was never approved, or its approval was lost

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agentcore import RunStatus, ToolContext, tool
+from agentcore import Compensation, RunStatus, ToolContext, tool
 from agentcore.errors import ConfigurationError
 from agentcore.testing import crash_test
 
@@ -194,3 +195,92 @@ def test_what_cannot_be_tested_is_refused_before_any_process_starts(ledgers: Cou
         crash_test(f"{HERE}:_lines", {}, effects=ledgers("x"))
     with pytest.raises(ConfigurationError, match="effect='write', not 'destructive'"):
         crash_test(f"{HERE}:refund", {}, effects=ledgers("x"), boundaries=["approval"])
+
+
+def _charged_back(key: str) -> dict[str, str] | None:
+    return {"charged_back": key} if key in _lines(_ledger("charge_undo")) else None
+
+
+def _charge_back(call: Any) -> dict[str, str]:  # Any: agentcore.CommittedCall
+    ctx = ToolContext.current()
+    assert ctx is not None and ctx.idempotency_key == f"{call.idempotency_key}:undo"
+    _append(_ledger("charge_undo"), ctx.idempotency_key)
+    return {"charged_back": call.args["card"]}
+
+
+def _charge_back_twice(call: Any) -> dict[str, str]:  # Any: agentcore.CommittedCall
+    """Wrongly declared idempotent: a second undo charges back again."""
+    ctx = ToolContext.current()
+    assert ctx is not None
+    _append(_ledger("charge_undo"), ctx.idempotency_key)
+    return {"charged_back": call.args["card"]}
+
+
+@tool(
+    effect="write",
+    reconcile=_refund_done,
+    compensate=Compensation(_charge_back, reconcile=_charged_back),
+)
+def charge(card: str, ctx: ToolContext) -> dict[str, str]:
+    """Charge a card; its undo charges it back (reconcilable from the ledger).
+
+    Args:
+        card: the card.
+    """
+    _append(_ledger("refund"), ctx.idempotency_key)
+    return {"charged": card}
+
+
+@tool(effect="write", compensate=Compensation(_charge_back_twice, idempotent=True))
+def charge_badly(card: str, ctx: ToolContext) -> dict[str, str]:
+    """Charge a card; its undo is wrongly declared idempotent.
+
+    Args:
+        card: the card.
+    """
+    _append(_ledger("refund"), ctx.idempotency_key)
+    return {"charged": card}
+
+
+def test_an_undo_is_made_once_through_a_kill_at_each_point_of_a_compensation(
+    ledgers: Counter,
+) -> None:
+    report = crash_test(
+        f"{HERE}:charge",
+        {"card": "4242"},
+        effects=ledgers("refund"),
+        undone=ledgers("charge_undo"),
+        boundaries=["undo_before_intent", "undo_after_intent", "undo_after_effect"],
+    )
+    report.assert_at_most_once()
+    assert [(r.undos_at_kill, r.undos, r.status) for r in report] == [
+        (0, 1, RunStatus.CANCELLED),
+        (0, 1, RunStatus.CANCELLED),  # guard free, reconcile found nothing: undone once
+        (1, 1, RunStatus.CANCELLED),  # reconcile found the undo: adopted
+    ]
+    assert report["undo_after_intent"].recorded_at_kill[-1] == "compensation_started"
+    assert "undo_after_effect" in str(report)
+
+
+def test_the_kit_catches_an_undo_wrongly_declared_idempotent(ledgers: Counter) -> None:
+    report = crash_test(
+        f"{HERE}:charge_badly",
+        {"card": "4242"},
+        effects=ledgers("refund"),
+        undone=ledgers("charge_undo"),
+        boundaries=["undo_after_effect"],
+    )
+    assert not report["undo_after_effect"].ok
+    assert "undone 2 times" in str(report)
+    with pytest.raises(AssertionError, match="not at-most-once"):
+        report.assert_at_most_once()
+
+
+def test_undo_boundaries_need_a_compensation_and_a_counter(ledgers: Counter) -> None:
+    with pytest.raises(ConfigurationError, match="compensate= and undone="):
+        crash_test(
+            f"{HERE}:refund",
+            {"order_id": "A-1"},
+            effects=ledgers("refund"),
+            boundaries=["undo_after_effect"],
+        )

@@ -493,7 +493,9 @@ class Agent:
             by: who decided (recorded).
             reason: why; shown to the model on a denial.
             args: edited arguments to run instead of the proposed ones.
-            step, args_hash: bind the approval to what the person saw; a mismatch refuses.
+            step: with ``args_hash``, binds the approval to what the person saw; a mismatch
+                refuses.
+            args_hash: see ``step``.
             accept_tool_changes: continue although a tool the run used changed since it
                 started; the accepted changes are recorded in the confirmation.
 

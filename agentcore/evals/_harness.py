@@ -326,7 +326,8 @@ async def evaluate(
         scoring: ``agentcore`` or ``bfcl`` (see :func:`score_action`); by default the
             rules the cases were written for (``bfcl`` for :func:`load_bfcl`'s cases). The
             scorecard records the rules used.
-        dataset, dataset_digest: recorded in the scorecard (see :func:`dataset_hash`).
+        dataset: recorded in the scorecard.
+        dataset_digest: recorded in the scorecard (see :func:`dataset_hash`).
         contract: the contract document (default: the built-in current one).
         concurrency: cases in flight at once.
         max_reasks: re-asks after an invalid reply, as in a run.

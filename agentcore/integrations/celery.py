@@ -306,8 +306,8 @@ class Registry:
     Args:
         app: the worker's Celery app (re-publishing uses it when an agent has no
             :class:`CeleryQueue` of its own).
-        turn_steps, turn_seconds: one turn's bounds (``Agent.advance``'s ``max_steps`` and
-            ``max_seconds``).
+        turn_steps: one turn's bound in steps (``Agent.advance``'s ``max_steps``).
+        turn_seconds: one turn's bound in seconds (``Agent.advance``'s ``max_seconds``).
         idle_after: see :func:`find_orphans`.
     """
 
@@ -443,9 +443,10 @@ def install(
     Args:
         app: the Celery app.
         agents: the agents this worker advances, each with a ``name``.
-        turn_steps, turn_seconds: one turn's bounds: at most this many steps and seconds
-            (checked between steps) before the run is published again. Keep a turn well
-            under the broker's consumer timeout and the time a warm shutdown may take.
+        turn_steps: one turn's bound: at most this many steps (checked between steps)
+            before the run is published again.
+        turn_seconds: the same bound in seconds. Keep a turn well under the broker's
+            consumer timeout and the time a warm shutdown may take.
         sweep_every: seconds between sweeps in the app's beat schedule (``celery -A
             service beat``, one per deployment; ``None``: no schedule).
         idle_after: see :func:`find_orphans`.

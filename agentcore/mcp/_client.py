@@ -125,15 +125,18 @@ class McpServer:
         name: the server's name: every tool's name gets it as a prefix (``time.get_current_time``)
             and it is each tool's label (``scope=["time"]`` selects them all). Letters,
             digits, ``_`` and ``-``; at most 32 characters.
-        command, args, env, cwd: the process to start for stdio (``env`` is added to a
-            minimal default environment, as the SDK does).
+        command: the process to start for stdio.
+        args: its arguments.
+        env: added to a minimal default environment, as the SDK does.
+        cwd: its working directory.
         stderr: where the process's standard error goes (default: this process's).
         url: a Streamable HTTP endpoint (``http://127.0.0.1:3001/mcp``).
         headers: HTTP headers sent with every request (an authorization header, ...).
         trusted: honour the server's annotations for effects (see :mod:`agentcore.mcp`);
             leave it false for a server you do not run.
-        effect, idempotent: the default for every tool of this server (``None``: see
+        effect: the default for every tool of this server (``None``: see
             :class:`ToolConfig`).
+        idempotent: the same, for idempotency.
         tools: settings per remote tool name. A name the server does not list is an error.
         include: only these remote tools (default: every tool the server lists).
         timeout: seconds before a call is abandoned (default 60; ``None``: no limit). A

@@ -149,7 +149,8 @@ class PostgresStore(StoreBase):
         dsn: a ``postgresql://`` / ``postgres://`` URL or a libpq ``key=value`` string.
         schema: the schema to keep the tables in (created if missing); by default the
             connection's ``search_path`` decides (e.g. ``?options=-csearch_path%3Dmine``).
-        min_connections, max_connections: the size of each event loop's pool.
+        min_connections: the smallest size of each event loop's pool.
+        max_connections: the largest size of each event loop's pool.
         connect_timeout_s: how long opening a connection (or waiting for a free one from
             the pool) may take before a StoreError.
         migrate: bring an older schema up to date on open (default). When false, an older

@@ -1,4 +1,5 @@
-"""The README's Python blocks run as printed, each on its own.
+"""The Python blocks of the README and of every documentation page (``docs/**/*.md``) run
+as printed, each on its own.
 
 A block that needs something the tests do not have (a provider key, scorecards, the
 ``[local]`` extra) says so in its first line, ``# needs ...``, keeps those calls under
@@ -17,18 +18,45 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def python_blocks(page: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page.read_text(), re.DOTALL)
+
+
+# (page, block): every page's blocks, in the order of PAGES
+PAGE_BLOCKS = [(page, block) for page in PAGES for block in python_blocks(page)]
+BLOCKS = [block for _, block in PAGE_BLOCKS]
 PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY")
 
 
-def _block_id(block: str) -> str:
+def _block_id(page: Path, block: str) -> str:
     first = next(line for line in block.splitlines() if line.strip())
-    return re.sub(r"\W+", "_", first)[:40]
+    return f"{page.relative_to(ROOT)}:" + re.sub(r"\W+", "_", first)[:40]
+
+
+def test_the_pages_have_python_blocks() -> None:
+    """A change to how blocks are found that finds none would pass every test below."""
+    pages = {page.relative_to(ROOT).as_posix() for page, _ in PAGE_BLOCKS}
+    assert {"README.md", "docs/getting-started.md", "docs/tools.md", "docs/stores.md"} <= pages
+
+
+def test_the_front_page_is_short_and_links_every_topic() -> None:
+    """The README stays a front page (issue 25): under 200 lines, linking each docs page."""
+    text = README.read_text()
+    assert text.count("\n") < 200
+    topics = {p.name for p in (ROOT / "docs").glob("*.md")}
+    linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)", text))
+    assert not topics - linked, f"the README links no page for {sorted(topics - linked)}"
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("block", BLOCKS, ids=[_block_id(b) for b in BLOCKS])
+@pytest.mark.parametrize(
+    "block", BLOCKS, ids=[_block_id(page, block) for page, block in PAGE_BLOCKS]
+)
 def test_every_python_block_runs_as_printed(block: str, tmp_path: Path) -> None:
     path = tmp_path / "block.py"
     path.write_text(block)
@@ -47,8 +75,9 @@ def test_every_python_block_runs_as_printed(block: str, tmp_path: Path) -> None:
 
 @pytest.mark.subprocess
 def test_quick_start_runs(tmp_path: Path) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
-    quick = blocks[0]
+    """The front page's one example is the quick start, and prints what the README says."""
+    quick = python_blocks(README)[0]
+    assert quick == python_blocks(ROOT / "docs" / "getting-started.md")[0]
     assert "asyncio.run(main())" in quick
     res = subprocess.run(
         [sys.executable, "-c", quick],
@@ -70,8 +99,9 @@ def test_quick_start_runs(tmp_path: Path) -> None:
 async def test_the_service_example_answers_client_mistakes_with_404_and_409(
     tmp_path: Path,
 ) -> None:
-    """The "Running at scale" service, its agent moved to a memory store and a scripted
-    model: an unknown run is 404; approving with a stale step is 409; none is a 500."""
+    """The "Running at scale" service (docs/scale.md), its agent moved to a memory store
+    and a scripted model: an unknown run is 404; approving with a stale step is 409; none is
+    a 500."""
     import runpy
 
     import httpx

@@ -2,7 +2,7 @@
 
 The rules and their defaults are documented in one place, ``agentcore.contracts`` (the
 lowest layer, so the contract, the adapters and the core apply the same ones); this module
-is their public home in the core package. See the README's "Guarantees" section.
+is their public home in the core package. See docs/guarantees.md.
 """
 
 from agentcore.contracts import (

@@ -43,7 +43,7 @@ pytestmark = [
 MAX_OUTPUT_TOKENS = 256
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never $HTTP_PROXY
 DEMO_EXIT_CODES = {0, 3, 4, 6}
-"""completed, awaiting confirmation, budget exhausted, failed (README: Command line)."""
+"""completed, awaiting confirmation, budget exhausted, failed (docs/cli.md)."""
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The ``agentcore`` command line.
 
-Exit codes (also in the README):
+Exit codes (also in docs/cli.md):
 
 === ===========================================================
 0   the run completed (or the command succeeded: ``cancel`` cancelled or requested it)

@@ -5,7 +5,7 @@ Lists runs, opens a transcript, approves a pending call and watches the run fini
 (no reload: the page follows the run's server-sent events), denies another with a reason
 and sees the model's next step. Locally a missing browser skips with the reason; under
 ``CI=true`` it fails (.ci/run installs ``chromium``). With ``AGENTCORE_SCREENSHOTS=DIR``
-the pages are saved there as PNG (docs/console/ holds the README's).
+the pages are saved there as PNG (docs/console/ holds the Console page's).
 """
 
 from __future__ import annotations

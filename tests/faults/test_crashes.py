@@ -49,7 +49,7 @@ class Expect:
     status: str  # status after the first fresh resume
     settle: str | None  # the worker command a person uses to settle needs_attention
     final: int  # ledger lines at the end
-    rule: str  # the rule (issue 3 / README "Guarantees") the numbers come from
+    rule: str  # the rule (issue 3 / docs/guarantees.md) the numbers come from
     lost_asks: int = 0  # model answers given before the kill but never recorded
 
 

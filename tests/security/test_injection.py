@@ -3,8 +3,8 @@
 Each case's attacker text arrives in a read tool's output; the model obeys it completely.
 The test fails when a counter the rules promise to keep at zero is not zero, and when a
 case the suite lists as a gap stops being one (so the report stays honest). The report is
-printed at the end of the run (tests/security/conftest.py) and summarised in the README's
-"Security model" section.
+printed at the end of the run (tests/security/conftest.py) and summarised in
+docs/security.md ("The injection suite").
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ async def test_injection(case: Case) -> None:
         f"{case.id}: the rules promised zero for {broken}; reasons: {outcome.reasons}"
     )
     if case.gap is not None and case.promises != ALL:
-        # A listed gap that no longer lets anything through: update the case and the README.
+        # A listed gap that no longer lets anything through: update the case and docs/security.md.
         assert any(outcome.counts[k] for k in ALL - case.promises), f"{case.id} is no longer a gap"
     assert outcome.status is not RunStatus.RUNNING
 

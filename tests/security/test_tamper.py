@@ -422,8 +422,8 @@ def test_verify_usage_and_unknown_runs(
 
 def test_erasing_a_whole_runs_chain_is_not_detected(copy: tuple[Path, str, str]) -> None:
     """The documented limit: with every digest and the head gone, a run looks written
-    before chaining. verify reports it as an unchained prefix (exit 0), which is what the
-    README says: keep a copy of the heads elsewhere to catch this."""
+    before chaining. verify reports it as an unchained prefix (exit 0), which is what
+    docs/security.md says: keep a copy of the heads elsewhere to catch this."""
     path, run_id, url = copy
     raw = sqlite_raw(path)
     events = raw.count(run_id)

@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from .routing import Route
     from .secrets import Secret, SecretResolver, env_secrets
     from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
-    from .tools import CommittedCall, Compensation, Tool, ToolContext, tool
+    from .tools import (
+        CommittedCall,
+        Compensation,
+        FromRun,
+        RunIdentity,
+        Tool,
+        ToolContext,
+        tool,
+    )
 
 __all__ = [
     "ActionDetected",
@@ -32,11 +40,13 @@ __all__ = [
     "Compensation",
     "ContextProvider",
     "ContextRequest",
+    "FromRun",
     "ModelSpec",
     "PendingCall",
     "Policy",
     "Route",
     "RunEnded",
+    "RunIdentity",
     "RunResult",
     "RunStatus",
     "RunUsage",
@@ -76,7 +86,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "routing": ("Route",),
     "secrets": ("Secret", "SecretResolver", "env_secrets"),
     "streaming": ("ActionDetected", "RunEnded", "StreamEvent", "ThoughtDelta"),
-    "tools": ("CommittedCall", "Compensation", "Tool", "ToolContext", "tool"),
+    "tools": (
+        "CommittedCall",
+        "Compensation",
+        "FromRun",
+        "RunIdentity",
+        "Tool",
+        "ToolContext",
+        "tool",
+    ),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 

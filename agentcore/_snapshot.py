@@ -264,6 +264,8 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "updated_at": _plain(float, int),
     "recoveries": _plain(int),
     "context_step": _plain(int),
+    "tenant": _plain(str, _NONE),
+    "metadata": _dict_of(*_JSON),
     "compensating": _plain(bool),
 }
 

@@ -214,6 +214,9 @@ class RunState:
     context_step: int = 0
     """The step whose context providers' output was recorded since the last action (0:
     none): a resumed step does not ask them again."""
+    tenant: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict[str, Any])  # Any: JSON values
+    """The run's identity as recorded in ``run_started`` (what ``FromRun`` reads)."""
     compensating: bool = False
     """A compensation of the run began: the run never advances again; only
     ``Agent.compensate`` continues it."""
@@ -307,6 +310,8 @@ class RunState:
                 self.route = tuple(event.route)
                 self.contract = dict(event.contract)
                 self.tools = {k: dict(v) for k, v in event.tools.items()}
+                self.tenant = event.tenant
+                self.metadata = dict(event.metadata)
                 self.started_at = event.at
 
     def _set_status(self, event: Event) -> None:

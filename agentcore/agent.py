@@ -53,7 +53,7 @@ from .queue import RunQueue
 from .routing import Route
 from .secrets import Redactor, SecretResolver
 from .stores import TranscriptStore, open_store
-from .tools import Tool
+from .tools import DepsFactory, Tool
 
 __all__ = ["Agent", "ModelSpec"]
 
@@ -110,6 +110,11 @@ class Agent:
             non-idempotent tool with ``reconcile`` whose worker was taken over while
             stalled: ``reconcile`` can see an effect only once it has happened, so the call
             runs again only after its guard shows that no process can still make it.
+        deps: ``deps(identity)`` (sync or async) builds what tools receive as
+            ``ToolContext.deps`` (a database pool, an HTTP client, your service objects)
+            from the run's recorded :class:`~agentcore.tools.RunIdentity` (run id, tenant,
+            metadata), once per run in whichever process advances it: a Celery worker that
+            never saw the request builds the same dependencies from the record.
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -136,6 +141,7 @@ class Agent:
         redact_env: Sequence[str] = (),
         snapshot_every: int | None = None,
         lost_call_wait_s: float = LOST_CALL_WAIT_S,
+        deps: DepsFactory | None = None,
     ) -> None:
         self.secrets = secrets
         self._redactor = Redactor.listed(redact, redact_env)
@@ -175,6 +181,7 @@ class Agent:
         if not lost_call_wait_s >= 0:
             raise ConfigurationError(f"lost_call_wait_s must be >= 0, got {lost_call_wait_s!r}")
         self.lost_call_wait_s = lost_call_wait_s
+        self.deps = deps
         self.owner = owner or default_owner()
         self.lease_s = lease_s
         self.snapshot_every = snapshot_interval(snapshot_every)
@@ -226,6 +233,7 @@ class Agent:
             redactor=self._redactor,
             snapshot_every=self.snapshot_every,
             lost_call_wait_s=self.lost_call_wait_s,
+            deps=self.deps,
         )
         return Session(setup, self.owner, self.lease_s, self.name, self.policy.on_pending)
 
@@ -658,9 +666,12 @@ class Agent:
     ) -> tuple[RunState, RunStarted] | RunResult:
         """Check a new run's arguments and record its ``run_started``; the existing run's
         result when ``run_id`` is taken (or was started concurrently by someone else)."""
+        in_scope = self.resolve_scope(scope)
+        for name in in_scope:  # a parameter bound to the run must be there before it starts
+            self.tools[name].bound_args(tenant, metadata or {})
         started = commands.start(
             task,
-            tools={n: self.tools[n].spec for n in self.resolve_scope(scope)},
+            tools={n: self.tools[n].spec for n in in_scope},
             budget=budget or Budget(),
             run_id=uuid.uuid4().hex if run_id is None else run_id,
             metadata=metadata,

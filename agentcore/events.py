@@ -213,6 +213,9 @@ class ToolStarted(_Event):
     """The worker held the call's guard while it ran (a lock its process or database
     session lets go of when it ends), so a later worker can tell whether it may still be
     running. Only non-idempotent tools with ``reconcile`` are guarded."""
+    bound: dict[str, JsonValue] = {}
+    """The values of the parameters bound to the run (``FromRun``) the call ran with, from
+    the run's recorded tenant and metadata; never the model's."""
 
 
 class ToolFinished(_Event):

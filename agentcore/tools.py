@@ -40,13 +40,24 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints, overload
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    Literal,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
+from typing_extensions import TypeVar
 
 from agentcore.contracts import Effect, ToolSpec, check_json, clean_text, json_problem
 from agentcore.contracts.errors import (
+    ConfigurationError,
     LimitExceededError,
     ToolDefinitionError,
     ToolOutcomeUnknownError,
@@ -62,8 +73,12 @@ __all__ = [
     "IDEMPOTENCY_KEY_HEADER",
     "CommittedCall",
     "Compensation",
+    "DepsFactory",
+    "DepsT",
+    "FromRun",
     "Reconcile",
     "Requirement",
+    "RunIdentity",
     "Tool",
     "ToolContext",
     "ToolOutcome",
@@ -71,6 +86,9 @@ __all__ = [
     "recordable_result",
     "tool",
 ]
+
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of ``ToolContext.deps`` (``ToolContext[MyDeps]``); ``Any`` when not given."""
 
 Requirement = Literal["person_plan"]
 """What a tool requires before it runs, besides the policy (``@tool(requires=...)``)."""
@@ -152,8 +170,63 @@ _KEYED_METHODS = frozenset({"POST", "PATCH"})  # the methods HTTP does not make 
 
 
 @dataclass(frozen=True, slots=True)
-class ToolContext:
-    """Given to a tool that declares a parameter of this type.
+class FromRun:
+    """Binds a tool parameter to the run, never to the model:
+    ``customer_id: Annotated[str, FromRun("customer_id")]`` is filled from the run's
+    recorded ``metadata["customer_id"]`` (``agent.run(..., metadata={...})``), and
+    ``Annotated[str, FromRun.tenant()]`` from its ``tenant``.
+
+    The parameter is left out of the tool's schema, so a model (or text injected into
+    it) can neither see nor set it; the value is checked present and of the parameter's
+    type when the run starts (a missing one is a :class:`ConfigurationError` before
+    anything runs), and recorded on each ``tool_started`` it fills (``bound``).
+
+    Attributes:
+        key: the metadata key (``"tenant"`` for :meth:`tenant`).
+        source: ``"metadata"`` or ``"tenant"``.
+    """
+
+    key: str
+    source: Literal["metadata", "tenant"] = "metadata"
+
+    @classmethod
+    def tenant(cls) -> FromRun:
+        """The run's tenant (``agent.run(..., tenant=...)``)."""
+        return cls("tenant", "tenant")
+
+    def describe(self) -> str:
+        """Where the value comes from, in words."""
+        return "the run's tenant" if self.source == "tenant" else f"metadata[{self.key!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class RunIdentity:
+    """Who a run acts for, as recorded when it started: what ``Agent(deps=...)``'s factory
+    is given in whichever process advances the run.
+
+    Attributes:
+        run_id: the run.
+        tenant: its tenant, or ``None``.
+        metadata: its recorded metadata.
+    """
+
+    run_id: str
+    tenant: str | None
+    metadata: Mapping[str, Any]  # Any: JSON values
+
+
+_NO_DEPS: Any = None  # Any: stands for any DepsT until a factory builds one
+
+DepsFactory = Callable[[RunIdentity], Any]
+"""``Agent(deps=factory)``: ``factory(identity)`` (sync or async) builds what tools get as
+``ToolContext.deps`` for one run: a database pool, an HTTP client, the caller's service
+objects, scoped to the run's tenant and metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext(Generic[DepsT]):
+    """Given to a tool that declares a parameter of this type (``ToolContext[MyDeps]``
+    types :attr:`deps`).
 
     Attributes:
         run_id: the run calling the tool.
@@ -170,6 +243,9 @@ class ToolContext:
             seen with the row and refuse a write with a smaller one; a storage
             precondition): a stalled worker that wakes after a takeover is then refused
             there. ``None`` when the call runs without a lease.
+        tenant, metadata: the run's identity as recorded when it started (read-only).
+        deps: what ``Agent(deps=factory)``'s factory built for this run in this process
+            (from the recorded identity), or ``None`` without one.
     """
 
     run_id: str
@@ -178,6 +254,9 @@ class ToolContext:
     idempotency_key: str
     secrets: Callable[[str], Awaitable[str]] | None = None
     fencing_token: int | None = None
+    tenant: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict[str, Any])  # Any: JSON values
+    deps: DepsT = _NO_DEPS  # None until Agent(deps=...) builds the application's
     _keyed: Iterator[int] = field(
         default_factory=lambda: itertools.count(1), init=False, repr=False, compare=False
     )  # numbers the call's POST and PATCH requests (request_headers)
@@ -314,6 +393,18 @@ _ARGS_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
 _ARG_LINE = re.compile(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 
 
+def _bound_of(annotation: object) -> FromRun | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    return next((m for m in get_args(annotation)[1:] if isinstance(m, FromRun)), None)
+
+
+def _is_context(annotation: object) -> bool:
+    """``ToolContext``, ``ToolContext[D]``, or either in an ``Optional``/union."""
+    found = (annotation, *get_args(annotation))
+    return any(a is ToolContext or get_origin(a) is ToolContext for a in found)
+
+
 def _secret_of(annotation: object) -> Secret | None:
     if get_origin(annotation) is not Annotated:
         return None
@@ -436,6 +527,9 @@ class Tool:
         self.compensation: Compensation | None = compensate
         self._ctx_param: str | None = None
         self.secret_params: dict[str, str] = {}
+        self.run_params: dict[str, tuple[FromRun, TypeAdapter[Any]]] = {}
+        """Parameters bound to the run (:class:`FromRun`): parameter -> (where from, its
+        type's validator)."""
         """Parameters marked :class:`~agentcore.secrets.Secret`: parameter -> secret name."""
         self.spec = ToolSpec(
             name=tool_name,
@@ -477,8 +571,13 @@ class Tool:
                     "one to know what to send."
                 )
             annotation = hints[pname]
-            if annotation is ToolContext or ToolContext in get_args(annotation):
+            if _is_context(annotation):
                 self._ctx_param = pname
+                continue
+            bound = _bound_of(annotation)
+            if bound is not None:  # filled from the run's record, never shown to the model
+                base = get_args(annotation)[0]
+                self.run_params[pname] = (bound, TypeAdapter(base))
                 continue
             secret = _secret_of(annotation)
             if secret is not None:  # filled at execution, never shown to the model
@@ -495,9 +594,10 @@ class Tool:
             ) from exc
 
     def _call(
-        self, args: BaseModel, ctx: ToolContext, secrets: Mapping[str, str] | None = None
-    ) -> Awaitable[Any]:  # Any: the result
-        """Start the call with validated arguments and resolved secrets (a sync function in a
+        self, args: BaseModel, ctx: ToolContext, secrets: Mapping[str, Any] | None = None
+    ) -> Awaitable[Any]:  # Any: the result; secrets' values: strings and run-bound values
+        """Start the call with validated arguments, resolved secrets and the values bound to
+        the run (a sync function in a
         worker thread, in a copy of the caller's context so the tool-call span and extraction
         collector stay current; on the loop if ``inline``). A tool that calls elsewhere (an
         MCP server's) overrides this."""
@@ -530,6 +630,38 @@ class Tool:
         check_json(valid, "arguments")
         return valid
 
+    def bound_args(
+        self, tenant: str | None, metadata: Mapping[str, Any]
+    ) -> dict[str, Any]:  # Any: JSON values from the run's record
+        """The values of the parameters bound to the run (:class:`FromRun`), from its
+        recorded ``tenant`` and ``metadata``, validated against each parameter's type.
+
+        Raises:
+            ConfigurationError: a value is missing or not of the parameter's type.
+        """
+        values: dict[str, Any] = {}  # Any: JSON values
+        for pname, (source, adapter) in self.run_params.items():
+            present = tenant is not None if source.source == "tenant" else source.key in metadata
+            if not present:
+                raise ConfigurationError(
+                    f"Tool {self.name!r} takes {pname!r} from {source.describe()}, and this run "
+                    "has none: pass it when the run starts "
+                    + (
+                        "(agent.run(..., tenant=...))."
+                        if source.source == "tenant"
+                        else f"(agent.run(..., metadata={{{source.key!r}: ...}}))."
+                    )
+                )
+            raw = tenant if source.source == "tenant" else metadata[source.key]
+            try:
+                values[pname] = adapter.validate_python(raw)
+            except ValidationError as exc:
+                raise ConfigurationError(
+                    f"Tool {self.name!r} takes {pname!r} from {source.describe()}, and this "
+                    f"run's value {raw!r} does not fit its type: {exc.errors()[0]['msg']}"
+                ) from exc
+        return values
+
     async def run(
         self,
         args: dict[str, Any],
@@ -555,7 +687,7 @@ class Tool:
             model = self.spec.args_model.model_validate(args)
         except ValidationError as exc:
             return done(False, error=f"invalid arguments: {exc.error_count()} error(s): {exc}")
-        secrets: dict[str, str] = {}
+        secrets: dict[str, Any] = {}  # Any: secret strings, and values bound to the run
         for pname, secret in self.secret_params.items():
             if ctx.secrets is None:
                 return done(
@@ -570,6 +702,11 @@ class Tool:
                     False,
                     error=f"the secret {secret!r} could not be resolved ({type(exc).__name__})",
                 )
+        if self.run_params:  # checked when the run started: a failure here is a changed tool
+            try:
+                secrets.update(self.bound_args(ctx.tenant, ctx.metadata))
+            except ConfigurationError as exc:
+                return done(False, error=str(exc))
         current = _CURRENT.set(ctx)  # seen by agentcore.net's clients inside the call
         try:
             call = self._call(model, ctx, secrets) if secrets else self._call(model, ctx)

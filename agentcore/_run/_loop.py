@@ -19,7 +19,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
@@ -55,7 +55,7 @@ from ..events import ActionProposed, ContextAdded, Decision, Event, ModelCalled,
 from ..secrets import Redactor, SecretResolver
 from ..stores import Snapshot, SnapshotStore, TranscriptStore
 from ..streaming import SINK, PartialTracker
-from ..tools import Tool
+from ..tools import DepsFactory, Tool
 from . import _commands as commands
 from ._commands import short_args
 from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_call
@@ -107,6 +107,10 @@ class RunSetup:
     lost_call_wait_s: float = LOST_CALL_WAIT_S
     """How long after a lost call started a worker waits for the process that may still
     be running it (see ``_tool_calls``)."""
+    deps: DepsFactory | None = None
+    """``Agent(deps=...)``: builds ``ToolContext.deps`` from a run's recorded identity."""
+    deps_built: dict[str, object] = field(default_factory=dict[str, object])
+    """What ``deps`` built, by run id, in this advance (built once per run and advance)."""
 
 
 @dataclass(slots=True)

@@ -15,7 +15,8 @@ import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
 
 from agentcore.contracts import ToolAction, clean_text
 from agentcore.contracts.errors import LimitExceededError, StoreError
@@ -26,7 +27,7 @@ from .._state import OpenCall, RunStatus
 from ..events import ModelCalled, ToolFinished, ToolStarted
 from ..secrets import resolve_secret
 from ..stores import CallGuardStore
-from ..tools import Tool, ToolContext, recordable_result
+from ..tools import RunIdentity, Tool, ToolContext, recordable_result
 from ._commands import short_args
 
 if TYPE_CHECKING:
@@ -94,6 +95,14 @@ def _guards(d: Driver, tool: Tool) -> CallGuardStore | None:
 
 async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bool) -> None:
     args = call.run_args()
+    st = d.state
+    problem: str | None = None
+    bound: dict[str, Any] = {}  # Any: JSON values from the run's record
+    try:
+        bound = tool.bound_args(st.tenant, st.metadata) if tool.run_params else {}
+        deps = await _deps(d)
+    except Exception as exc:  # the application's factory, or a changed tool: not run
+        problem, deps = f"{type(exc).__name__}: {exc}", None
     d.record(
         ToolStarted(
             **d.fields(),
@@ -103,8 +112,22 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
             args=args,
             idempotency_key=key,
             guarded=guarded,
+            bound=bound,
         )
     )
+    if problem is not None:  # nothing ran: a failure the model sees, like a tool's own
+        d.record(
+            ToolFinished(
+                **d.fields(),
+                step=call.step,
+                call_id=call.call_id,
+                tool=tool.name,
+                ok=False,
+                error=f"the call could not start (nothing ran): {problem}",
+            )
+        )
+        await d.flush()
+        return
     await d.flush()  # write-ahead: the intent is durable before the side effect
     if d.own is not None:
         # The append was fenced, but a renewal may have failed since: a worker that may
@@ -118,6 +141,9 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         key,
         _secrets(d),
         fencing_token=None if d.own is None else d.own.lease.epoch,
+        tenant=st.tenant,
+        metadata=MappingProxyType(st.metadata),
+        deps=deps,
     )
     with extraction_log() as extractions:
         outcome = await d.obs.tool_call(
@@ -154,6 +180,22 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
     )
     if not tool.spec.idempotent:
         await d.flush()
+
+
+async def _deps(d: Driver) -> Any:  # Any: whatever the application's factory builds
+    """``ToolContext.deps`` for this run: built by ``Agent(deps=...)`` from the run's
+    recorded identity, once per run and advance, in whichever process advances it."""
+    factory = d.setup.deps
+    if factory is None:
+        return None
+    run_id = d.state.run_id
+    if run_id not in d.setup.deps_built:
+        st = d.state
+        built = factory(RunIdentity(run_id, st.tenant, MappingProxyType(st.metadata)))
+        if inspect.isawaitable(built):
+            built = await built
+        d.setup.deps_built[run_id] = built
+    return d.setup.deps_built[run_id]
 
 
 def _secrets(d: Driver) -> Callable[[str], Awaitable[str]] | None:

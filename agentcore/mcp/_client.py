@@ -85,6 +85,8 @@ class McpTool(Tool):
         self.inline = False
         self._ctx_param = None
         self.secret_params = {}  # a remote tool's parameters are all the model's
+        self.run_params = {}
+        self.compensation = None
         self.spec = spec
         self.server = server
         self.remote_name = remote_name
@@ -99,7 +101,7 @@ class McpTool(Tool):
         return await self.server.call(self, dict(arguments), None)
 
     def _call(
-        self, args: BaseModel, ctx: ToolContext, secrets: Mapping[str, str] | None = None
+        self, args: BaseModel, ctx: ToolContext, secrets: Mapping[str, Any] | None = None
     ) -> Any:  # Any: an awaitable of JSON; a remote tool has no secret parameters
         # The schema's own property names, and only the arguments that were sent.
         return self.server.call(self, args.model_dump(mode="json"), ctx)

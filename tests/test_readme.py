@@ -119,8 +119,9 @@ async def test_the_service_example_answers_client_mistakes_with_404_and_409(
     transport = httpx.ASGITransport(app=ns["web"])
     async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
         assert (await client.get("/runs/nope")).status_code == 404
-        waiting = await agent.run("Cancel order A-1")
+        waiting = await agent.run("Cancel order A-1", metadata={"customer_id": "C-17"})
         assert waiting.status.value == "awaiting_confirmation" and waiting.pending is not None
+        assert waiting.pending.args == {"order_id": "A-1"}  # the customer is the run's
         shown = (await client.get(f"/runs/{waiting.run_id}")).json()
         assert shown["pending"]["step"] == waiting.pending.step
         stale = {"by": "alice", "step": waiting.pending.step + 1, "args_hash": "0" * 16}

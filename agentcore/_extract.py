@@ -20,7 +20,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -45,6 +45,8 @@ class LoggedExtraction:
     attempts: int
     latency_ms: float
     error: str | None = None
+    role: Literal["extract", "child"] = "extract"
+    """``child``: the usage of a sub-agent's run during the call (``Agent.as_tool``)."""
 
 
 @dataclass(slots=True)
@@ -55,6 +57,11 @@ class ExtractionLog:
 
 
 _LOG: ContextVar[ExtractionLog | None] = ContextVar("agentcore_extraction_log", default=None)
+
+
+def current_log() -> ExtractionLog | None:
+    """The log of the tool call running here, if any."""
+    return _LOG.get()
 
 
 @contextmanager

@@ -236,7 +236,7 @@ class RunState:
                 self.usage = self.usage + Usage(
                     event.input_tokens, event.output_tokens, event.cached_input_tokens, event.cost
                 )
-                if event.role != "extract":  # a step's size, for the graceful end
+                if event.role in ("plan", "act"):  # a step's size, for the graceful end
                     self.last_call_tokens = event.input_tokens + event.output_tokens
                 if event.outcome == "invalid":
                     self.reasks += 1

@@ -70,7 +70,7 @@ def collect_stats(transcripts: Sequence[Sequence[Event]]) -> list[ContractStats]
         exhausted = False
         for ev in events:
             match ev:
-                case ModelCalled(role="extract"):
+                case ModelCalled(role="extract" | "child"):
                     pass  # an extraction inside a tool: not an ask of the contract
                 case ModelCalled(outcome=outcome):
                     stats.model_calls += 1

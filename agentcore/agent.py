@@ -237,6 +237,39 @@ class Agent:
         )
         return Session(setup, self.owner, self.lease_s, self.name, self.policy.on_pending)
 
+    def as_tool(
+        self,
+        name: str,
+        description: str,
+        *,
+        scope: Sequence[str] | None = None,
+        budget: Budget | None = None,
+    ) -> Tool:
+        """This agent as a tool of another (a sub-agent): the parent's model calls it with
+        a ``task``, and it answers with this agent's final answer.
+
+        Each call is a run of this agent with an id derived from the parent's call, so a
+        resumed parent re-attaches to the same run and never starts a second one. The run
+        has this agent's tools (``scope``), a budget carved from what the parent has left
+        (``budget`` at most), the parent's tenant and metadata plus a link to the parent
+        (``metadata["agentcore.parent"]``); its model usage counts in the parent too. The
+        tool's effect is the strongest among the tools in ``scope``; a sub-agent that stops
+        for a person stops the parent as ``needs_attention`` until the person settled it.
+        See :mod:`agentcore._subagent`.
+
+        Raises:
+            ConfigurationError: no tools in ``scope``, or an invalid name.
+        """
+        from ._subagent import subagent_tool
+
+        return subagent_tool(
+            self,
+            name,
+            description,
+            scope=None if scope is None else list(scope),
+            budget=budget,
+        )
+
     def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]:
         """Tool names selected by ``scope`` (names or labels; ``None``: every tool).
 

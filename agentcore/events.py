@@ -105,10 +105,11 @@ class ModelCalled(_Event):
     step: int
     model: str
     outcome: Literal["ok", "invalid", "error"]
-    role: Literal["plan", "act", "extract"] = "act"
+    role: Literal["plan", "act", "extract", "child"] = "act"
     mode: Literal["structured", "native"] = "structured"
     """Which part of the route was asked: ``plan`` models until a plan is approved, ``act``
-    models after; ``extract``: an extraction (``Agent.extract``) made inside a tool call."""
+    models after; ``extract``: an extraction (``Agent.extract``) made inside a tool call;
+    ``child``: what a sub-agent's run used during a call (``Agent.as_tool``)."""
     attempts: int = 1
     input_tokens: int = 0
     output_tokens: int = 0

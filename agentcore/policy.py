@@ -120,6 +120,26 @@ class Budget:
             parts.append("This is your last step: reply with a finish action.")
         return " ".join(parts)
 
+    def remaining(self, used: Consumption) -> Budget:
+        """What is left of this budget after ``used``, as a budget for other work (a
+        sub-agent's run): tokens, cost and tool calls left (at least one of each, since a
+        budget of zero is not a budget), the same deadline, steps unlimited (they are the
+        other run's own)."""
+
+        def left(cap: float | None, spent: float) -> float | None:
+            return None if cap is None else cap - spent
+
+        tokens = left(self.max_tokens, used.usage.total_tokens)
+        calls = left(self.max_tool_calls, used.tool_calls)
+        cost = left(self.max_cost, used.usage.cost or 0.0)
+        return Budget(
+            max_steps=None,
+            max_tool_calls=None if calls is None else max(1, int(calls)),
+            max_tokens=None if tokens is None else max(1, int(tokens)),
+            max_cost=None if cost is None else max(1e-9, cost),
+            deadline=self.deadline,
+        )
+
     def to_json(self) -> dict[str, Any]:  # Any: JSON values
         """A JSON-ready dict (recorded in ``run_started`` and ``run_resumed``)."""
         data = asdict(self)

@@ -65,7 +65,7 @@ from agentcore.contracts.errors import (
 
 from ._threads import in_thread
 from .guards import ArgumentPolicy
-from .policy import DEFAULT_MAX_TOOL_RESULT_BYTES
+from .policy import DEFAULT_MAX_TOOL_RESULT_BYTES, Budget
 from .secrets import Secret
 
 __all__ = [
@@ -246,6 +246,9 @@ class ToolContext(Generic[DepsT]):
         tenant, metadata: the run's identity as recorded when it started (read-only).
         deps: what ``Agent(deps=factory)``'s factory built for this run in this process
             (from the recorded identity), or ``None`` without one.
+        budget_left: what the run has left of its budget when the call starts (tokens,
+            cost, tool calls, deadline), for work done on its behalf (a sub-agent's run);
+            ``None`` outside a run.
     """
 
     run_id: str
@@ -257,6 +260,7 @@ class ToolContext(Generic[DepsT]):
     tenant: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict[str, Any])  # Any: JSON values
     deps: DepsT = _NO_DEPS  # None until Agent(deps=...) builds the application's
+    budget_left: Budget | None = None
     _keyed: Iterator[int] = field(
         default_factory=lambda: itertools.count(1), init=False, repr=False, compare=False
     )  # numbers the call's POST and PATCH requests (request_headers)

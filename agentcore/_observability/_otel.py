@@ -408,7 +408,7 @@ class OtelObserver(Observer):
                         ins.tokens.record(tokens, {**attributes, "gen_ai.token.type": kind})
                 if event.cost:
                     ins.cost.add(event.cost, attributes)
-                if event.role != "extract":
+                if event.role not in ("extract", "child"):
                     invalid = event.outcome == "invalid"
                     counted = {**attributes, "agentcore.contract.version": self._contract()}
                     if invalid:

@@ -144,6 +144,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         tenant=st.tenant,
         metadata=MappingProxyType(st.metadata),
         deps=deps,
+        budget_left=st.budget.remaining(st),
     )
     with extraction_log() as extractions:
         outcome = await d.obs.tool_call(
@@ -222,7 +223,7 @@ def _record_extractions(d: Driver, step: int, log: ExtractionLog) -> None:
                 step=step,
                 model=entry.model,
                 outcome="error" if entry.error else "ok",
-                role="extract",
+                role=entry.role,
                 attempts=entry.attempts,
                 input_tokens=entry.usage.input_tokens,
                 output_tokens=entry.usage.output_tokens,

@@ -290,6 +290,8 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
             tokens = f"{ev.input_tokens}+{ev.output_tokens} tokens"
             if ev.role == "extract":
                 tokens = f"extraction, {tokens}"
+            elif ev.role == "child":
+                tokens = f"sub-agent, {tokens}"
             extra = f"  {ev.error}" if ev.error else ""
             return str(
                 ev.step

@@ -82,7 +82,7 @@ class Health:
 def run_model(events: Sequence[Event]) -> str:
     """The model that chose the run's first action (else the first of its route)."""
     for ev in events:
-        if isinstance(ev, ModelCalled) and ev.role != "extract":
+        if isinstance(ev, ModelCalled) and ev.role not in ("extract", "child"):
             return ev.model
     first = events[0]
     return first.route[0] if isinstance(first, RunStarted) and first.route else "?"

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from agentcore.contracts import MAX_RUN_ID_CHARS, Usage
+from agentcore.contracts import MAX_RUN_ID_CHARS, Effect, Usage
 from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, ToolOutcomeUnknownError
 
 from ._extract import LoggedExtraction, current_log
@@ -45,7 +45,7 @@ PARENT_KEY = "agentcore.parent"
 """The child's metadata key naming its parent: ``{"run_id": ..., "call_id": ..., "step":
 ...}``; ``agentcore runs --search PARENT_RUN_ID`` lists a run's children."""
 
-_RANK = {"read": 0, "write": 1, "destructive": 2}
+_RANK: dict[str, int] = {"read": 0, "write": 1, "destructive": 2}
 
 
 def child_run_id(idempotency_key: str, name: str) -> str:
@@ -73,7 +73,10 @@ def subagent_tool(
     in_scope = child.resolve_scope(scope)
     if not in_scope:
         raise ConfigurationError(f"Sub-agent {name!r} has no tools in its scope.")
-    effect = max((child.tools[t].spec.effect for t in in_scope), key=_RANK.__getitem__)
+    effect: Effect = "read"
+    for t in in_scope:
+        if _RANK[child.tools[t].spec.effect] > _RANK[effect]:
+            effect = child.tools[t].spec.effect
 
     async def answer_of(key: str) -> object | None:
         """``reconcile``: the child's answer once it completed, else ``None``."""

@@ -144,36 +144,26 @@ class BoundaryResult:
 
         It holds when the process was killed, the transcript is sound, and either the run
         completed with the effect made exactly once, or it stopped as ``needs_attention``
-        (a person decides) with the effect made at most once.
+        (a person decides) with the effect made at most once. At an ``undo_*`` boundary the
+        effect must have been made once, and the same holds of the undo, with the run
+        ending compensated (``cancelled``) instead of completed.
         """
         found: list[str] = []
         if not self.killed:
             found.append(f"the process was never killed at {self.crash_point}")
         if self.boundary in _UNDO:
-            return found + self._undo_problems()
-        if self.status is RunStatus.COMPLETED and self.effects != 1:
-            found.append(f"the run completed with the effect made {self.effects} times, not once")
-        elif self.status is RunStatus.NEEDS_ATTENTION and self.effects > 1:
-            found.append(f"the effect was made {self.effects} times before a person was asked")
-        elif self.status not in (RunStatus.COMPLETED, RunStatus.NEEDS_ATTENTION):
+            if self.effects != 1:
+                found.append(f"the effect was made {self.effects} times, not once")
+            done, ended, count, what = RunStatus.CANCELLED, "was compensated", self.undos, "undone"
+        else:
+            done, ended, count, what = RunStatus.COMPLETED, "completed", self.effects, "made"
+        if self.status is done and count != 1:
+            found.append(f"the run {ended} with the effect {what} {count} times, not once")
+        elif self.status is RunStatus.NEEDS_ATTENTION and count > 1:
+            found.append(f"the effect was {what} {count} times before a person was asked")
+        elif self.status not in (done, RunStatus.NEEDS_ATTENTION):
             status = self.status.value if self.status else "an error"
             found.append(f"the resumed run ended as {status}: {self.reason}")
-        found += [f"transcript: {p}" for p in self.transcript_problems]
-        return found
-
-    def _undo_problems(self) -> list[str]:
-        """An undo boundary holds when the effect happened once and was undone exactly once
-        (the run ends compensated), or at most once before a person was asked."""
-        found: list[str] = []
-        if self.effects != 1:
-            found.append(f"the effect was made {self.effects} times, not once")
-        if self.status is RunStatus.CANCELLED and self.undos != 1:
-            found.append(f"the run was compensated with the effect undone {self.undos} times")
-        elif self.status is RunStatus.NEEDS_ATTENTION and self.undos > 1:
-            found.append(f"the effect was undone {self.undos} times before a person was asked")
-        elif self.status not in (RunStatus.CANCELLED, RunStatus.NEEDS_ATTENTION):
-            status = self.status.value if self.status else "an error"
-            found.append(f"the compensation ended as {status}: {self.reason}")
         found += [f"transcript: {p}" for p in self.transcript_problems]
         return found
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any, ClassVar
 
 import pytest
 from stores.conftest import pg_schema, postgres_dsn
+from test_cli import cli
 
 from agentcore import Agent, Policy, RunStatus, tool
 from agentcore.adapters import Message, ScriptedModel
@@ -525,19 +525,7 @@ CLI_AGENT = textwrap.dedent(
 )
 
 
-def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MODEL"}
-    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp / 'runs.db'}", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "agentcore.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+_cli = cli  # the CLI as a user runs it (tests/test_cli.py)
 
 
 def _printed_approval(stdout: str) -> list[str]:

@@ -6,15 +6,13 @@ Real processes killed at every point of a compensation: tests/faults/test_compen
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_cli import cli
 
 from agentcore import (
     Agent,
@@ -381,19 +379,7 @@ CLI_AGENT = textwrap.dedent(
 )
 
 
-def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MODEL"}
-    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp / 'runs.db'}", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "agentcore.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+_cli = cli  # the CLI as a user runs it (tests/test_cli.py)
 
 
 @pytest.mark.subprocess

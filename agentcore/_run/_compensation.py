@@ -55,6 +55,7 @@ from ..tools import (
 )
 from ._commands import OUTCOME_UNKNOWN, outcome_unknown
 from ._loop import Driver
+from ._tool_calls import call_context, deps_of
 
 __all__ = ["Settle", "compensate", "compensation_needed"]
 
@@ -357,14 +358,7 @@ async def _run_undo(
             d.own.check()
         crash_point("after_compensation_intent")
         begun = time.perf_counter()
-        ctx = ToolContext(
-            d.state.run_id,
-            s.step,
-            s.call_id,
-            key,
-            None,
-            fencing_token=None if d.own is None else d.own.lease.epoch,
-        )
+        ctx = call_context(d, s.step, s.call_id, key, await deps_of(d))
         value = await _invoke(comp, call, ctx)
         crash_point("after_compensation_effect")
     took = round((time.perf_counter() - begun) * 1000, 3)

@@ -33,7 +33,14 @@ from ._commands import short_args
 if TYPE_CHECKING:
     from ._loop import Driver
 
-__all__ = ["GUARD_POLL_S", "LOST_CALL_WAIT_S", "recover_call", "run_call"]
+__all__ = [
+    "GUARD_POLL_S",
+    "LOST_CALL_WAIT_S",
+    "call_context",
+    "deps_of",
+    "recover_call",
+    "run_call",
+]
 
 LOST_CALL_WAIT_S: Final = 300.0
 """How long after a lost call started a worker waits, by default, while the process that
@@ -100,7 +107,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
     bound: dict[str, Any] = {}  # Any: JSON values from the run's record
     try:
         bound = tool.bound_args(st.tenant, st.metadata) if tool.run_params else {}
-        deps = await _deps(d)
+        deps = await deps_of(d)
     except Exception as exc:  # the application's factory, or a changed tool: not run
         problem, deps = f"{type(exc).__name__}: {exc}", None
     d.record(
@@ -134,18 +141,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         # no longer own the run starts no side effect (the new owner settles the call).
         d.own.check()
     crash_point("after_intent_commit")
-    ctx = ToolContext(
-        d.state.run_id,
-        call.step,
-        call.call_id,
-        key,
-        _secrets(d),
-        fencing_token=None if d.own is None else d.own.lease.epoch,
-        tenant=st.tenant,
-        metadata=MappingProxyType(st.metadata),
-        deps=deps,
-        budget_left=st.budget.remaining(st),
-    )
+    ctx = call_context(d, call.step, call.call_id, key, deps)
     with extraction_log() as extractions:
         outcome = await d.obs.tool_call(
             call.call_id,
@@ -183,7 +179,30 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         await d.flush()
 
 
-async def _deps(d: Driver) -> Any:  # Any: whatever the application's factory builds
+def call_context(
+    d: Driver,
+    step: int,
+    call_id: str,
+    key: str,
+    deps: Any = None,  # Any: what the application's factory built
+) -> ToolContext:
+    """What a tool (or an undo) is given about its call and its run, in this worker."""
+    st = d.state
+    return ToolContext(
+        st.run_id,
+        step,
+        call_id,
+        key,
+        _secrets(d),
+        fencing_token=None if d.own is None else d.own.lease.epoch,
+        tenant=st.tenant,
+        metadata=MappingProxyType(st.metadata),
+        deps=deps,
+        budget_left=st.budget.remaining(st),
+    )
+
+
+async def deps_of(d: Driver) -> Any:  # Any: whatever the application's factory builds
     """``ToolContext.deps`` for this run: built by ``Agent(deps=...)`` from the run's
     recorded identity, once per run and advance, in whichever process advances it."""
     factory = d.setup.deps

@@ -9,11 +9,12 @@ has approved one and the scope holds a tool that requires a person's plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
 
 from ._manifest import changed_since_pinned
+from ._provenance import argument_origins
 from ._state import RunState
 from .events import Verdict
 from .guards import check_arguments
@@ -28,6 +29,8 @@ class Ruling:
 
     verdict: Verdict
     reason: str | None = None
+    provenance: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Where each argument came from, once the run read untrusted output."""
     approvals_needed: int = 1
     """People who must approve a ``needs_confirmation`` (``Policy.approvals``)."""
 
@@ -90,9 +93,31 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             f"tool {name!r} changes things (effect {effect}); propose a plan with a plan action "
             "first. It can run once a plan is approved.",
         )
+    origins = argument_origins(
+        action.args, state.trusted_text, state.untrusted_text, urls_only=effect == "read"
+    )
+    return replace(_stop_or_run(state, tool, effect, origins), provenance=origins)
+
+
+def _stop_or_run(state: RunState, tool: Tool, effect: str, origins: Mapping[str, str]) -> Ruling:
+    """The last rules: arguments from untrusted output, approvers, destructive."""
+    name = tool.name
     people = state.policy.approvals_needed(
         (f"tool:{name}", f"effect:{effect}", *(f"label:{label}" for label in tool.labels))
     )
+    from_output = sorted(path for path, origin in origins.items() if origin == "untrusted")
+    if from_output and state.policy.untrusted_args != "allow":
+        why = (
+            f"tool {name!r}: {', '.join(from_output)} could only have come from untrusted "
+            "tool output (text a third party wrote), not from the task or a person"
+        )
+        if state.policy.untrusted_args == "deny":
+            return Ruling("deny", f"{why}; refused (Policy.untrusted_args='deny').")
+        return Ruling(
+            "needs_confirmation",
+            f"{why}: a person must approve it",
+            approvals_needed=max(1, people),
+        )
     if people > 1 or (people and effect != "destructive"):
         return _people(people, f"tool {name!r}")
     if effect == "destructive":

@@ -266,6 +266,8 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "context_step": _plain(int),
     "tenant": _plain(str, _NONE),
     "metadata": _dict_of(*_JSON),
+    "trusted_text": _plain(str),
+    "untrusted_text": _plain(str),
     "compensating": _plain(bool),
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ from agentcore.contracts import (
     canonical_json,
 )
 
+from ._provenance import normalise
 from ._status import CLOSED_STATUSES as FINAL_STATUSES
 from ._status import RunStatus, status_after
 from .events import (
@@ -37,6 +39,10 @@ from .events import (
     ToolStarted,
 )
 from .policy import Budget, Policy
+
+UNTRUSTED_TEXT_CAP = 4_000_000
+"""Characters of untrusted output a run keeps for provenance; later output is not matched
+(documented: an argument copied from it is labelled ``model``)."""
 
 __all__ = [
     "FINAL_STATUSES",
@@ -217,6 +223,10 @@ class RunState:
     tenant: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])  # Any: JSON values
     """The run's identity as recorded in ``run_started`` (what ``FromRun`` reads)."""
+    trusted_text: str = ""
+    """The task and what people entered, normalised (``agentcore._provenance``)."""
+    untrusted_text: str = ""
+    """What untrusted tools returned, normalised, up to ``UNTRUSTED_TEXT_CAP`` characters."""
     compensating: bool = False
     """A compensation of the run began: the run never advances again; only
     ``Agent.compensate`` continues it."""
@@ -254,6 +264,7 @@ class RunState:
                 if event.verdict in ("deny", "needs_plan") and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
             case Confirmation():
+                self._heard(event.reason, event.args)
                 self.tools.update(event.accepted_tools)
                 call = self._call(event.call_id)
                 call.confirmation = event
@@ -278,6 +289,8 @@ class RunState:
                 self.recoveries = 0
                 call = self._call(event.call_id)
                 call.finished = event
+                if event.untrusted and event.ok:
+                    self._read(event.result)
                 if not event.ok:
                     self.failures[self.failure_key(call)] += 1
             case RunResumed():
@@ -287,6 +300,7 @@ class RunState:
                 self.recoveries = self.recoveries + 1 if event.recovery else 0
                 self._set_status(event)
             case Resolution():
+                self._heard(event.reason)
                 self.tools.update(event.accepted_tools)
                 self._call(event.call_id).resolution = event
                 self._set_status(event)
@@ -303,6 +317,7 @@ class RunState:
             case CompensationStarted() | CompensationFinished():
                 self.compensating = True
             case RunStarted():
+                self.trusted_text = normalise(event.task)
                 self.task = event.task
                 self.scope = tuple(event.scope)
                 self.budget = Budget.from_json(event.budget)
@@ -313,6 +328,19 @@ class RunState:
                 self.tenant = event.tenant
                 self.metadata = dict(event.metadata)
                 self.started_at = event.at
+
+    def _read(self, result: object) -> None:
+        """Untrusted output the model saw."""
+        if len(self.untrusted_text) < UNTRUSTED_TEXT_CAP:
+            text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+            self.untrusted_text += "\n" + normalise(text)
+
+    def _heard(self, *said: object) -> None:
+        """What a person entered (trusted)."""
+        for item in said:
+            if item:
+                text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+                self.trusted_text += "\n" + normalise(text)
 
     def _set_status(self, event: Event) -> None:
         status = RunStatus(status_after(self.status.value, event))

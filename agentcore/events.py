@@ -146,6 +146,9 @@ class Decision(_Event):
     approvals_needed: int = 1
     """How many distinct people must approve a ``needs_confirmation`` call
     (``Policy.approvals``), fixed when the call starts waiting."""
+    provenance: dict[str, str] = {}
+    """Where each argument of the call came from (``trusted``, ``untrusted``, ``model``),
+    by path, once the run has read untrusted output (see ``agentcore._provenance``)."""
 
 
 class Confirmation(_Event):
@@ -235,6 +238,9 @@ class ToolFinished(_Event):
     result_sha256: str | None = None
     """Set when the result was truncated: the sha256 of the full result's JSON; ``result``
     then holds the first ``Policy.max_tool_result_bytes`` bytes of it as a string."""
+    untrusted: bool = False
+    """The result is third-party content (``@tool(output="untrusted")``): arguments that
+    could only have come from it are judged by ``Policy.untrusted_args``."""
 
 
 class RunResumed(_Event):

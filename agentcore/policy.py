@@ -192,6 +192,11 @@ class Policy:
         authorize: ``authorize(by, pending) -> bool``: whether this person may approve or
             deny this call (roles come from the application). Not recorded: the process
             that records the answer applies its own.
+        untrusted_args: what happens to a ``write`` or ``destructive`` call with an
+            argument that could only have come from untrusted tool output (an IBAN, an
+            address, a URL, an account number read from a mail or a web page; see
+            ``agentcore._provenance``), and to a read with such a URL or host: ``ask``
+            (the default: a person approves it), ``deny`` (the model is told) or ``allow``.
         compensate_on: run endings after which the run's committed effects are undone
             at once (``Agent.compensate`` by ``policy``): any of ``failed``, ``cancelled``,
             ``budget_exhausted``, ``needs_attention``. Default: none (a person decides).
@@ -215,6 +220,7 @@ class Policy:
     approval_expiry: Literal["wait", "deny", "escalate"] = "wait"
     approvals: Mapping[str, int] = field(default_factory=dict[str, int])
     compensate_on: tuple[str, ...] = ()
+    untrusted_args: Literal["allow", "ask", "deny"] = "ask"
     authorize: Authorize | None = field(default=None, compare=False, repr=False)
     on_pending: OnPending | None = field(default=None, compare=False, repr=False)
 
@@ -243,6 +249,10 @@ class Policy:
                 raise ConfigurationError(
                     f"approvals[{key!r}] must be a whole number of people >= 1, got {count!r}"
                 )
+        if self.untrusted_args not in ("allow", "ask", "deny"):
+            raise ConfigurationError(
+                f"Invalid untrusted_args {self.untrusted_args!r}. Valid: 'allow', 'ask', 'deny'."
+            )
         unknown = set(self.compensate_on) - _COMPENSABLE_ENDINGS
         if unknown or isinstance(self.compensate_on, str):
             raise ConfigurationError(
@@ -268,6 +278,7 @@ class Policy:
             "approvals": {},
             "approval_expiry": "wait",
             "compensate_on": [],
+            "untrusted_args": "ask",
         }
         for name, value in unused.items():
             if data[name] == value:  # recorded as before these existed

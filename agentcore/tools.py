@@ -472,6 +472,7 @@ class Tool:
         inline: a sync function runs on the event loop itself, not in a worker thread
             (see :func:`tool`).
         compensation: how to undo a committed call (``@tool(compensate=...)``), or ``None``.
+        output: ``untrusted`` when the tool returns third-party content (see :func:`tool`).
     """
 
     def __init__(
@@ -489,8 +490,14 @@ class Tool:
         requires: Requirement | None = None,
         inline: bool = False,
         compensate: Compensation | Callable[[CommittedCall], Any] | None = None,
+        output: Literal["trusted", "untrusted"] = "trusted",
     ) -> None:
         self.fn = fn
+        if output not in ("trusted", "untrusted"):
+            raise ToolDefinitionError(
+                f"Tool {fn.__name__!r}: output={output!r}; valid: 'trusted', 'untrusted'."
+            )
+        self.output: Literal["trusted", "untrusted"] = output
         self.labels = frozenset(labels)
         self.policies: tuple[ArgumentPolicy, ...] = tuple(policies)
         self.requires: Requirement | None = _check_requirement(requires, fn.__name__)
@@ -749,6 +756,7 @@ def tool(
     requires: Requirement | None = None,
     inline: bool = False,
     compensate: Compensation | Callable[[CommittedCall], Any] | None = None,
+    output: Literal["trusted", "untrusted"] = "trusted",
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -765,6 +773,7 @@ def tool(
     requires: Requirement | None = None,
     inline: bool = False,
     compensate: Compensation | Callable[[CommittedCall], Any] | None = None,
+    output: Literal["trusted", "untrusted"] = "trusted",
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function (sync or async) into a :class:`Tool`.
 
@@ -804,6 +813,9 @@ def tool(
             :class:`Compensation` that says it is, or how to reconcile it.
             ``agent.compensate(run_id, by=...)`` undoes a stopped run's committed effects
             newest first; see the README's "Compensation".
+        output: ``"untrusted"`` for a tool that returns third-party content (mail, web
+            pages, files, tickets): an argument of a later write that could only have come
+            from its results is put to a person (``Policy.untrusted_args``).
 
     Raises:
         ToolDefinitionError: no description, an argument without a type hint, ``*args``,
@@ -824,6 +836,7 @@ def tool(
             requires=requires,
             inline=inline,
             compensate=compensate,
+            output=output,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -517,6 +517,7 @@ class Driver:
                     verdict=ruling.verdict,
                     reason=ruling.reason,
                     approvals_needed=ruling.approvals_needed,
+                    provenance=dict(ruling.provenance),
                 )
             )
             if ruling.verdict == "needs_confirmation":

@@ -173,6 +173,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
             duration_ms=round(outcome.duration_ms, 3),
             result_bytes=outcome.result_bytes,
             result_sha256=outcome.result_sha256,
+            untrusted=tool.output == "untrusted",
         )
     )
     if not tool.spec.idempotent:
@@ -436,4 +437,5 @@ def _reconciled(d: Driver, call: OpenCall, tool: str, found: object) -> ToolFini
         result=result,
         result_bytes=full,
         result_sha256=digest,
+        untrusted=getattr(d.setup.tools.get(tool), "output", "trusted") == "untrusted",
     )

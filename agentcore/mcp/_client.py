@@ -87,6 +87,8 @@ class McpTool(Tool):
         self.secret_params = {}  # a remote tool's parameters are all the model's
         self.run_params = {}
         self.compensation = None
+        # what a remote server returns is third-party content unless configured trusted
+        self.output = "untrusted" if config is None or not config.trusted else "trusted"
         self.spec = spec
         self.server = server
         self.remote_name = remote_name

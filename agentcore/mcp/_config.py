@@ -48,6 +48,8 @@ class ToolConfig:
             asked (:mod:`agentcore.guards`); a server's own checks are the server's.
         requires: ``"person_plan"``: the tool runs only after a person approved a plan in
             the run (see :func:`agentcore.tool`).
+        trusted: the tool's results are trusted text (a server of your own that returns
+            nothing a third party wrote); by default an MCP tool's output is untrusted.
     """
 
     effect: Effect | None = None
@@ -56,6 +58,7 @@ class ToolConfig:
     reconcile: Reconcile | None = None
     policies: Sequence[ArgumentPolicy] = ()
     requires: Requirement | None = None
+    trusted: bool = False
 
     def __post_init__(self) -> None:
         if self.effect is not None and self.effect not in _EFFECTS:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .policy import Budget, Policy
     from .routing import Route
     from .secrets import Secret, SecretResolver, env_secrets
-    from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
+    from .streaming import ActionDetected, PartialOutput, RunEnded, StreamEvent, ThoughtDelta
     from .tools import CommittedCall, Compensation, Tool, ToolContext, tool
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "ContextProvider",
     "ContextRequest",
     "ModelSpec",
+    "PartialOutput",
     "PendingCall",
     "Policy",
     "Route",
@@ -75,7 +76,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "policy": ("Budget", "Policy"),
     "routing": ("Route",),
     "secrets": ("Secret", "SecretResolver", "env_secrets"),
-    "streaming": ("ActionDetected", "RunEnded", "StreamEvent", "ThoughtDelta"),
+    "streaming": ("ActionDetected", "PartialOutput", "RunEnded", "StreamEvent", "ThoughtDelta"),
     "tools": ("CommittedCall", "Compensation", "Tool", "ToolContext", "tool"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}

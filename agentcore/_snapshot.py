@@ -265,6 +265,7 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "recoveries": _plain(int),
     "context_step": _plain(int),
     "compensating": _plain(bool),
+    "output_hash": _plain(str, _NONE),
 }
 
 

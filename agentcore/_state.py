@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from agentcore.contracts import (
     FinishAction,
@@ -106,17 +108,24 @@ class PendingCall:
     expires_at: float | None = None
 
 
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's answer (``Agent(output=T)``); ``str`` by default."""
+
+
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The state of a run after ``run``, ``confirm`` or ``resume`` returned.
 
     Attributes:
         run_id: the run's id.
         status: see :class:`RunStatus`.
-        answer: the final answer when ``completed``.
+        answer: the final answer when ``completed`` (for a typed output, its canonical
+            JSON).
         reason: why the run stopped, when it did not complete.
         pending: the call waiting for confirmation, when ``awaiting_confirmation``.
         usage: steps, tool calls, model calls, tokens and cost so far.
+        output: the final answer as the agent's output type when ``completed`` (the text
+            of ``answer`` for the default ``str``), else ``None``.
     """
 
     run_id: str
@@ -125,6 +134,7 @@ class RunResult:
     reason: str | None
     pending: PendingCall | None
     usage: RunUsage
+    output: OutputT | None = None
 
 
 @dataclass(slots=True)
@@ -217,6 +227,8 @@ class RunState:
     compensating: bool = False
     """A compensation of the run began: the run never advances again; only
     ``Agent.compensate`` continues it."""
+    output_hash: str | None = None
+    """The hash of the run's output type (``run_started``; ``None``: a text answer)."""
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""
@@ -308,6 +320,7 @@ class RunState:
                 self.contract = dict(event.contract)
                 self.tools = {k: dict(v) for k, v in event.tools.items()}
                 self.started_at = event.at
+                self.output_hash = event.output_hash
 
     def _set_status(self, event: Event) -> None:
         status = RunStatus(status_after(self.status.value, event))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
@@ -27,6 +28,7 @@ from agentcore.contracts import (
     ActionSchema,
     ContractDocument,
     FinishAction,
+    OutputSpec,
     PlanAction,
     ToolAction,
     ToolSpec,
@@ -107,6 +109,8 @@ class RunSetup:
     lost_call_wait_s: float = LOST_CALL_WAIT_S
     """How long after a lost call started a worker waits for the process that may still
     be running it (see ``_tool_calls``)."""
+    output: OutputSpec | None = None
+    """The type of ``finish``'s answer (``Agent(output=...)``; ``None``: text)."""
 
 
 @dataclass(slots=True)
@@ -217,8 +221,14 @@ class Driver:
     def finish(
         self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
     ) -> None:
-        """Record that the run stopped."""
-        self.record(RunFinished(**self.fields(), status=status.value, answer=answer, reason=reason))
+        """Record that the run stopped; a typed answer (``answer`` is its canonical JSON) is
+        recorded as JSON in ``output`` too."""
+        output = None if answer is None or self.setup.output is None else json.loads(answer)
+        self.record(
+            RunFinished(
+                **self.fields(), status=status.value, answer=answer, reason=reason, output=output
+            )
+        )
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -307,6 +317,7 @@ class Driver:
                 form=st.policy.schema_form,
                 max_reply_bytes=st.policy.max_reply_bytes,
                 thought_first=self.setup.contract.thought_first,  # the agent's one contract
+                output=self.setup.output,  # the agent's one output type
             )
             self.setup.schema_cache[key] = schema
         return schema
@@ -374,7 +385,11 @@ class Driver:
                 step=step,
                 deadline=st.budget.deadline,
                 prior_calls=dict(st.calls_by_model),
-                on_partial=PartialTracker(self.sink, step) if self.sink is not None else None,
+                on_partial=(
+                    PartialTracker(self.sink, step, answers=schema.output is not None)
+                    if self.sink is not None
+                    else None
+                ),
             )
             if any(isinstance(ev, ModelCalled) for ev in self.pending):
                 # Earlier replies' tokens are not recomputable: make them durable before

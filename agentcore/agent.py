@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
@@ -744,8 +744,8 @@ class Agent(Generic[OutputT]):
         if self._output is None:
             return dataclasses.replace(result, output=answer)
         try:
-            value = self._output.adapter.validate_json(answer)
-        except ValidationError as exc:
+            value = self._output.decode(answer)
+        except ValueError as exc:  # pydantic's ValidationError
             raise OutputTypeChangedError(
                 f"Run {result.run_id} answered {answer[:200]!r}, which is not a "
                 f"{self._output.name}: it was started by an agent with another output type. "

@@ -53,7 +53,7 @@ class OutputSpec:
     def hash(self) -> str:
         """A hash of :attr:`json_schema`: what a run records in ``run_started`` and
         compares when it continues, so a run never decodes its answer as another type."""
-        from ._schema import canonical_json
+        from ._schema import canonical_json  # here: _schema imports this module
 
         return hashlib.sha256(canonical_json(self.json_schema).encode()).hexdigest()[:16]
 
@@ -78,14 +78,14 @@ class OutputSpec:
         dumped: JsonValue = self.adapter.dump_python(value, mode="json")
         return dumped
 
-    def decode(self, data: JsonValue) -> Any:  # Any: a value of type
-        """The typed answer from its recorded JSON form.
+    def decode(self, answer: str) -> Any:  # Any: a value of type
+        """The typed answer from the canonical JSON a run recorded as its ``answer``.
 
         Raises:
-            ValueError: ``data`` does not validate as :attr:`type` (pydantic's
+            ValueError: ``answer`` does not validate as :attr:`type` (pydantic's
                 ``ValidationError``).
         """
-        return self.adapter.validate_python(data)
+        return self.adapter.validate_json(answer)
 
 
 def output_spec(output: object) -> OutputSpec | None:

@@ -335,3 +335,14 @@ async def test_a_text_stream_has_no_partial_output() -> None:
     assert not [x for x in seen if isinstance(x, PartialOutput)]
     last = seen[-1]
     assert isinstance(last, RunEnded) and last.result.output == "It shipped."
+
+
+async def test_an_answer_that_cannot_be_recorded_is_asked_again() -> None:
+    nan = '{"type": "finish", "thought": "Here.", "answer": {"x": NaN, "y": 1}}'
+    agent = agent_of([nan, typed_finish({"x": 0.5, "y": 1})], Point)
+    result = await agent.run("Where?")
+    assert result.output == Point(0.5, 1.0)
+    events = await agent.transcript(result.run_id)
+    (invalid, _) = only(events, ModelCalled)
+    assert invalid.outcome == "invalid" and invalid.error is not None
+    assert "cannot be recorded" in invalid.error

@@ -346,3 +346,20 @@ async def test_an_answer_that_cannot_be_recorded_is_asked_again() -> None:
     (invalid, _) = only(events, ModelCalled)
     assert invalid.outcome == "invalid" and invalid.error is not None
     assert "cannot be recorded" in invalid.error
+
+
+async def test_the_system_text_says_the_answer_is_typed_and_text_runs_keep_theirs() -> None:
+    typed = agent_of([typed_finish(INVOICE)], Invoice)
+    text = agent_of([typed_finish("Shipped.")])
+    await typed.run("Bill A1.")
+    await text.run("Where is A1?")
+    systems: list[str] = []
+    for agent in (typed, text):
+        model = agent.route[0]
+        assert isinstance(model, ScriptedModel)
+        systems.append(model.requests[0].system)
+    assert "The answer of finish is not text in this task" in systems[0]
+    assert '"total_cents"' in systems[0]
+    assert "The answer of finish" not in systems[1]
+    rules = systems[1].split("\n\nTools you can call:")[0]  # the contract's own text
+    assert systems[0].startswith(rules + "\n\nThe answer of finish is not text")

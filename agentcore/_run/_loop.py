@@ -338,7 +338,7 @@ class Driver:
         text = self.setup.system_cache.get(key)
         if text is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
-            text = self.setup.contract.render_system(specs)
+            text = self.setup.contract.render_system(specs, self.setup.output)
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
             self.setup.system_cache[key] = text

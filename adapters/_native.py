@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
+from pydantic import JsonValue
 from pydantic_core import from_json
 
 from agentcore.contracts import (
@@ -38,6 +39,7 @@ from agentcore.contracts import (
     ActionSchema,
     FinishAction,
     NextAction,
+    OutputSpec,
     PlanAction,
     ToolAction,
 )
@@ -170,19 +172,29 @@ def _plan_parameters() -> dict[str, Any]:  # Any: JSON Schema
     }
 
 
-def _finish_parameters() -> dict[str, Any]:  # Any: JSON Schema
-    return {
+def _finish_parameters(output: OutputSpec | None) -> dict[str, Any]:  # Any: JSON Schema
+    """``finish``'s parameters: the answer is text, or the run's output type (its
+    definitions moved to the root, where its references point)."""
+    answer: dict[str, Any] = {"type": "string", "description": "The answer for the user."}
+    defs: dict[str, Any] = {}  # Any: JSON Schema
+    if output is not None:
+        answer = {k: v for k, v in output.json_schema.items() if k != "$defs"}
+        defs = output.json_schema.get("$defs", {})
+    parameters: dict[str, Any] = {  # Any: JSON Schema
         "type": "object",
         "properties": {
             "thought": {
                 "type": "string",
                 "description": f"Why, at most {MAX_THOUGHT_CHARS} characters.",
             },
-            "answer": {"type": "string", "description": "The answer for the user."},
+            "answer": answer,
         },
         "required": ["thought", "answer"],
         "additionalProperties": False,
     }
+    if defs:
+        parameters["$defs"] = defs
+    return parameters
 
 
 def _schema_nodes(node: object) -> Iterator[dict[str, Any]]:  # Any: JSON Schema nodes
@@ -257,7 +269,11 @@ def native_tool_specs(schema: ActionSchema, dialect: Dialect, *, strict: bool) -
             "Propose the steps you will take. Tools that change things run only after a plan.",
             _plan_parameters(),
         )
-    add(FINISH_TOOL, "End the task with your answer for the user.", _finish_parameters())
+    add(
+        FINISH_TOOL,
+        "End the task with your answer for the user.",
+        _finish_parameters(schema.output),
+    )
     return out
 
 
@@ -299,13 +315,17 @@ def native_note(schema: ActionSchema) -> str:
 
 
 def _call_of(
-    action: NextAction, names: Mapping[str, str]
+    action: NextAction, names: Mapping[str, str], typed: bool
 ) -> tuple[str, dict[str, Any]]:  # Any: JSON
     match action:
         case PlanAction(thought=thought, steps=steps):
             return PLAN_TOOL, {"thought": thought, "steps": list(steps)}
         case FinishAction(thought=thought, answer=answer):
-            return FINISH_TOOL, {"thought": thought, "answer": answer}
+            # A typed answer is its canonical JSON: sent back as the value it was.
+            return FINISH_TOOL, {
+                "thought": thought,
+                "answer": json.loads(answer) if typed else answer,
+            }
         case ToolAction(tool=tool, args=args):
             return names.get(tool, _PROVIDER_NAME.sub("_", tool)), dict(args)
 
@@ -339,7 +359,7 @@ def native_messages(
     for m in messages:
         if m.role == "assistant" and m.action is not None and m.call_id is not None:
             close()
-            name, args = _call_of(m.action, names)
+            name, args = _call_of(m.action, names, schema.output is not None)
             # A tool call's thought is the text before it; plan and finish carry theirs.
             thought = m.action.thought if isinstance(m.action, ToolAction) else ""
             call = {
@@ -389,8 +409,14 @@ def native_reply(
         if not content:
             err = InvalidActionError("The reply had no function call and no text.")
             return NativeReply(None, err, "", ())
+        answer: object = content
+        if schema.output is not None:  # a typed answer written as text: JSON, or re-asked
+            try:
+                answer = json.loads(content)
+            except (ValueError, RecursionError):
+                answer = content
         action_json = json.dumps(
-            {"type": "finish", "thought": "", "answer": content}, ensure_ascii=False
+            {"type": "finish", "thought": "", "answer": answer}, ensure_ascii=False
         )
         return _parsed(schema, action_json, ())
     first, rest = calls[0], calls[1:]
@@ -435,15 +461,17 @@ def native_partial(schema: ActionSchema, text: str, call: NativeCall | None) -> 
     if call is None or not call.name:
         return PartialAction(thought=text)
     if call.name in (PLAN_TOOL, FINISH_TOOL):
-        thought = text
-        if not thought.strip():
-            try:
-                partial: object = from_json(call.arguments, allow_partial="trailing-strings")
-            except ValueError:
-                partial = None
-            if isinstance(partial, dict):
-                value = cast("dict[str, object]", partial).get("thought")
+        thought, answer = text, None
+        try:
+            partial: object = from_json(call.arguments, allow_partial="trailing-strings")
+        except ValueError:
+            partial = None
+        if isinstance(partial, dict):
+            fields = cast("dict[str, JsonValue]", partial)
+            value = fields.get("thought")
+            if not thought.strip():
                 thought = value if isinstance(value, str) else ""
-        return PartialAction(type=call.name, thought=thought)
+            answer = fields.get("answer") if call.name == FINISH_TOOL else None
+        return PartialAction(type=call.name, thought=thought, answer=answer)
     reverse = {wire: ours for ours, wire in tool_name_map(schema).items()}
     return PartialAction(type="tool", tool=reverse.get(call.name, call.name), thought=text)

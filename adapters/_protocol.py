@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, cast, runtime_checkable
 
+from pydantic import JsonValue
 from pydantic_core import from_json
 
 from agentcore.contracts import ActionSchema, NextAction, Usage
@@ -126,11 +127,14 @@ class PartialAction:
         type: the action type once known.
         tool: the tool name once known.
         thought: the thought so far.
+        answer: a ``finish`` action's answer so far, as partial JSON (a string cut short,
+            an object missing its last keys); ``None`` until it begins.
     """
 
     type: str | None = None
     tool: str | None = None
     thought: str = ""
+    answer: JsonValue = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +241,7 @@ def partial_action(text: str) -> PartialAction | None:
     if action is None or live is None:
         return None
     kind, tool, thought = action.get("type"), action.get("tool"), live.get("thought")
+    answer = cast("JsonValue", live.get("answer")) if kind == "finish" else None
     call = action.get("call")
     if tool is None and isinstance(call, dict):
         tool = cast("dict[str, object]", call).get("tool")
@@ -244,6 +249,7 @@ def partial_action(text: str) -> PartialAction | None:
         type=kind if isinstance(kind, str) else None,
         tool=tool if isinstance(tool, str) else None,
         thought=thought if isinstance(thought, str) else "",
+        answer=answer,
     )
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .policy import Budget, Policy
     from .routing import Route
     from .secrets import Secret, SecretResolver, env_secrets
-    from .streaming import ActionDetected, RunEnded, StreamEvent, ThoughtDelta
+    from .streaming import ActionDetected, PartialOutput, RunEnded, StreamEvent, ThoughtDelta
     from .tools import (
         CommittedCall,
         Compensation,
@@ -42,6 +42,7 @@ __all__ = [
     "ContextRequest",
     "FromRun",
     "ModelSpec",
+    "PartialOutput",
     "PendingCall",
     "Policy",
     "Route",
@@ -85,7 +86,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "policy": ("Budget", "Policy"),
     "routing": ("Route",),
     "secrets": ("Secret", "SecretResolver", "env_secrets"),
-    "streaming": ("ActionDetected", "RunEnded", "StreamEvent", "ThoughtDelta"),
+    "streaming": ("ActionDetected", "PartialOutput", "RunEnded", "StreamEvent", "ThoughtDelta"),
     "tools": (
         "CommittedCall",
         "Compensation",

@@ -9,6 +9,9 @@ it is about to use with it; a person or a console can validate edited arguments 
 the schema the run started with. Transcripts written before ``description`` and
 ``schema`` were recorded are compared by hash (and by effect and idempotency, which were).
 
+``run_started.output_hash`` pins the run's output type the same way
+(:func:`output_change`): a run is continued only by an agent with the same output type.
+
 The rule "a tool whose definition changed since the run pinned it does not run in that
 run" is decided here, once (:func:`changed_since_pinned`, :func:`tool_changes`); its
 callers only choose the reaction that fits where they stand: a person continuing the run
@@ -32,6 +35,7 @@ __all__ = [
     "manifest_change",
     "manifest_differences",
     "manifest_entry",
+    "output_change",
     "tool_changes",
 ]
 
@@ -158,3 +162,18 @@ def tool_changes(
         if change is not None:
             changed[name] = change
     return changed
+
+
+def output_change(state: RunState, output_hash: str | None) -> str | None:
+    """``None`` when an agent whose output type hashes to ``output_hash`` (``None``: text)
+    may continue the run; otherwise the difference, in words."""
+    if state.output_hash == output_hash:
+        return None
+
+    def named(h: str | None) -> str:
+        return "a text answer" if h is None else f"a typed answer (output schema hash {h})"
+
+    return (
+        f"run {state.run_id} was started for {named(state.output_hash)}, and this agent "
+        f"expects {named(output_hash)}"
+    )

@@ -269,6 +269,7 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "trusted_text": _plain(str),
     "untrusted_text": _plain(str),
     "compensating": _plain(bool),
+    "output_hash": _plain(str, _NONE),
 }
 
 

@@ -6,7 +6,9 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from agentcore.contracts import (
     FinishAction,
@@ -112,17 +114,24 @@ class PendingCall:
     expires_at: float | None = None
 
 
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's answer (``Agent(output=T)``); ``str`` by default."""
+
+
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The state of a run after ``run``, ``confirm`` or ``resume`` returned.
 
     Attributes:
         run_id: the run's id.
         status: see :class:`RunStatus`.
-        answer: the final answer when ``completed``.
+        answer: the final answer when ``completed`` (for a typed output, its canonical
+            JSON).
         reason: why the run stopped, when it did not complete.
         pending: the call waiting for confirmation, when ``awaiting_confirmation``.
         usage: steps, tool calls, model calls, tokens and cost so far.
+        output: the final answer as the agent's output type when ``completed`` (the text
+            of ``answer`` for the default ``str``), else ``None``.
     """
 
     run_id: str
@@ -131,6 +140,7 @@ class RunResult:
     reason: str | None
     pending: PendingCall | None
     usage: RunUsage
+    output: OutputT | None = None
 
 
 @dataclass(slots=True)
@@ -230,6 +240,8 @@ class RunState:
     compensating: bool = False
     """A compensation of the run began: the run never advances again; only
     ``Agent.compensate`` continues it."""
+    output_hash: str | None = None
+    """The hash of the run's output type (``run_started``; ``None``: a text answer)."""
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""
@@ -328,6 +340,7 @@ class RunState:
                 self.tenant = event.tenant
                 self.metadata = dict(event.metadata)
                 self.started_at = event.at
+                self.output_hash = event.output_hash
 
     def _read(self, result: object) -> None:
         """Untrusted output the model saw."""

@@ -58,7 +58,7 @@ def child_run_id(idempotency_key: str, name: str) -> str:
 
 
 def subagent_tool(
-    child: Agent,
+    child: Agent[Any],
     name: str,
     description: str,
     *,
@@ -119,7 +119,7 @@ def subagent_tool(
 
 
 async def _attach(
-    child: Agent,
+    child: Agent[Any],
     run_id: str,
     task: str,
     ctx: ToolContext,
@@ -161,7 +161,7 @@ def _carved(budget: Budget | None, ctx: ToolContext) -> Budget:
     )
 
 
-async def _usage_of(child: Agent, run_id: str) -> Usage:
+async def _usage_of(child: Agent[Any], run_id: str) -> Usage:
     try:
         u = (await child.result(run_id)).usage
     except RunNotFoundError:

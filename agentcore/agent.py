@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,14 +21,17 @@ from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
     ActionSchema,
     ContractDocument,
+    OutputSpec,
     WorkedExample,
     check_run_id,
     check_text,
     load_contract,
+    output_spec,
 )
 from agentcore.contracts.errors import (
     ConfigurationError,
     ContractLintError,
+    OutputTypeChangedError,
     RunBusyError,
     SeqConflictError,
 )
@@ -46,7 +50,7 @@ from ._run import (
     commands,
 )
 from ._snapshot import snapshot_interval
-from ._state import FINAL_STATUSES, RunResult, RunState, RunStatus
+from ._state import FINAL_STATUSES, OutputT, RunResult, RunState, RunStatus
 from .events import Event, RunStarted
 from .policy import Budget, Policy
 from .queue import RunQueue
@@ -67,8 +71,12 @@ ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
 _UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """Tools, a model route, a store and a policy: runs tasks step by step.
+
+    The agent is generic in the type of its runs' answers: ``Agent(..., output=Invoice)``
+    is an ``Agent[Invoice]`` whose results have ``output: Invoice | None``; without
+    ``output`` it is an ``Agent[str]`` (a text answer).
 
     Args:
         tools: ``@tool``-decorated functions.
@@ -79,6 +87,13 @@ class Agent:
         store: a store URL (``"sqlite:///runs.db"``, ``"memory://"``) or a store object;
             default ``$AGENTCORE_STORE`` or ``sqlite:///agentcore.db``.
         policy: governance rules (default: :class:`Policy()`).
+        output: the type of a run's answer (default ``str``, a text answer): a pydantic
+            model, a TypedDict (``typing_extensions.TypedDict`` before Python 3.12), a
+            dataclass, a primitive or container (``int``, ``list[str]``), or a list of
+            models meaning their union (``[Refund, Escalation]``). The ``finish`` action
+            asks for it in its schema; an answer that does not validate is asked again;
+            ``RunResult.output`` is the validated value. Runs record its schema's hash and
+            continue only with an agent whose output type has the same one.
         contract: the contract document, a built-in version such as ``"1"``, or a path.
         instructions: operator instructions added to the system text.
         examples: worked examples using this agent's tools (linted against them).
@@ -128,6 +143,7 @@ class Agent:
         *,
         store: str | TranscriptStore | None = None,
         policy: Policy | None = None,
+        output: type[OutputT] | Sequence[type[OutputT]] = str,
         contract: ContractDocument | str | None = None,
         instructions: str | None = None,
         examples: Sequence[WorkedExample] = (),
@@ -164,6 +180,7 @@ class Agent:
             self.route = resolve_route(model)
             self.plan_route = ()
         self.policy = policy or Policy()
+        self._output: OutputSpec | None = output_spec(output)
         doc = contract if isinstance(contract, ContractDocument) else load_contract(contract)
         self.contract = doc.with_examples(examples)
         problems = self.contract.lint([t.spec for t in self.tools.values()])
@@ -194,7 +211,9 @@ class Agent:
         self._schema_cache: dict[tuple[object, ...], ActionSchema] = {}
         self._system_cache: dict[tuple[str, ...], str] = {}
 
-    def configured(self, *, model: ModelSpec | None = None, store: str | None = None) -> Agent:
+    def configured(
+        self, *, model: ModelSpec | None = None, store: str | None = None
+    ) -> Agent[OutputT]:
         """A copy of this agent with another model route and/or store URL."""
         clone = copy.copy(self)
         if model is not None:
@@ -234,6 +253,7 @@ class Agent:
             snapshot_every=self.snapshot_every,
             lost_call_wait_s=self.lost_call_wait_s,
             deps=self.deps,
+            output=self._output,
         )
         return Session(setup, self.owner, self.lease_s, self.name, self.policy.on_pending)
 
@@ -289,7 +309,7 @@ class Agent:
         run_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
         tenant: str | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Start a run and advance it until it completes, stops or waits for a person.
 
         Args:
@@ -316,7 +336,7 @@ class Agent:
         state, started = begun
         try:
             async with session.owned(state.run_id) as own:
-                return await session.drive(own, state, History([started]))
+                return self._typed(await session.drive(own, state, History([started])))
         except RunBusyError:
             return await self.result(state.run_id)  # someone resumed it already
 
@@ -344,7 +364,7 @@ class Agent:
 
     async def advance(
         self, run_id: str, *, max_steps: int | None = None, max_seconds: float | None = None
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """One worker's turn of a run that is ``running``: for queue workers.
 
         Advances at most ``max_steps`` steps and ``max_seconds`` seconds (checked between
@@ -365,24 +385,30 @@ class Agent:
         async with session.owned(run_id) as own:
             state, history = await session.load(run_id)
             if state.status is not RunStatus.RUNNING:
-                return state.result()
+                return self._typed(state.result())
             first = commands.advance(
-                state, self.tools, worker=self.owner, taken_over=own.lease.taken_over is not None
+                state,
+                self.tools,
+                worker=self.owner,
+                taken_over=own.lease.taken_over is not None,
+                output_hash=self._output_hash,
             )
-            return await session.drive(
-                own, state, history, first, turn=Turn(max_steps, max_seconds)
+            return self._typed(
+                await session.drive(own, state, history, first, turn=Turn(max_steps, max_seconds))
             )
 
-    async def result(self, run_id: str) -> RunResult:
+    async def result(self, run_id: str) -> RunResult[OutputT]:
         """The run's current result, without advancing it.
 
         Raises:
             RunNotFoundError: no such run.
             LimitExceededError: ``run_id`` is not a valid run id.
+            OutputTypeChangedError: the run completed with an answer that is not of this
+                agent's output type.
         """
         check_run_id(run_id)
         state, _ = await self._session().load(run_id)
-        return state.result()
+        return self._typed(state.result())
 
     async def resume(
         self,
@@ -391,7 +417,7 @@ class Agent:
         budget: Budget | None = None,
         by: str | None = None,
         accept_tool_changes: bool = False,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Continue a run from its transcript (after a crash, a budget stop, or by hand).
 
         Resuming a completed or cancelled run returns its result; a run waiting for
@@ -416,18 +442,19 @@ class Agent:
         Raises:
             RunNotFoundError: no such run.
             ToolManifestChangedError: a tool the run used changed or is gone.
+            OutputTypeChangedError: the run was started with another output type.
             LimitExceededError: ``run_id`` is not a valid run id.
         """
         check_run_id(run_id)
         session = self._session()
         state, history = await session.load(run_id)
         if not commands.needs_continuing(state, by):
-            return state.result()
+            return self._typed(state.result())
         try:
             async with session.owned(run_id) as own:
                 await session.catch_up(state, history)  # what others wrote before we owned it
                 if not commands.needs_continuing(state, by):
-                    return state.result()
+                    return self._typed(state.result())
                 first = commands.resume(
                     state,
                     self.tools,
@@ -435,11 +462,12 @@ class Agent:
                     budget=budget,
                     by=by,
                     accept_tool_changes=accept_tool_changes,
+                    output_hash=self._output_hash,
                 )
                 result = await session.drive(own, state, history, first, advance=self.queue is None)
         except RunBusyError:
-            return state.result()  # another worker is advancing it
-        return self._handed_off(result)
+            return self._typed(state.result())  # another worker is advancing it
+        return self._typed(self._handed_off(result))
 
     async def resolve(
         self,
@@ -451,7 +479,7 @@ class Agent:
         fail: bool = False,
         reason: str | None = None,
         accept_tool_changes: bool = False,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Settle a call whose outcome was lost, for a run in ``needs_attention``.
 
         Exactly one of: ``result=<JSON value>`` (the call happened and returned this),
@@ -495,10 +523,11 @@ class Agent:
                 result=result,
                 reason=reason,
                 accept_tool_changes=accept_tool_changes,
+                output_hash=self._output_hash,
             ),
             advance=self.queue is None,
         )
-        return self._handed_off(settled)
+        return self._typed(self._handed_off(settled))
 
     async def confirm(
         self,
@@ -511,7 +540,7 @@ class Agent:
         step: int | None = None,
         args_hash: str | None = None,
         accept_tool_changes: bool = False,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Approve or deny the call a run is waiting on, then continue the run.
 
         The approved call runs exactly as persisted (or with ``args``, validated against
@@ -545,6 +574,7 @@ class Agent:
             ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting, or
                 the approval came after ``Policy.approval_ttl``.
             ToolManifestChangedError: a tool the run used changed or is gone.
+            OutputTypeChangedError: the run was started with another output type.
             ConfigurationError: ``by`` is empty, edited ``args`` do not validate or an
                 argument policy of the tool refuses them, or the run
                 id is invalid (:class:`LimitExceededError`).
@@ -566,16 +596,17 @@ class Agent:
                 step=step,
                 bound_hash=args_hash,
                 accept_tool_changes=accept_tool_changes,
+                output_hash=self._output_hash,
                 authorize=self.policy.authorize,
             ),
             advance=self.queue is None,
             wait_s=min(self.lease_s, CONFIRM_WAIT_S),
         )
-        return self._handed_off(result)
+        return self._typed(self._handed_off(result))
 
     async def compensate(
         self, run_id: str, *, by: str, settle: Mapping[str, Settle] | None = None
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Undo a stopped run's committed effects, newest first, each at most once.
 
         Every committed call of a tool with ``@tool(compensate=...)`` is undone; the run
@@ -607,11 +638,13 @@ class Agent:
                 raise ConfigurationError(
                     f"settle[{call_id!r}] must be 'done' or 'not_done', got {word!r}"
                 )
-        return await self._session().compensate(
-            run_id, by=by, settle=dict(settle or {}), wait_s=min(self.lease_s, CONFIRM_WAIT_S)
+        return self._typed(
+            await self._session().compensate(
+                run_id, by=by, settle=dict(settle or {}), wait_s=min(self.lease_s, CONFIRM_WAIT_S)
+            )
         )
 
-    async def expire_approvals(self, *, limit: int = 1_000) -> list[RunResult]:
+    async def expire_approvals(self, *, limit: int = 1_000) -> list[RunResult[OutputT]]:
         """Apply ``Policy.approval_expiry`` to every waiting call whose approval window
         (``Policy.approval_ttl``) has passed: deny it (the run continues, the model is
         told) or escalate it (``on_pending`` hears of it, the window starts again). Run it
@@ -621,7 +654,7 @@ class Agent:
         Returns:
             The runs it changed, as they stand afterwards.
         """
-        session, changed = self._session(), list[RunResult]()
+        session, changed = self._session(), list[RunResult[OutputT]]()
         now = time.time()
         for row in await self.store.list_runs(status="awaiting_confirmation", limit=limit):
             recorded = list[Event]()
@@ -633,10 +666,12 @@ class Agent:
             with contextlib.suppress(RunBusyError):
                 result = await session.apply(row.run_id, expire, advance=self.queue is None)
                 if recorded:
-                    changed.append(self._handed_off(result))
+                    changed.append(self._typed(self._handed_off(result)))
         return changed
 
-    async def cancel(self, run_id: str, *, by: str, reason: str | None = None) -> RunResult:
+    async def cancel(
+        self, run_id: str, *, by: str, reason: str | None = None
+    ) -> RunResult[OutputT]:
         """End a run for good (status ``cancelled``), now or at its next safe point.
 
         With no live process advancing the run, the cancellation is recorded now (under
@@ -665,13 +700,13 @@ class Agent:
         session = self._session()
         state, _ = await session.load(run_id)
         if state.status in FINAL_STATUSES:
-            return state.result()
+            return self._typed(state.result())
         with contextlib.suppress(RunBusyError):
-            return await self._cancel_now(session, run_id, by, reason)
+            return self._typed(await self._cancel_now(session, run_id, by, reason))
         await self.store.request_cancel(run_id, by=by, reason=reason)
         # The process advancing it may have let go since: then no one would read the request.
         with contextlib.suppress(RunBusyError):
-            return await self._cancel_now(session, run_id, by, reason)
+            return self._typed(await self._cancel_now(session, run_id, by, reason))
         return await self.result(run_id)
 
     async def transcript(self, run_id: str) -> list[Event]:
@@ -696,7 +731,7 @@ class Agent:
         run_id: str | None,
         metadata: Mapping[str, Any] | None,  # Any: JSON values
         tenant: str | None,
-    ) -> tuple[RunState, RunStarted] | RunResult:
+    ) -> tuple[RunState, RunStarted] | RunResult[OutputT]:
         """Check a new run's arguments and record its ``run_started``; the existing run's
         result when ``run_id`` is taken (or was started concurrently by someone else)."""
         in_scope = self.resolve_scope(scope)
@@ -712,6 +747,7 @@ class Agent:
             policy=self.policy,
             contract=self.contract,
             route=(self.route, self.plan_route),
+            output_hash=self._output_hash,
         )
         if run_id is not None and await session.exists(run_id):
             return await self.result(run_id)
@@ -732,6 +768,34 @@ class Agent:
             return [] if state.status in FINAL_STATUSES else commands.cancel(state, by, reason)
 
         return await session.apply(run_id, cancelled, advance=False)
+
+    @property
+    def _output_hash(self) -> str | None:
+        """What runs of this agent pin in ``run_started.output_hash``."""
+        return None if self._output is None else self._output.hash
+
+    def _typed(self, result: RunResult[Any]) -> RunResult[OutputT]:  # Any: not decoded yet
+        """``result`` with ``output`` set: a completed run's answer as this agent's output
+        type (decoded from the canonical JSON the run recorded), else ``None``.
+
+        Raises:
+            OutputTypeChangedError: the answer does not validate as this agent's output
+                type (the run was started by an agent with another one).
+        """
+        answer = result.answer
+        if result.status is not RunStatus.COMPLETED or answer is None:
+            return dataclasses.replace(result, output=None)
+        if self._output is None:
+            return dataclasses.replace(result, output=answer)
+        try:
+            value = self._output.decode(answer)
+        except ValueError as exc:  # pydantic's ValidationError
+            raise OutputTypeChangedError(
+                f"Run {result.run_id} answered {answer[:200]!r}, which is not a "
+                f"{self._output.name}: it was started by an agent with another output type. "
+                "Read it with an agent whose output= is the one it started with."
+            ) from exc
+        return dataclasses.replace(result, output=value)
 
     def _handed_off(self, result: RunResult) -> RunResult:
         """With a queue: enqueue a run that is ready to advance (after the lease is

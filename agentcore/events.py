@@ -19,7 +19,7 @@ tool_finished      the result or the error
 resolution         a person settled a call whose outcome was lost (result, rerun, fail)
 run_resumed        a run was resumed (optionally with a new budget)
 compensation_*     the undo of a committed call: started (durable first), finished
-run_finished       the run stopped: status and answer or reason (some statuses resume)
+run_finished       the run stopped: status, answer (typed: also output) or reason; some resume
 =================  =====================================================================
 """
 
@@ -87,6 +87,9 @@ class RunStarted(_Event):
     metadata: dict[str, JsonValue] = {}
     tenant: str | None = None
     """The run's namespace (``Agent.run(tenant=...)``), for listing, stats, export and prune."""
+    output_hash: str | None = None
+    """The hash of the answer's type (``Agent(output=T)``; ``None``: a text answer). A run
+    continues only with an agent whose output type has the same hash."""
 
 
 class ContextAdded(_Event):
@@ -318,6 +321,9 @@ class RunFinished(_Event):
     status: str
     answer: str | None = None
     reason: str | None = None
+    output: JsonValue = None
+    """A completed run's typed answer as JSON (``Agent(output=T)``); ``answer`` then holds
+    its canonical JSON text. ``None`` for a text answer."""
 
 
 Event = Annotated[

@@ -48,6 +48,7 @@ from ._limits import (
     json_problem,
     to_recordable,
 )
+from ._output import OutputSpec, output_spec
 from ._schema import (
     DEFAULT_MAX_REPLY_BYTES,
     ActionSchema,
@@ -82,6 +83,7 @@ __all__ = [
     "ExampleTurn",
     "FinishAction",
     "NextAction",
+    "OutputSpec",
     "PlanAction",
     "SchemaForm",
     "ToolAction",
@@ -105,6 +107,7 @@ __all__ = [
     "json_problem",
     "load_contract",
     "model_from_json_schema",
+    "output_spec",
     "to_recordable",
 ]
 

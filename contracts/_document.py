@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
 from ._actions import Effect
+from ._output import OutputSpec
 from ._schema import compile_action_schema
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, ToolDefinitionError
@@ -169,9 +170,18 @@ class ContractDocument(_Doc):
                     problems.append(f"example {ex.title!r}, turn {i}: {exc}")
         return problems
 
-    def render_system(self, tools: Sequence[ToolSpec]) -> str:
-        """The system text a model sees: rules, the tools in scope, worked examples."""
-        lines = [self.system, "", "Tools you can call:"]
+    def render_system(self, tools: Sequence[ToolSpec], output: OutputSpec | None = None) -> str:
+        """The system text a model sees: rules, the answer's type when it is not text, the
+        tools in scope, worked examples."""
+        lines = [self.system]
+        if output is not None:
+            schema = json.dumps(output.json_schema, sort_keys=True, separators=(",", ":"))
+            lines += [
+                "",
+                "The answer of finish is not text in this task: it is a JSON value that "
+                f"matches this schema: {schema}",
+            ]
+        lines += ["", "Tools you can call:"]
         if not tools:
             lines.append("(none: plan or finish)")
         for t in tools:

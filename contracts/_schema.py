@@ -8,6 +8,9 @@ Two forms:
   arguments as JSON, validated here against the tool's model. For providers whose strict
   schema limits the typed form exceeds.
 
+With a typed output (:class:`OutputSpec`), the ``finish`` variant's ``answer`` has that
+type in either form, and the normalised ``finish`` carries its canonical JSON.
+
 Whatever the form, :meth:`ActionSchema.parse` returns the normalised
 :data:`~agentcore.contracts.NextAction` or raises :class:`InvalidActionError` with a message
 written for the model.
@@ -35,6 +38,7 @@ from ._actions import (
     require_type,
 )
 from ._limits import MAX_DEPTH, json_problem
+from ._output import OutputSpec
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, UnknownToolError
 
@@ -119,6 +123,23 @@ _ThoughtFirstFinish: type[BaseModel] = create_model(
 )
 
 
+@functools.cache
+def _typed_finish(output: OutputSpec, thought_first: bool) -> type[BaseModel]:
+    """The ``finish`` variant whose ``answer`` has the run's output type (named as the text
+    one, so the wire schema reads the same)."""
+    fields: dict[str, Any] = {  # Any: pydantic field definitions
+        "type": (Literal["finish"], "finish"),
+        "thought": (Thought, ...),
+        "answer": (output.type, ...),
+    }
+    return create_model(
+        "FinishAction",
+        __base__=_Strict,
+        __doc__=FinishAction.__doc__,
+        **_ordered(fields, thought_first),
+    )
+
+
 def _describe(exc: ValidationError) -> str:
     parts: list[str] = []
     for err in exc.errors(include_url=False)[:_MAX_ERRORS_SHOWN]:
@@ -147,6 +168,7 @@ class ActionSchema:
         thought_first: every variant lists ``thought`` before the ``type`` discriminator
             (the order a constrained decoder writes them in); by default ``type`` comes
             first. Parsing gives the same actions either way.
+        output: the type of ``finish``'s ``answer`` (``None``: text).
     """
 
     tools: tuple[ToolSpec, ...]
@@ -155,6 +177,7 @@ class ActionSchema:
     form: SchemaForm = "typed"
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     thought_first: bool = False
+    output: OutputSpec | None = None
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
     _forms: dict[str, ActionSchema] = field(
         init=False, repr=False, default_factory=dict[str, "ActionSchema"]
@@ -199,7 +222,10 @@ class ActionSchema:
                     for v in tool_variants[1:]:
                         union = union | v
                     variants.append(Annotated[union, Field(discriminator="tool")])
-        variants.append(_ThoughtFirstFinish if first else FinishAction)
+        if self.output is not None:
+            variants.append(_typed_finish(self.output, first))
+        else:
+            variants.append(_ThoughtFirstFinish if first else FinishAction)
         if len(variants) == 1:
             return variants[0]
         union_all: Any = variants[0]
@@ -234,6 +260,7 @@ class ActionSchema:
                 form=form,
                 max_reply_bytes=self.max_reply_bytes,
                 thought_first=self.thought_first,
+                output=self.output,
             )
         return cache[form]
 
@@ -289,6 +316,8 @@ class ActionSchema:
             return parsed
         if isinstance(parsed, _ThoughtFirstPlan | _ThoughtFirstFinish):
             return _next_action().validate_python(parsed.model_dump())
+        if self.output is not None and getattr(parsed, "type") == "finish":  # noqa: B009
+            return self._typed_answer(parsed, self.output)
         tool_name: str = getattr(parsed, "tool")  # noqa: B009  # variant classes are built at run time
         thought: str = getattr(parsed, "thought")  # noqa: B009
         if self.form == "generic":
@@ -315,6 +344,19 @@ class ActionSchema:
         return ToolAction.model_construct(
             type="tool", thought=thought, tool=tool_name, args=args.model_dump(mode="json")
         )
+
+    @staticmethod
+    def _typed_answer(parsed: BaseModel, output: OutputSpec) -> FinishAction:
+        """The normalised ``finish`` of a typed answer: its canonical JSON as ``answer``."""
+        thought: str = getattr(parsed, "thought")  # noqa: B009  # a variant built at run time
+        try:
+            data = output.to_json(getattr(parsed, "answer"))  # noqa: B009
+        except ValueError as exc:
+            raise InvalidActionError(
+                f"The answer cannot be recorded: {exc}. Use finite numbers, integers within "
+                f"64 bits, nesting at most {MAX_DEPTH} levels."
+            ) from exc
+        return FinishAction(thought=thought, answer=canonical_json(data))
 
     def _explain(self, text: str, exc: ValidationError) -> InvalidActionError:
         """Turn a validation failure into a message the model can act on."""
@@ -358,6 +400,7 @@ def compile_action_schema(
     form: SchemaForm = "typed",
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     thought_first: bool = False,
+    output: OutputSpec | None = None,
 ) -> ActionSchema:
     """Compile the action union for one step.
 
@@ -369,6 +412,7 @@ def compile_action_schema(
         max_reply_bytes: size cap applied before parsing.
         thought_first: put ``thought`` before ``type`` in every variant (a contract
             document's :attr:`~agentcore.contracts.ContractDocument.thought_first`).
+        output: the type of ``finish``'s ``answer`` (:func:`output_spec`; ``None``: text).
 
     Returns:
         An :class:`ActionSchema`; building its validator is lazy and happens once. The same
@@ -377,7 +421,9 @@ def compile_action_schema(
     """
     if form not in ("typed", "generic"):
         raise ConfigurationError(f"Invalid schema form {form!r}. Valid forms: 'typed', 'generic'.")
-    return _compile(tuple(tools), finish_only, allow_plan, form, max_reply_bytes, thought_first)
+    return _compile(
+        tuple(tools), finish_only, allow_plan, form, max_reply_bytes, thought_first, output
+    )
 
 
 @functools.lru_cache(maxsize=512)
@@ -388,6 +434,7 @@ def _compile(
     form: SchemaForm,
     max_reply_bytes: int,
     thought_first: bool = False,
+    output: OutputSpec | None = None,
 ) -> ActionSchema:
     return ActionSchema(
         tools=tools,
@@ -396,6 +443,7 @@ def _compile(
         form=form,
         max_reply_bytes=max_reply_bytes,
         thought_first=thought_first,
+        output=output,
     )
 
 

@@ -32,7 +32,8 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   │   ├── ApprovalExpiredError       an approval after Policy.approval_ttl
     │   │   └── AlreadyApprovedError       the same person approving one call twice
     │   ├── NotAuthorizedError             Policy.authorize refused this person for this call
-    │   └── ToolManifestChangedError       a tool the run used changed since it started
+    │   ├── ToolManifestChangedError       a tool the run used changed since it started
+    │   └── OutputTypeChangedError         the agent's output type is not the run's
     ├── ToolOutcomeUnknownError     raised by a tool: its call may or may not have happened
     ├── RemoteToolError             a remote (MCP) tool answered with an error, or could not be
     │                               called (the call was not made, or was refused)
@@ -66,6 +67,7 @@ __all__ = [
     "ModelTruncatedError",
     "NotAuthorizedError",
     "NotAwaitingConfirmationError",
+    "OutputTypeChangedError",
     "ProviderError",
     "ProviderUnavailableError",
     "RateLimitedError",
@@ -243,6 +245,11 @@ class RunBusyError(RunError):
 
 class ToolManifestChangedError(RunError):
     """A tool the run used changed (schema, description, effect) or is gone since it started."""
+
+
+class OutputTypeChangedError(RunError):
+    """The agent continuing a run has another output type (``Agent(output=...)``) than the
+    agent that started it: its answer would be validated and decoded as another type."""
 
 
 class ToolOutcomeUnknownError(AgentcoreError):

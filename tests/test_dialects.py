@@ -36,6 +36,7 @@ from agentcore.contracts import (
     compile_action_schema,
     compile_wire_schema,
     fits_anthropic,
+    output_spec,
 )
 from agentcore.errors import ConfigurationError, InvalidActionError
 
@@ -86,6 +87,16 @@ class PurgeArgs(BaseModel):
     pass
 
 
+class Receipt(BaseModel):
+    """What the run found: the typed answer of the ``typed_output`` golden files."""
+
+    title: str = Field(max_length=80, description="A short title.")
+    count: int = Field(ge=0)
+    tags: list[str] = []
+    status: Literal["ok", "partial"] | None = None
+    notes: list[Note] = Field(default_factory=list[Note])
+
+
 TOOLS = (
     ToolSpec("read_file", "Read a text file.", ReadArgs),
     ToolSpec("save_note", "Save a note.", SaveArgs, effect="write", idempotent=False),
@@ -95,6 +106,7 @@ VARIANTS: dict[str, ActionSchema] = {
     "typed": compile_action_schema(TOOLS),
     "generic": compile_action_schema(TOOLS, form="generic"),
     "finish_only": compile_action_schema(TOOLS, finish_only=True),
+    "typed_output": compile_action_schema(TOOLS, output=output_spec(Receipt)),
 }
 GOOD_NOTE = {"note": {"title": "Groceries", "body": "milk"}, "tags": ["home"]}
 
@@ -576,3 +588,18 @@ def test_unwrap_is_identity_when_not_wrapped() -> None:
         assert compile_wire_schema(VARIANTS["typed"], dialect).unwrap(finish) == finish
     only = compile_wire_schema(VARIANTS["finish_only"], "openai_strict")
     assert not only.wrapped and only.unwrap(finish) == finish
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_typed_answer_round_trips_through_every_dialect(dialect: Dialect) -> None:
+    schema = VARIANTS["typed_output"]
+    wire = compile_wire_schema(choose_form(schema, dialect), dialect)
+    assert '"count"' in json.dumps(wire.schema)  # the answer's own fields are on the wire
+    answer = {"title": "Q3", "count": 2, "tags": [], "status": None, "notes": []}
+    reply = to_wire(wire, {"type": "finish", "thought": "Done.", "answer": answer})
+    action = schema.parse(wire.unwrap(reply))
+    assert isinstance(action, FinishAction)
+    assert json.loads(action.answer) == answer
+    bad = to_wire(wire, {"type": "finish", "thought": "Done.", "answer": {"title": "Q3"}})
+    with pytest.raises(InvalidActionError, match=r"finish\.answer\.count"):
+        schema.parse(wire.unwrap(bad))

@@ -31,11 +31,12 @@ from agentcore.contracts.errors import (
     ConfirmationMismatchError,
     NotAuthorizedError,
     NotAwaitingConfirmationError,
+    OutputTypeChangedError,
     RunError,
     ToolManifestChangedError,
 )
 
-from .._manifest import manifest_entry, tool_changes
+from .._manifest import manifest_entry, output_change, tool_changes
 from .._state import FINAL_STATUSES, PendingCall, RunState, RunStatus, args_hash
 from ..approvals import Authorize
 from ..events import (
@@ -60,6 +61,7 @@ __all__ = [
     "cancel",
     "check_approval_window",
     "check_not_compensating",
+    "checked_output",
     "checked_tools",
     "confirm",
     "expire",
@@ -92,6 +94,7 @@ def start(
     policy: Policy,
     contract: ContractDocument,
     route: tuple[Sequence[ModelAdapter], Sequence[ModelAdapter]],
+    output_hash: str | None = None,
 ) -> RunStarted:
     """A new run's ``run_started``: the task, its scope's tools (their manifest), budget,
     policy, contract, the act and plan routes' names, metadata and tenant.
@@ -122,6 +125,7 @@ def start(
         tools={n: manifest_entry(spec) for n, spec in tools.items()},
         metadata=recorded,
         tenant=tenant,
+        output_hash=output_hash,
     )
 
 
@@ -183,6 +187,7 @@ def resume(
     budget: Budget | None,
     by: str | None,
     accept_tool_changes: bool,
+    output_hash: str | None,
 ) -> list[Event]:
     """Continue a run from its transcript: ``run_resumed`` (a recovery when the run was
     left ``running`` by a worker that died or stalled), or the ``run_finished`` that
@@ -191,9 +196,11 @@ def resume(
     Raises:
         ToolManifestChangedError: a tool the run used changed or is gone (and not accepted),
             or the call the run is at has no tool here.
+        OutputTypeChangedError: the agent's output type is not the run's.
         RunError: the run is being compensated (it never advances again).
     """
     check_not_compensating(state)
+    checked_output(state, output_hash)
     accepted, pinned = checked_tools(state, tools, accept_tool_changes)
     call = state.call
     if (
@@ -218,26 +225,34 @@ def resume(
 
 
 def advance(
-    state: RunState, tools: Mapping[str, Tool], *, worker: str, taken_over: bool
+    state: RunState,
+    tools: Mapping[str, Tool],
+    *,
+    worker: str,
+    taken_over: bool,
+    output_hash: str | None,
 ) -> list[Event]:
     """A queue worker's turn of a ``running`` run: nothing to record first, a recovery when
     it took the run over from a worker that did not finish its turn, or ``needs_attention``
-    when the worker's tools differ from the run's (a rolling deploy), instead of the run
-    bouncing between workers."""
+    when the worker's tools or output type differ from the run's (a rolling deploy),
+    instead of the run bouncing between workers."""
     changed = tool_changes(state, tools)
-    if changed:
+    other_output = output_change(state, output_hash)
+    if changed or other_output:
+        fix = (
+            f"with: {'; '.join(changed.values())}. Deploy matching tools, or resume by hand "
+            f"with `agentcore resume {state.run_id} --by NAME --accept-tool-changes`."
+            if changed
+            else f"with: {other_output}. Deploy the agent with the run's output type."
+        )
         return [
             RunFinished(
                 run_id=state.run_id,
                 seq=state.next_seq,
                 at=time.time(),
                 status=RunStatus.NEEDS_ATTENTION.value,
-                reason=(
-                    f"worker {worker} has tools that differ from the ones this run started "
-                    f"with: {'; '.join(changed.values())}. Deploy matching tools, or resume "
-                    f"by hand with `agentcore resume {state.run_id} --by NAME "
-                    "--accept-tool-changes`."
-                ),
+                reason=f"worker {worker} has {'tools' if changed else 'an output type'} that "
+                f"differ from the ones this run started {fix}",
             )
         ]
     return [resumed(state, recovery=True)] if taken_over else []
@@ -281,6 +296,23 @@ def resumed(
     )
 
 
+def checked_output(state: RunState, output_hash: str | None) -> None:
+    """A continuation (resume, confirm, resolve) by an agent whose output type hashes to
+    ``output_hash``.
+
+    Raises:
+        OutputTypeChangedError: the run was started with another output type: its answer
+            would be validated and decoded as another type.
+    """
+    change = output_change(state, output_hash)
+    if change is not None:
+        raise OutputTypeChangedError(
+            f"{change[0].upper()}{change[1:]}. Nothing was recorded or run. Continue it with "
+            "an agent whose output= is the one it started with, or cancel it (agentcore "
+            f"cancel {state.run_id} --by NAME)."
+        )
+
+
 def checked_tools(
     state: RunState, tools: Mapping[str, Tool], accept: bool
 ) -> tuple[list[str], dict[str, dict[str, Any]]]:  # Any: JSON manifest entries
@@ -319,6 +351,7 @@ def resolve(
     result: Any,  # Any: the JSON result the lost call produced (decision "result")
     reason: str | None,
     accept_tool_changes: bool,
+    output_hash: str | None,
 ) -> list[Event]:
     """A person settles the call whose outcome was lost: ``resolution``, and for
     ``result`` or ``fail`` the call's ``tool_finished``.
@@ -328,8 +361,10 @@ def resolve(
         ConfigurationError: ``rerun`` of a tool this agent does not have; a result that
             is not JSON.
         ToolManifestChangedError: a tool the run used changed or is gone.
+        OutputTypeChangedError: the agent's output type is not the run's.
     """
     check_not_compensating(state)
+    checked_output(state, output_hash)
     run_id, call = state.run_id, state.call
     if (
         state.status is not RunStatus.NEEDS_ATTENTION
@@ -393,6 +428,7 @@ def confirm(
     step: int | None,
     bound_hash: str | None,
     accept_tool_changes: bool,
+    output_hash: str | None,
     authorize: Authorize | None = None,
 ) -> list[Event]:
     """A person approves or denies the call the run waits on: its ``confirmation``, or,
@@ -405,6 +441,7 @@ def confirm(
             or ``by`` approved this call already (:class:`AlreadyApprovedError`).
         NotAuthorizedError: ``authorize`` refuses ``by`` for this call.
         ToolManifestChangedError: a tool the run used changed or is gone.
+        OutputTypeChangedError: the agent's output type is not the run's.
         ConfigurationError: edited ``args`` do not validate, a policy of the tool refuses
             them, or they come after another person's approval; the tool to run is not
             this agent's.
@@ -415,6 +452,7 @@ def confirm(
         raise NotAwaitingConfirmationError(
             f"Run {run_id} is {state.status.value}, not awaiting confirmation; nothing to confirm."
         )
+    checked_output(state, output_hash)
     if step is not None and step != pending.step:
         raise ConfirmationMismatchError(
             f"Run {run_id} is waiting at step {pending.step}, not step {step}; nothing recorded."

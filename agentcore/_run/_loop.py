@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
@@ -27,6 +28,7 @@ from agentcore.contracts import (
     ActionSchema,
     ContractDocument,
     FinishAction,
+    OutputSpec,
     PlanAction,
     ToolAction,
     ToolSpec,
@@ -111,6 +113,8 @@ class RunSetup:
     """``Agent(deps=...)``: builds ``ToolContext.deps`` from a run's recorded identity."""
     deps_built: dict[str, object] = field(default_factory=dict[str, object])
     """What ``deps`` built, by run id, in this advance (built once per run and advance)."""
+    output: OutputSpec | None = None
+    """The type of ``finish``'s answer (``Agent(output=...)``; ``None``: text)."""
 
 
 @dataclass(slots=True)
@@ -221,8 +225,14 @@ class Driver:
     def finish(
         self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
     ) -> None:
-        """Record that the run stopped."""
-        self.record(RunFinished(**self.fields(), status=status.value, answer=answer, reason=reason))
+        """Record that the run stopped; a typed answer (``answer`` is its canonical JSON) is
+        recorded as JSON in ``output`` too."""
+        output = None if answer is None or self.setup.output is None else json.loads(answer)
+        self.record(
+            RunFinished(
+                **self.fields(), status=status.value, answer=answer, reason=reason, output=output
+            )
+        )
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -311,6 +321,7 @@ class Driver:
                 form=st.policy.schema_form,
                 max_reply_bytes=st.policy.max_reply_bytes,
                 thought_first=self.setup.contract.thought_first,  # the agent's one contract
+                output=self.setup.output,  # the agent's one output type
             )
             self.setup.schema_cache[key] = schema
         return schema
@@ -331,7 +342,7 @@ class Driver:
         text = self.setup.system_cache.get(key)
         if text is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
-            text = self.setup.contract.render_system(specs)
+            text = self.setup.contract.render_system(specs, self.setup.output)
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
             self.setup.system_cache[key] = text
@@ -378,7 +389,11 @@ class Driver:
                 step=step,
                 deadline=st.budget.deadline,
                 prior_calls=dict(st.calls_by_model),
-                on_partial=PartialTracker(self.sink, step) if self.sink is not None else None,
+                on_partial=(
+                    PartialTracker(self.sink, step, answers=schema.output is not None)
+                    if self.sink is not None
+                    else None
+                ),
             )
             if any(isinstance(ev, ModelCalled) for ev in self.pending):
                 # Earlier replies' tokens are not recomputable: make them durable before

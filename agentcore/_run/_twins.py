@@ -60,7 +60,10 @@ class SyncTwin(Generic[A, P, T]):
 class StreamTwin(Generic[A, P]):
     """A method's streamed twin (see ``Agent.stream``), with the method's own signature."""
 
-    def __init__(self, method: Callable[Concatenate[A, P], Coroutine[Any, Any, RunResult]]) -> None:
+    def __init__(
+        self,
+        method: Callable[Concatenate[A, P], Coroutine[Any, Any, RunResult[Any]]],  # Any: output
+    ) -> None:
         self._method = method  # Any: coroutine plumbing
         self.__doc__ = f":meth:`{method.__name__}`, streamed (see ``Agent.stream``)."
 
@@ -86,7 +89,7 @@ class StreamTwin(Generic[A, P]):
 
 
 async def stream_events(
-    start: Callable[[], Coroutine[Any, Any, RunResult]],  # Any: coroutine plumbing
+    start: Callable[[], Coroutine[Any, Any, RunResult[Any]]],  # Any: coroutine plumbing, output
 ) -> AsyncIterator[StreamEvent]:
     """Run ``start()`` in a task, yielding what it records as it happens, then its result.
 

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, MutableMapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeGuard, TypeVar
 
 import typer
 from rich.console import Console
@@ -225,7 +225,13 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:  # Any: coroutine send/throw t
         abort(str(exc))
 
 
-def load_agent(ref: str, model: str | None = None, store: str | None = None) -> Agent:
+def _is_agent(value: object) -> TypeGuard[Agent[Any]]:  # Any: whatever its output type
+    return isinstance(value, Agent)
+
+
+def load_agent(
+    ref: str, model: str | None = None, store: str | None = None
+) -> Agent[Any]:  # Any: the loaded agent's output type, whatever it is
     """Import ``MODULE:ATTR``: an Agent, or a callable returning one (given model/store)."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
@@ -244,7 +250,7 @@ def load_agent(ref: str, model: str | None = None, store: str | None = None) -> 
     target: Any = getattr(module, attr, None)  # Any: user object, checked below
     if target is None:
         raise ConfigurationError(f"Module {module_name!r} has no attribute {attr!r}.")
-    if isinstance(target, Agent):
+    if _is_agent(target):
         if model is not None or store is not None:
             return target.configured(model=model, store=store)
         return target
@@ -259,7 +265,7 @@ def load_agent(ref: str, model: str | None = None, store: str | None = None) -> 
             raise ConfigurationError(
                 f"{ref}({', '.join(f'{k}=...' for k in kwargs)}) raised {type(exc).__name__}: {exc}"
             ) from exc
-        if isinstance(made, Agent):
+        if _is_agent(made):
             return made
     raise ConfigurationError(f"{ref} is neither an Agent nor a function returning one.")
 

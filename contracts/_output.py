@@ -1,0 +1,131 @@
+"""A run's typed output: the type the ``finish`` action's ``answer`` has.
+
+By default a run ends with a text answer. With ``Agent(output=T)`` the ``finish`` variant of
+the per-run action union declares ``answer`` as ``T`` (a pydantic model, a TypedDict, a
+dataclass, a primitive, or a union of models), so every dialect sends its schema and
+:meth:`ActionSchema.parse` validates it like a tool's arguments: an invalid answer is
+re-asked with the errors. The normalised :class:`FinishAction` keeps ``answer`` a string,
+the canonical JSON of the value; :meth:`OutputSpec.decode` turns that JSON back into a
+``T``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import types
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Union, cast, get_args, get_origin
+
+from pydantic import JsonValue, TypeAdapter
+
+from ._limits import json_problem
+from .errors import ConfigurationError
+
+__all__ = ["OutputSpec", "output_spec"]
+
+
+@dataclass(frozen=True, eq=False)
+class OutputSpec:
+    """The type of a run's answer, as the contract compiles and validates it.
+
+    Build it with :func:`output_spec`, which returns one shared object per type.
+
+    Attributes:
+        type: the answer's type (``Invoice``, ``list[int]``, ``Refund | Escalation``).
+    """
+
+    type: Any  # Any: any type pydantic validates; a union has no static type here
+
+    @cached_property
+    def adapter(self) -> TypeAdapter[Any]:  # Any: see type
+        """The pydantic validator and serializer of :attr:`type`."""
+        return TypeAdapter(self.type)
+
+    @cached_property
+    def json_schema(self) -> dict[str, Any]:  # Any: JSON Schema
+        """The JSON Schema of the answer (pydantic's form, before any dialect)."""
+        return self.adapter.json_schema()
+
+    @cached_property
+    def hash(self) -> str:
+        """A hash of :attr:`json_schema`: what a run records in ``run_started`` and
+        compares when it continues, so a run never decodes its answer as another type."""
+        from ._schema import canonical_json  # here: _schema imports this module
+
+        return hashlib.sha256(canonical_json(self.json_schema).encode()).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        """A readable name of the type, for messages."""
+        members = get_args(self.type) if get_origin(self.type) in (Union, types.UnionType) else ()
+        if members:
+            return " | ".join(getattr(m, "__name__", None) or repr(m) for m in members)
+        return getattr(self.type, "__name__", None) or repr(self.type)
+
+    def to_json(self, value: object) -> JsonValue:
+        """The JSON form of an answer ``value`` (validated already).
+
+        Raises:
+            ValueError: the value cannot be recorded (NaN, an integer beyond 64 bits, too
+                deep); the message is written for the model.
+        """
+        problem = json_problem(self.adapter.dump_python(value), other_types=True)
+        if problem is not None:
+            raise ValueError(problem)
+        dumped: JsonValue = self.adapter.dump_python(value, mode="json")
+        return dumped
+
+    def decode(self, answer: str) -> Any:  # Any: a value of type
+        """The typed answer from the canonical JSON a run recorded as its ``answer``.
+
+        Raises:
+            ValueError: ``answer`` does not validate as :attr:`type` (pydantic's
+                ``ValidationError``).
+        """
+        return self.adapter.validate_json(answer)
+
+
+def output_spec(output: object) -> OutputSpec | None:
+    """The :class:`OutputSpec` of ``output`` (``None`` for ``str``, the default text answer).
+
+    ``output`` is a type, or a list or tuple of types (their union: ``[Refund, Escalation]``
+    is ``Refund | Escalation``).
+
+    Raises:
+        ConfigurationError: ``output`` is not a type pydantic can validate and describe.
+    """
+    if isinstance(output, list | tuple):
+        members = tuple(cast("Sequence[object]", output))  # types given by the caller
+        if not members:
+            raise ConfigurationError("output=[] names no type; give a type or a list of types.")
+        output = members[0] if len(members) == 1 else functools.reduce(_union, members)
+    if output is str:
+        return None
+    if not (isinstance(output, type) or get_origin(output) is not None):
+        raise ConfigurationError(
+            f"output={output!r} is not a type. Use a pydantic model, a TypedDict, a dataclass, "
+            "a primitive (int, float, bool, list[str], ...) or a list of models (their union)."
+        )
+    try:
+        return _spec(output)
+    except TypeError as exc:  # unhashable: an unusual generic alias
+        raise ConfigurationError(f"output={output!r} cannot be used: {exc}") from exc
+
+
+def _union(a: object, b: object) -> object:
+    return Union[a, b]  # pyright: ignore[reportInvalidTypeForm]  # run-time union of user types  # noqa: UP007
+
+
+@functools.cache
+def _spec(output: object) -> OutputSpec:
+    spec = OutputSpec(output)
+    try:
+        spec.json_schema  # noqa: B018  # fail at configuration, not at the first step
+    except Exception as exc:  # pydantic's PydanticSchemaGenerationError, and others
+        raise ConfigurationError(
+            f"output={spec.name} cannot be validated or described as JSON Schema: {exc}"
+        ) from exc
+    return spec

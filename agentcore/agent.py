@@ -648,8 +648,9 @@ class Agent(Generic[OutputT]):
         """Apply ``Policy.approval_expiry`` to every waiting call whose approval window
         (``Policy.approval_ttl``) has passed: deny it (the run continues, the model is
         told) or escalate it (``on_pending`` hears of it, the window starts again). Run it
-        periodically (a cron job, a Celery beat task, ``agentcore approvals expire``);
-        runs that another worker holds are left for the next pass.
+        periodically (a cron job, a Celery beat task, ``agentcore expire``); runs that
+        another worker holds are left for the next pass, and runs of other agents sharing
+        the store (a scope beyond this agent's tools) are left alone.
 
         Returns:
             The runs it changed, as they stand afterwards.
@@ -660,6 +661,8 @@ class Agent(Generic[OutputT]):
             recorded = list[Event]()
 
             def expire(state: RunState, into: list[Event] = recorded) -> list[Event]:
+                if not set(state.scope) <= set(self.tools):  # another agent's run
+                    return []
                 into.extend(commands.expire(state, now))
                 return into
 

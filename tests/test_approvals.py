@@ -261,6 +261,29 @@ async def test_an_expired_call_is_denied_when_the_policy_says_so(
     assert await agent.expire_approvals() == []  # nothing waits any more
 
 
+async def test_expiry_leaves_other_agents_runs_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore()
+    mine = make_agent([], store, approvals={"tool:pay": 2}, approval_ttl=60, approval_expiry="deny")
+    await mine.run("pay acme", run_id="r1")
+
+    @tool(effect="destructive")
+    def wipe() -> str:
+        """Wipe."""
+        return "wiped"
+
+    other = Agent(
+        tools=[wipe],
+        model=ScriptedModel([{"type": "tool", "thought": "w", "tool": "wipe", "args": {}}]),
+        store=store,
+        policy=Policy(plan_before_writes=False, approval_ttl=60, approval_expiry="deny"),
+    )
+    await other.run("wipe", run_id="r2")
+    later = time.time() + 61
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert [r.run_id for r in await mine.expire_approvals()] == ["r1"]
+    assert (await other.result("r2")).status is RunStatus.AWAITING_CONFIRMATION
+
+
 async def test_wait_keeps_refusing_late_approvals_and_records_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

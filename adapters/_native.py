@@ -37,6 +37,7 @@ from agentcore.contracts import (
     MAX_PLAN_STEPS,
     MAX_THOUGHT_CHARS,
     ActionSchema,
+    BatchAction,
     FinishAction,
     NextAction,
     OutputSpec,
@@ -328,6 +329,8 @@ def _call_of(
             }
         case ToolAction(tool=tool, args=args):
             return names.get(tool, _PROVIDER_NAME.sub("_", tool)), dict(args)
+        case BatchAction():  # never a function call: native_messages keeps it as text
+            raise ValueError("a batch is not one function call")
 
 
 def native_messages(
@@ -357,7 +360,12 @@ def native_messages(
         open_call, results = None, []
 
     for m in messages:
-        if m.role == "assistant" and m.action is not None and m.call_id is not None:
+        if (
+            m.role == "assistant"
+            and m.action is not None
+            and m.call_id is not None
+            and not isinstance(m.action, BatchAction)  # a batch stays its JSON text
+        ):
             close()
             name, args = _call_of(m.action, names, schema.output is not None)
             # A tool call's thought is the text before it; plan and finish carry theirs.

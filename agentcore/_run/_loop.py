@@ -26,6 +26,7 @@ from typing import Any, Literal
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
     ActionSchema,
+    BatchAction,
     ContractDocument,
     FinishAction,
     OutputSpec,
@@ -60,7 +61,7 @@ from ..streaming import SINK, PartialTracker
 from ..tools import DepsFactory, Tool
 from . import _commands as commands
 from ._commands import short_args
-from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_call
+from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_batch, run_call
 
 __all__ = ["PAUSE", "ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
 
@@ -312,6 +313,7 @@ class Driver:
             finish_only,
             st.policy.schema_form,
             st.policy.max_reply_bytes,
+            st.policy.max_batch,
         )
         schema = self.setup.schema_cache.get(key)
         if schema is None:
@@ -322,6 +324,7 @@ class Driver:
                 max_reply_bytes=st.policy.max_reply_bytes,
                 thought_first=self.setup.contract.thought_first,  # the agent's one contract
                 output=self.setup.output,  # the agent's one output type
+                max_batch=st.policy.max_batch,
             )
             self.setup.schema_cache[key] = schema
         return schema
@@ -522,6 +525,9 @@ class Driver:
 
     async def _continue(self, call: OpenCall) -> None:
         st = self.state
+        if isinstance(call.action, BatchAction):  # each of its calls is decided on its own
+            await run_batch(self, call)
+            return
         if call.decision is None:
             ruling = decide(st, call.action, self.setup.tools)
             self.record(

@@ -588,6 +588,37 @@ def parse_loose_tool_action(reply: str) -> ToolAction | None:
     return action if action_problem(action) is None else None
 
 
+def parse_loose_batch(reply: str) -> BatchAction | None:
+    """Read a reply as a ``batch`` of any tool names, or ``None`` (arguments not checked
+    against any tool: for classifying a batch the per-step schema refused, such as one
+    holding a write, which is refused whole with a reason rather than re-asked)."""
+    try:
+        data: object = json.loads(reply)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    obj = cast("dict[str, Any]", data)  # a JSON object
+    if obj.get("type") != "batch" or not isinstance(obj.get("calls"), list):
+        return None
+    calls: list[Any] = []  # Any: JSON
+    for item in cast("list[Any]", obj["calls"]):
+        if isinstance(item, dict) and isinstance(item.get("args_json"), str):  # generic form
+            entry = cast("dict[str, Any]", item)
+            try:
+                args: object = json.loads(entry["args_json"])
+            except (ValueError, RecursionError):
+                return None
+            calls.append({k: v for k, v in entry.items() if k != "args_json"} | {"args": args})
+            continue
+        calls.append(item)
+    try:
+        action = BatchAction.model_validate(obj | {"calls": calls})
+    except (ValidationError, RecursionError):
+        return None
+    return action if action_problem(action) is None else None
+
+
 def action_problem(action: NextAction) -> str | None:
     """Why an action cannot be recorded (see the limits), or ``None``.
 

@@ -23,10 +23,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
     ActionSchema,
     BatchAction,
+    BatchCall,
     ContractDocument,
     FinishAction,
     OutputSpec,
@@ -37,7 +40,7 @@ from agentcore.contracts import (
     clean_text,
     compile_action_schema,
 )
-from agentcore.contracts._schema import parse_loose_tool_action
+from agentcore.contracts._schema import parse_loose_batch, parse_loose_tool_action
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
@@ -46,7 +49,7 @@ from agentcore.contracts.errors import (
     UnknownToolError,
 )
 
-from .._dispatch import decide
+from .._dispatch import batch_refusal, decide
 from .._faults import crash_point
 from .._manifest import changed_since_pinned
 from .._observability import get_logger, observer
@@ -432,6 +435,15 @@ class Driver:
                     ActionProposed(**self.fields(), step=step, call_id=f"c{step}", action=loose)
                 )
                 return
+            refused = self._refused_batch(schema, completion.text)
+            if refused is not None:
+                # A batch the dispatcher refuses (it holds a write) or partly refuses (a
+                # call out of scope or over its budget): decided, not re-asked.
+                self._model_called(step, completion, "ok")
+                self.record(
+                    ActionProposed(**self.fields(), step=step, call_id=f"c{step}", action=refused)
+                )
+                return
             self._model_called(step, completion, "invalid")
             if st.reasks > st.policy.max_reasks:
                 if schema.finish_only:
@@ -452,6 +464,34 @@ class Driver:
             if stop := self._stop_reason():
                 self.finish(stop[0], reason=stop[1])
                 return
+
+    def _refused_batch(self, schema: ActionSchema, text: str) -> BatchAction | None:
+        """A batch the step's schema did not accept whose refusal is the dispatcher's to
+        give: it holds a tool that is not a read (refused whole), or a tool of the agent
+        the schema does not offer now (refused call by call). Every call of an offered
+        tool must still have valid arguments, or the reply is re-asked as invalid."""
+        st, tools = self.state, self.setup.tools
+        if st.policy.max_batch < 2:
+            return None
+        loose = parse_loose_batch(text)
+        if loose is None or not all(c.tool in tools for c in loose.calls):
+            return None
+        if batch_refusal(st, loose, tools) is not None:
+            return loose  # nothing in it runs
+        checked: list[BatchCall] = []
+        for c in loose.calls:
+            spec = schema.spec(c.tool)
+            if spec is None:
+                checked.append(c)  # denied by the dispatcher; never run
+                continue
+            try:
+                args = spec.args_model.model_validate(c.args)
+            except ValidationError:
+                return None
+            checked.append(BatchCall(tool=c.tool, args=args.model_dump(mode="json")))
+        if all(schema.spec(c.tool) is not None for c in loose.calls):
+            return None  # invalid for another reason: re-asked
+        return BatchAction(thought=loose.thought, calls=checked)
 
     def _context_recorded(self, step: int) -> bool:
         return self.state.context_step == step

@@ -189,8 +189,9 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
     with the batch's reason), and an executed one records its ``tool_started`` before the
     next is decided, so budgets count each call. All intents are durable before any call
     runs; the calls run concurrently; each outcome is recorded as it would be alone. Every
-    call is read-only and idempotent: after a crash, those without an outcome run again
-    (with the same idempotency keys), those with one do not.
+    call is read-only and idempotent: each outcome is durable as soon as its call returns,
+    and after a crash those without an outcome run again (with the same idempotency
+    keys), those with one do not.
     """
     assert isinstance(call.action, BatchAction)
     st, tools = d.state, d.setup.tools
@@ -260,7 +261,9 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
         d.own.check()
     crash_point("after_intent_commit")
 
-    async def one(m: OpenCall, tool: Tool, key: str, deps: Any) -> tuple[Any, ExtractionLog]:
+    async def one(
+        m: OpenCall, tool: Tool, key: str, deps: Any
+    ) -> tuple[OpenCall, Tool, Any, ExtractionLog]:  # Any: the tool's outcome
         ctx = call_context(d, m.step, m.call_id, key, deps)
         with extraction_log() as extractions:
             outcome = await d.obs.tool_call(
@@ -269,11 +272,13 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
                 tool.name,
                 tool.run(m.run_args(), ctx, max_result_bytes=st.policy.max_tool_result_bytes),
             )
-        return outcome, extractions
+        return m, tool, outcome, extractions
 
-    results = await asyncio.gather(*(one(*item) for item in todo))
-    crash_point("after_tool_return")
-    for (m, tool, _key, _deps), (outcome, extractions) in zip(todo, results, strict=True):
+    # Each outcome is recorded and made durable as its call returns: after a crash, only
+    # the calls still without one run again.
+    for done in asyncio.as_completed([one(*item) for item in todo]):
+        m, tool, outcome, extractions = await done
+        crash_point("after_tool_return")
         _record_extractions(d, m.step, extractions)
         d.record(
             ToolFinished(
@@ -290,6 +295,8 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
                 untrusted=tool.output == "untrusted",
             )
         )
+        await d.flush()
+        crash_point("after_batch_outcome")
 
 
 def call_context(

@@ -148,7 +148,10 @@ def _batch_variant(
     return create_model(
         "BatchAction",
         __base__=_Strict,
-        __doc__=BatchAction.__doc__,
+        __doc__=(
+            "Call several read-only tools at once, in one step; each call gets its own "
+            "result. Only read-only tools may be in a batch."
+        ),
         **_ordered(fields, thought_first),
     )
 

@@ -223,3 +223,27 @@ def test_a_resume_after_a_crash_mid_batch_reruns_only_the_calls_without_an_outco
     ran = tmp_path.joinpath("ledger.txt").read_text().split()
     assert sorted(ran) == ["fast", "slow-1", "slow-1", "slow-2", "slow-2"]  # fast not again
     assert report["finished"] == {"c1.1": 1, "c1.2": 1, "c1.3": 1}
+
+
+async def test_a_snapshot_taken_mid_batch_restores_each_call_of_it() -> None:
+    from agentcore._snapshot import dump_state, load_state
+    from agentcore._state import RunState
+
+    agent, _ = _agent(THREE, finish("ok"))
+    result = await agent.run("x")
+    events = await agent.transcript(result.run_id)
+    cut = next(i for i, e in enumerate(events) if isinstance(e, ToolFinished))
+    state = RunState(result.run_id)
+    for ev in events[: cut + 1]:  # one outcome recorded, two still running
+        state.apply(ev)
+    restored = load_state(result.run_id, dump_state(state))
+    assert restored.call is not None and state.call is not None
+    assert [m.call_id for m in restored.call.members] == ["c1.1", "c1.2", "c1.3"]
+    assert [m.finished is not None for m in restored.call.members] == [
+        m.finished is not None for m in state.call.members
+    ]
+    assert sum(m.finished is not None for m in restored.call.members) == 1
+    assert not restored.call.settled
+    for ev in events[cut + 1 :]:
+        restored.apply(ev)
+    assert restored.status is RunStatus.COMPLETED

@@ -247,3 +247,16 @@ async def test_a_snapshot_taken_mid_batch_restores_each_call_of_it() -> None:
     for ev in events[cut + 1 :]:
         restored.apply(ev)
     assert restored.status is RunStatus.COMPLETED
+
+
+def test_cancelling_a_run_that_died_mid_batch_closes_each_call_left_running(
+    tmp_path: Path,
+) -> None:
+    died = _worker(tmp_path, "start", "after_batch_outcome:1")
+    assert died.returncode == -9, died.stderr
+    done = _worker(tmp_path, "cancel", None)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["status"] == "cancelled"
+    assert report["problems"] == []  # no started call is left without a tool_finished
+    assert report["finished"] == {"c1.1": 1, "c1.2": 1, "c1.3": 1}

@@ -1,6 +1,6 @@
 """A worker for the mid-batch crash test (``tests/test_batches.py``).
 
-``python batch_worker.py start|resume <db> <ledger>``: a scripted agent over a SQLite store
+``python batch_worker.py start|resume|cancel <db> <ledger>``: a scripted agent over a SQLite store
 whose first step is a batch of three lookups (one fast, two slow), each appending its key
 to the ledger; then it finishes. Prints one JSON line: status, tool calls, the outcomes
 recorded per call id and any integrity problem.
@@ -56,6 +56,8 @@ async def main(cmd: str, db: str, ledger: str) -> None:
     try:
         if cmd == "start":
             result = await agent.run("Look these up.", run_id=RUN_ID)
+        elif cmd == "cancel":
+            result = await agent.cancel(RUN_ID, by="ann")
         else:
             result = await agent.resume(RUN_ID)
         events = await agent.transcript(RUN_ID)

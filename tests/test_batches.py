@@ -260,3 +260,18 @@ def test_cancelling_a_run_that_died_mid_batch_closes_each_call_left_running(
     assert report["status"] == "cancelled"
     assert report["problems"] == []  # no started call is left without a tool_finished
     assert report["finished"] == {"c1.1": 1, "c1.2": 1, "c1.3": 1}
+
+
+async def test_five_lookups_take_two_model_requests_instead_of_six() -> None:
+    orders = [f"A-{i}" for i in range(1, 6)]
+    one_by_one, model_a = _agent(
+        *(call("get_order", order_id=o) for o in orders), finish("All shipped.")
+    )
+    batched, model_b = _agent(
+        batch(*(call("get_order", order_id=o) for o in orders)), finish("All shipped."), max_batch=8
+    )
+    first = await one_by_one.run("Where are A-1 to A-5?")
+    second = await batched.run("Where are A-1 to A-5?")
+    assert first.usage.tool_calls == second.usage.tool_calls == 5
+    assert (len(model_a.requests), len(model_b.requests)) == (6, 2)
+    assert first.usage.model_calls == 6 and second.usage.model_calls == 2

@@ -176,9 +176,15 @@ async def test_the_model_is_not_offered_a_batch_with_one_read_tool_in_scope() ->
     agent, model = _agent(finish("ok"))
     await agent.run("x", scope=["get_order", "refund"])
     assert "batch" not in model.requests[0].schema.offered_types
+    assert '"type": "batch"' not in model.requests[0].system
     agent, model = _agent(finish("ok"))
     await agent.run("x")
     assert "batch" in model.requests[0].schema.offered_types
+    assert "get_order, get_customer" in model.requests[0].system  # told which may batch
+    agent, model = _agent(finish("ok"), max_batch=0)
+    await agent.run("x")
+    assert "batch" not in model.requests[0].schema.offered_types
+    assert '"type": "batch"' not in model.requests[0].system
 
 
 def test_max_batch_must_be_zero_or_at_least_two() -> None:

@@ -281,3 +281,38 @@ async def test_five_lookups_take_two_model_requests_instead_of_six() -> None:
     assert first.usage.tool_calls == second.usage.tool_calls == 5
     assert (len(model_a.requests), len(model_b.requests)) == (6, 2)
     assert first.usage.model_calls == 6 and second.usage.model_calls == 2
+
+
+def test_native_parallel_calls_of_reads_map_onto_a_batch() -> None:
+    from agentcore.adapters._native import NativeCall, native_reply
+
+    specs = [get_order.spec, get_customer.spec, refund.spec]
+    schema = compile_action_schema(specs, max_batch=4)
+    reads = [
+        NativeCall("get_order", '{"order_id": "A-1"}'),
+        NativeCall("get_customer", '{"customer_id": "C-9"}'),
+    ]
+    reply = native_reply(schema, "Both at once.", reads)
+    assert reply.action is not None and reply.action.type == "batch"
+    assert [c.tool for c in reply.action.calls] == ["get_order", "get_customer"]
+    assert reply.dropped == ()
+    # With a write among them, or without batches, the first call is the action, as before.
+    mixed = native_reply(schema, "", [*reads, NativeCall("refund", '{"order_id": "A-1"}')])
+    assert mixed.action is not None and mixed.action.type == "tool" and len(mixed.dropped) == 2
+    plain = native_reply(compile_action_schema(specs), "", reads)
+    assert plain.action is not None and plain.action.type == "tool" and len(plain.dropped) == 1
+
+
+async def test_a_batch_in_native_history_is_one_turn_of_parallel_calls() -> None:
+    from agentcore.adapters._native import native_messages
+
+    agent, model = _agent(THREE, finish("ok"))
+    await agent.run("x")
+    request = model.requests[1]
+    out = native_messages("system", list(request.messages), request.schema)
+    turns = [m for m in out if m.get("tool_calls")]
+    assert len(turns) == 1
+    assert [c["id"] for c in turns[0]["tool_calls"]] == ["c1.1", "c1.2", "c1.3"]
+    results = {m["tool_call_id"]: m["content"] for m in out if m["role"] == "tool"}
+    assert sorted(results) == ["c1.1", "c1.2", "c1.3"]
+    assert "C-9" in results["c1.3"] and "Ada" in results["c1.3"]

@@ -606,8 +606,8 @@ def parse_loose_batch(reply: str) -> BatchAction | None:
         return None
     calls: list[Any] = []  # Any: JSON
     for item in cast("list[Any]", obj["calls"]):
-        if isinstance(item, dict) and isinstance(item.get("args_json"), str):  # generic form
-            entry = cast("dict[str, Any]", item)
+        entry = cast("dict[str, Any]", item) if isinstance(item, dict) else {}
+        if isinstance(entry.get("args_json"), str):  # the generic form
             try:
                 args: object = json.loads(entry["args_json"])
             except (ValueError, RecursionError):

@@ -316,3 +316,22 @@ async def test_a_batch_in_native_history_is_one_turn_of_parallel_calls() -> None
     results = {m["tool_call_id"]: m["content"] for m in out if m["role"] == "tool"}
     assert sorted(results) == ["c1.1", "c1.2", "c1.3"]
     assert "C-9" in results["c1.3"] and "Ada" in results["c1.3"]
+
+
+def test_a_generic_form_batch_with_a_write_is_read_for_the_dispatcher() -> None:
+    from agentcore.contracts._schema import parse_loose_batch
+
+    reply = json.dumps(
+        {
+            "type": "batch",
+            "thought": "t",
+            "calls": [
+                {"tool": "get_order", "args_json": '{"order_id": "A"}'},
+                {"tool": "refund", "args_json": '{"order_id": "A"}'},
+            ],
+        }
+    )
+    loose = parse_loose_batch(reply)
+    assert loose is not None and [c.args for c in loose.calls] == [{"order_id": "A"}] * 2
+    assert parse_loose_batch('{"type": "batch", "thought": "t", "calls": [1]}') is None
+    assert parse_loose_batch('{"type": "tool"}') is None

@@ -241,7 +241,7 @@ def partial_action(text: str) -> PartialAction | None:
     if action is None or live is None:
         return None
     kind, tool, thought = action.get("type"), action.get("tool"), live.get("thought")
-    answer = cast("JsonValue", live.get("answer")) if kind == "finish" else None
+    answer = _partial_answer(live) if kind == "finish" else None
     call = action.get("call")
     if tool is None and isinstance(call, dict):
         tool = cast("dict[str, object]", call).get("tool")
@@ -251,6 +251,20 @@ def partial_action(text: str) -> PartialAction | None:
         thought=thought if isinstance(thought, str) else "",
         answer=answer,
     )
+
+
+def _partial_answer(live: dict[str, object]) -> JsonValue:
+    """A ``finish``'s answer so far: its ``answer``, or the start of the JSON in the generic
+    form's ``answer_json`` string (a typed output), read as partial JSON."""
+    if "answer" in live:
+        return cast("JsonValue", live["answer"])
+    text = live.get("answer_json")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return cast("JsonValue", from_json(text, allow_partial="trailing-strings"))
+    except ValueError:
+        return None
 
 
 def _inner(value: object) -> dict[str, object] | None:

@@ -30,8 +30,9 @@ required and the old one "will continue working for a transition period".
 
 The schema is the ``anthropic`` dialect (the action union wrapped as ``{"action": ...}``,
 objects closed, unsupported bounds moved into descriptions and re-checked client-side);
-:func:`choose_form` falls back to the generic form (``args_json``) when the typed form has
-more than 16 union-typed or 24 optional parameters, an open object, or a recursive model.
+:func:`choose_form` falls back to the generic form (``args_json``, and ``answer_json`` for
+a typed output) when the typed form has more than 16 union-typed or 24 optional parameters,
+an open object, or a recursive model.
 
 Prompt caching (https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
 breakpoints (``cache_control: {"type": "ephemeral"}``) go on the system block (contract,

@@ -236,7 +236,8 @@ def choose_form(schema: ActionSchema, dialect: Dialect) -> ActionSchema:
     parameters, OpenAI's 5000 properties, 10 nesting levels, 1000 enum values and 120,000
     characters of names and values. Gemini and JSON mode document no such limits: their
     schema is returned as is. The generic form is returned even if it also exceeds a limit
-    (it holds one union and no optional parameter, so only a huge tool count can).
+    (it holds one union and no optional parameter, so only a huge tool count can: a typed
+    output's answer is ``answer_json`` there, a string, like the tools' arguments).
 
     Args:
         schema: the step's action schema.

@@ -6,10 +6,14 @@ Two forms:
   ``args`` that tool's own argument model. Out-of-scope tools are not representable.
 * ``generic``: ``tool`` an enum of the names in scope and ``args_json`` a string holding the
   arguments as JSON, validated here against the tool's model. For providers whose strict
-  schema limits the typed form exceeds.
+  schema limits the typed form exceeds, or that cannot express a schema in it.
 
-With a typed output (:class:`OutputSpec`), the ``finish`` variant's ``answer`` has that
-type in either form, and the normalised ``finish`` carries its canonical JSON.
+With a typed output (:class:`OutputSpec`), the typed form's ``finish`` variant has an
+``answer`` of that type; the generic form's has ``answer_json``, a string holding the answer
+as JSON, validated here against the type (a type a strict dialect cannot express, such as an
+open ``dict[str, int]``, would otherwise be sent as an object with no properties, and a
+constrained decoder could then write nothing but ``{}``). Either way the normalised
+``finish`` carries the answer's canonical JSON.
 
 Whatever the form, :meth:`ActionSchema.parse` returns the normalised
 :data:`~agentcore.contracts.NextAction` or raises :class:`InvalidActionError` with a message
@@ -196,6 +200,27 @@ def _typed_finish(output: OutputSpec, thought_first: bool) -> type[BaseModel]:
     )
 
 
+@functools.cache
+def _generic_finish(thought_first: bool) -> type[BaseModel]:
+    """The generic form's ``finish`` with a typed output: the answer as a JSON string,
+    validated client-side like a generic tool call's ``args_json`` (named as the text one,
+    so the wire schema reads the same)."""
+    fields: dict[str, Any] = {  # Any: pydantic field definitions
+        "type": (Literal["finish"], "finish"),
+        "thought": (Thought, ...),
+        "answer_json": (
+            str,
+            Field(description="The answer as JSON text that matches the answer's schema."),
+        ),
+    }
+    return create_model(
+        "FinishAction",
+        __base__=_Strict,
+        __doc__=FinishAction.__doc__,
+        **_ordered(fields, thought_first),
+    )
+
+
 def _describe(exc: ValidationError) -> str:
     parts: list[str] = []
     for err in exc.errors(include_url=False)[:_MAX_ERRORS_SHOWN]:
@@ -294,7 +319,9 @@ class ActionSchema:
         if "batch" in self.offered_types:
             specs = [self._by_name[n] for n in self.batch_names]
             variants.append(_batch_variant(specs, self.form, self.max_batch, first))
-        if self.output is not None:
+        if self.output is not None and self.form == "generic":
+            variants.append(_generic_finish(first))
+        elif self.output is not None:
             variants.append(_typed_finish(self.output, first))
         else:
             variants.append(_ThoughtFirstFinish if first else FinishAction)
@@ -447,12 +474,21 @@ class ActionSchema:
             calls.append(BatchCall(tool=tool_name, args=args.model_dump(mode="json")))
         return BatchAction(thought=thought, calls=calls)
 
-    @staticmethod
-    def _typed_answer(parsed: BaseModel, output: OutputSpec) -> FinishAction:
+    def _typed_answer(self, parsed: BaseModel, output: OutputSpec) -> FinishAction:
         """The normalised ``finish`` of a typed answer: its canonical JSON as ``answer``."""
         thought: str = getattr(parsed, "thought")  # noqa: B009  # a variant built at run time
+        if self.form == "generic":
+            raw: str = getattr(parsed, "answer_json")  # noqa: B009
+            try:
+                value = output.decode(raw)
+            except ValidationError as exc:
+                raise InvalidActionError(
+                    f"answer_json is not a valid {output.name}: {_describe(exc)}"
+                ) from exc
+        else:
+            value = getattr(parsed, "answer")  # noqa: B009
         try:
-            data = output.to_json(getattr(parsed, "answer"))  # noqa: B009
+            data = output.to_json(value)
         except ValueError as exc:
             raise InvalidActionError(
                 f"The answer cannot be recorded: {exc}. Use finite numbers, integers within "
@@ -511,7 +547,8 @@ def compile_action_schema(
         tools: the tools in scope (order is kept, so the schema is stable across steps).
         finish_only: offer only ``finish`` (graceful end of a budget).
         allow_plan: offer ``plan``.
-        form: ``typed`` (one variant per tool) or ``generic`` (``args_json`` string).
+        form: ``typed`` (one variant per tool) or ``generic`` (``args_json`` string, and
+            ``answer_json`` for a typed output).
         max_reply_bytes: size cap applied before parsing.
         thought_first: put ``thought`` before ``type`` in every variant (a contract
             document's :attr:`~agentcore.contracts.ContractDocument.thought_first`).

@@ -115,6 +115,9 @@ VARIANTS: dict[str, ActionSchema] = {
     "generic": compile_action_schema(TOOLS, form="generic"),
     "finish_only": compile_action_schema(TOOLS, finish_only=True),
     "typed_output": compile_action_schema(TOOLS, output=output_spec(Receipt)),
+    "generic_typed_output": compile_action_schema(
+        TOOLS, form="generic", output=output_spec(Receipt)
+    ),
     "batch": compile_action_schema(BATCH_TOOLS, max_batch=4),
 }
 GOOD_NOTE = {"note": {"title": "Groceries", "body": "milk"}, "tags": ["home"]}
@@ -634,3 +637,74 @@ def test_a_typed_answer_round_trips_through_every_dialect(dialect: Dialect) -> N
     bad = to_wire(wire, {"type": "finish", "thought": "Done.", "answer": {"title": "Q3"}})
     with pytest.raises(InvalidActionError, match=r"finish\.answer\.count"):
         schema.parse(wire.unwrap(bad))
+
+
+class Tree(BaseModel):
+    label: str
+    children: list[Tree] = []
+
+
+@pytest.mark.parametrize(
+    ("output", "dialects"),
+    [
+        (dict[str, int], ("openai_strict", "anthropic")),
+        (create_model("Blob", data=(JsonValue, ...)), ("openai_strict", "anthropic")),
+        (Tree, ("anthropic",)),
+        (
+            create_model("Wide", **{f"f{i}": (int | None, None) for i in range(30)}),
+            ("anthropic",),
+        ),
+    ],
+    ids=["open-object", "any-json", "recursive", "30-optional"],
+)
+def test_an_answer_type_a_strict_dialect_cannot_send_goes_as_answer_json(
+    output: Any, dialects: tuple[Dialect, ...]
+) -> None:
+    """The generic form carries the answer as a string, as it does a tool's arguments: in
+    the typed form an open object would be closed with no properties (a constrained decoder
+    could write only ``{}``) and Anthropic's limits would be exceeded all the same."""
+    schema = compile_action_schema(TOOLS, output=output_spec(output))
+    for dialect in DIALECTS:
+        chosen = choose_form(schema, dialect)
+        if dialect not in dialects:
+            assert chosen is schema
+            continue
+        assert chosen.form == "generic"
+        wire = compile_wire_schema(chosen, dialect)
+        finish = wire.schema["$defs"]["FinishAction"]
+        assert finish["properties"]["answer_json"]["type"] == "string"
+        assert "answer" not in finish["properties"]
+        if dialect == "anthropic":
+            assert anthropic_limits(wire.schema).fits
+        answer = output_spec(output).adapter.dump_python(
+            output_spec(output).adapter.validate_python(
+                {"label": "root", "children": [{"label": "leaf"}]}
+                if output is Tree
+                else {"data": {"any": [1, None]}}
+                if "data" in getattr(output, "model_fields", {})
+                else {"a": 1}
+            ),
+            mode="json",
+        )
+        reply = {"type": "finish", "thought": "Done.", "answer_json": json.dumps(answer)}
+        action = chosen.parse(wire.unwrap(to_wire(wire, reply)))
+        assert isinstance(action, FinishAction) and json.loads(action.answer) == answer
+        bad = {"type": "finish", "thought": "Done.", "answer_json": "[1, 2"}
+        with pytest.raises(InvalidActionError, match="answer_json is not a valid"):
+            chosen.parse(wire.unwrap(to_wire(wire, bad)))
+
+
+def test_a_generic_typed_answer_is_checked_against_the_type() -> None:
+    schema = VARIANTS["generic_typed_output"]
+    answer = {"title": "Q3", "count": 2, "tags": [], "status": None, "notes": []}
+    good = {"type": "finish", "thought": "Done.", "answer_json": json.dumps(answer)}
+    action = schema.parse(json.dumps(good))
+    assert isinstance(action, FinishAction) and json.loads(action.answer) == answer
+    # The same canonical answer as the typed form records.
+    typed = {"type": "finish", "thought": "Done.", "answer": answer}
+    assert VARIANTS["typed_output"].parse(json.dumps(typed)) == action
+    bad = good | {"answer_json": json.dumps({"title": "Q3", "count": -1})}
+    with pytest.raises(InvalidActionError, match=r"answer_json is not a valid Receipt: count"):
+        schema.parse(json.dumps(bad))
+    with pytest.raises(InvalidActionError):  # the typed field is not accepted here
+        schema.parse(json.dumps(typed))

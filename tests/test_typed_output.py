@@ -170,6 +170,30 @@ async def test_an_invalid_answer_is_asked_again_with_the_errors_then_accepted() 
     assert "finish.answer.total_cents" in reask
 
 
+async def test_the_generic_form_takes_the_answer_as_json_text_and_returns_it_typed() -> None:
+    """``Policy(schema_form="generic")`` (or a strict dialect that cannot send the answer's
+    type): the answer comes as ``answer_json``, checked here and asked again when invalid."""
+    wrong = {"type": "finish", "thought": "Billed.", "answer_json": '{"customer": "acme"}'}
+    right = {"type": "finish", "thought": "Billed.", "answer_json": json.dumps(INVOICE)}
+    agent = Agent(
+        tools=[get_order],
+        model=ScriptedModel([wrong, right]),
+        store="memory://",
+        output=Invoice,
+        policy=Policy(schema_form="generic"),
+    )
+    result = await agent.run("Bill order A1.")
+    events = await agent.transcript(result.run_id)
+
+    assert result.status is RunStatus.COMPLETED, result.reason
+    assert result.output == Invoice.model_validate(INVOICE)
+    called = only(events, ModelCalled)
+    assert [c.outcome for c in called] == ["invalid", "ok"]
+    assert called[0].error is not None and "answer_json is not a valid Invoice" in called[0].error
+    (finished,) = only(events, RunFinished)
+    assert finished.output == INVOICE
+
+
 async def test_an_answer_that_never_validates_fails_the_run_like_any_invalid_reply() -> None:
     agent = agent_of([typed_finish("a text answer")] * 5, Invoice)
     result = await agent.run("Bill order A1.")

@@ -3,6 +3,8 @@
 ``Agent(output=T)`` reaches the provider as the ``finish`` variant's answer schema (strict
 json_schema in structured mode, the ``finish`` function's parameters in native mode), and
 the provider's reply comes back as a ``T`` through the same validation path as any reply.
+An answer type a strict dialect cannot send as it is (an open object, too many optional
+fields for Anthropic) goes in the generic form as ``answer_json``, a string validated here.
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from agentcore import Agent, PartialOutput, RunEnded, RunStatus, tool
 from agentcore.adapters import BreakerPolicy, RetryPolicy
+from agentcore.adapters.anthropic import AnthropicAdapter
 from agentcore.adapters.openai import OpenAIAdapter
 from agentcore.events import ModelCalled
 
 from .conftest import wrapped
-from .fakes import FakeProvider, JsonReply, SseReply, ok
+from .fakes import FakeProvider, JsonReply, SseReply, anthropic_stream, ok
 from .native_payloads import chat_tool_calls, chat_tool_stream
 
 
@@ -135,3 +138,66 @@ async def test_native_stream_yields_the_partial_output_then_the_typed_result(
     last = seen[-1]
     assert isinstance(last, RunEnded) and isinstance(last.result.output, Invoice)
     assert json.loads(last.result.answer or "") == INVOICE
+
+
+# --------------------------------------------------------------- answers as JSON text (generic)
+
+
+async def test_an_open_answer_type_is_sent_as_answer_json_and_returned_typed(
+    fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy
+) -> None:
+    """Strict OpenAI closes every object: ``dict[str, int]`` in the typed form would be an
+    object with no properties, so a constrained decoder could only write ``{}``."""
+    bad = {"type": "finish", "thought": "Counted.", "answer_json": '{"apples": "many"}'}
+    good = {"type": "finish", "thought": "Counted.", "answer_json": '{"apples": 3, "pears": 0}'}
+    fake.queue(ok(wrapped(bad)), ok(wrapped(good)))
+    agent = Agent(
+        tools=[get_order], model=gpt(fake, retry, breaker), store="memory://", output=dict[str, int]
+    )
+    try:
+        result = await agent.run("Count the fruit.")
+        events = await agent.transcript(result.run_id)
+    finally:
+        await agent.close()
+
+    assert result.status is RunStatus.COMPLETED, result.reason
+    assert result.output == {"apples": 3, "pears": 0}
+    assert [e.outcome for e in events if isinstance(e, ModelCalled)] == ["invalid", "ok"]
+    sent = fake.bodies[0]["response_format"]["json_schema"]
+    assert sent["strict"] is True
+    finish_variant = sent["schema"]["$defs"]["FinishAction"]
+    assert finish_variant["properties"]["answer_json"]["type"] == "string"
+    assert "answer" not in finish_variant["properties"]
+    reask = fake.bodies[1]["messages"][-1]["content"]
+    assert "answer_json" in reask and "apples" in reask
+
+
+Profile = create_model(
+    "Profile", **{f"field_{i}": (str | None, None) for i in range(30)}
+)  # 30 optional parameters: Anthropic accepts 24
+
+
+async def test_anthropic_streams_an_answer_json_too_large_for_its_limits(
+    fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy
+) -> None:
+    answer = {"field_0": "Ada", "field_7": "London"}
+    text = json.dumps(
+        {"action": {"type": "finish", "thought": "Found.", "answer_json": json.dumps(answer)}}
+    )
+    fake.queue(SseReply(anthropic_stream(text, pieces=10), done=False, named=True))
+    model = AnthropicAdapter(
+        "claude-sonnet-4-5", api_base=fake.url, api_key="sk-ant-test", retry=retry, breaker=breaker
+    )
+    agent = Agent(tools=[get_order], model=model, store="memory://", output=Profile)
+    try:
+        seen = [item async for item in agent.stream("Who is it?")]
+    finally:
+        await agent.close()
+
+    sent = fake.bodies[0]["output_config"]["format"]["schema"]
+    assert sent["$defs"]["FinishAction"]["properties"]["answer_json"]["type"] == "string"
+    partials = [x.value for x in seen if isinstance(x, PartialOutput)]
+    assert len(partials) >= 2 and partials[-1] == answer, partials
+    last = seen[-1]
+    assert isinstance(last, RunEnded) and isinstance(last.result.output, Profile)
+    assert last.result.output.model_dump(exclude_none=True) == answer

@@ -37,6 +37,7 @@ from agentcore.contracts import (
     MAX_PLAN_STEPS,
     MAX_THOUGHT_CHARS,
     ActionSchema,
+    BatchAction,
     FinishAction,
     NextAction,
     OutputSpec,
@@ -328,6 +329,8 @@ def _call_of(
             }
         case ToolAction(tool=tool, args=args):
             return names.get(tool, _PROVIDER_NAME.sub("_", tool)), dict(args)
+        case BatchAction():  # never one function call: native_messages makes it several
+            raise ValueError("a batch is not one function call")
 
 
 def native_messages(
@@ -338,43 +341,51 @@ def native_messages(
 
     An action becomes an assistant message with one tool call whose id is our call id (a
     tool call's thought as the message's text; ``plan`` and ``finish`` carry theirs as an
-    argument); every message about that call (``Message.call_id``) becomes its one
-    tool result, joined in order, so each call has exactly one result right after it (a
-    call with none yet gets a short placeholder before the next message). Other messages
+    argument), a ``batch`` one with a parallel call per call of it (ids ``c<step>.<i>``);
+    every message about a call (``Message.call_id``) becomes its one tool result, joined
+    in order, so each call has exactly one result right after its turn (a call with none
+    yet gets a short placeholder before the next message). Other messages
     keep their role; consecutive user messages are joined. A re-ask's closing instruction
     (reply with a JSON object) is replaced by one for function calls.
     """
     names = tool_name_map(schema)
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]  # Any: JSON
-    open_call: str | None = None
-    results: list[str] = []
+    results: dict[str, list[str]] = {}  # the open calls' ids (in order) and their results
 
     def close() -> None:
-        nonlocal open_call, results
-        if open_call is not None:
-            content = "\n".join(results) if results else _NO_RESULT
-            out.append({"role": "tool", "tool_call_id": open_call, "content": content})
-        open_call, results = None, []
+        for call_id, said in results.items():
+            content = "\n".join(said) if said else _NO_RESULT
+            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        results.clear()
 
     for m in messages:
         if m.role == "assistant" and m.action is not None and m.call_id is not None:
             close()
-            name, args = _call_of(m.action, names, schema.output is not None)
+            action = m.action
+            if isinstance(action, BatchAction):  # parallel calls, one id per call of it
+                wire = [
+                    (f"{m.call_id}.{i}", names.get(c.tool, _PROVIDER_NAME.sub("_", c.tool)), c.args)
+                    for i, c in enumerate(action.calls, 1)
+                ]
+            else:
+                wire = [(m.call_id, *_call_of(action, names, schema.output is not None))]
             # A tool call's thought is the text before it; plan and finish carry theirs.
-            thought = m.action.thought if isinstance(m.action, ToolAction) else ""
-            call = {
-                "id": m.call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
-            }
+            thought = action.thought if isinstance(action, ToolAction | BatchAction) else ""
             turn: dict[str, Any] = {"role": "assistant"}  # Any: JSON
             if thought:
                 turn["content"] = thought  # content may be left out when there are tool_calls
-            turn["tool_calls"] = [call]
+            turn["tool_calls"] = [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+                }
+                for call_id, name, args in wire
+            ]
             out.append(turn)
-            open_call = m.call_id
-        elif m.role == "user" and m.call_id is not None and m.call_id == open_call:
-            results.append(m.content)
+            results.update((call_id, []) for call_id, _, _ in wire)
+        elif m.role == "user" and m.call_id is not None and m.call_id in results:
+            results[m.call_id].append(m.content)
         else:
             close()
             text = m.content.replace(INVALID_HINT, _NATIVE_HINT) if m.role == "user" else m.content
@@ -397,7 +408,9 @@ def native_reply(
 ) -> NativeReply:
     """Map a native reply to one action, validated by ``schema.parse`` like any reply.
 
-    The first call is the action (``plan`` and ``finish`` by name, anything else a tool
+    Parallel calls all of tools a batch may hold, when the step offers a ``batch`` and
+    they are at most ``max_batch``, are that batch. Otherwise the first call is the
+    action (``plan`` and ``finish`` by name, anything else a tool
     call with its arguments as ``args``, the name mapped back to ours); its thought is the
     reply's text (for ``plan`` and ``finish``, their ``thought`` argument when given). The
     other calls are returned in ``dropped``. A reply with no call and some text is a
@@ -419,6 +432,9 @@ def native_reply(
             {"type": "finish", "thought": "", "answer": answer}, ensure_ascii=False
         )
         return _parsed(schema, action_json, ())
+    batched = _as_batch(schema, content, calls, reverse)
+    if batched is not None:
+        return _parsed(schema, batched, ())
     first, rest = calls[0], calls[1:]
     dropped = tuple(f"{reverse.get(c.name, c.name)}({c.arguments})" for c in rest)
     written = f"{first.name}({first.arguments})"
@@ -444,6 +460,31 @@ def native_reply(
             "args": fields,
         }
     return _parsed(schema, json.dumps(action, ensure_ascii=False), dropped)
+
+
+def _as_batch(
+    schema: ActionSchema, content: str, calls: Sequence[NativeCall], reverse: Mapping[str, str]
+) -> str | None:
+    """Parallel calls as one ``batch`` action's JSON, when the step offers batches and every
+    call is of a tool a batch may hold, at most ``max_batch`` of them; else ``None`` (the
+    first call is the action, as without batches)."""
+    allowed = schema.batch_names
+    if len(calls) < 2 or not allowed or len(calls) > schema.max_batch:
+        return None
+    items: list[dict[str, Any]] = []  # Any: JSON
+    for c in calls:
+        name = reverse.get(c.name, c.name)
+        if name not in allowed:
+            return None
+        try:
+            args = _arguments_of(c.arguments)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(args, dict):
+            return None
+        items.append({"tool": name, "args": args})
+    thought = content[:MAX_THOUGHT_CHARS]
+    return json.dumps({"type": "batch", "thought": thought, "calls": items}, ensure_ascii=False)
 
 
 def _parsed(schema: ActionSchema, action_json: str, dropped: tuple[str, ...]) -> NativeReply:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from agentcore.contracts import FinishAction, NextAction, PlanAction, ToolAction
+from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
 
 from ._manifest import changed_since_pinned
 from ._provenance import argument_origins
@@ -20,7 +20,7 @@ from .events import Verdict
 from .guards import check_arguments
 from .tools import Tool
 
-__all__ = ["Ruling", "decide"]
+__all__ = ["Ruling", "batch_refusal", "decide", "decide_in_batch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,48 @@ def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ru
             return Ruling("execute", "approved by policy")
         case ToolAction():
             return _decide_tool(state, action, tools)
+        case BatchAction():  # its calls are decided one by one (decide_in_batch)
+            refused = batch_refusal(state, action, tools)
+            return Ruling("execute") if refused is None else Ruling("deny", refused)
+
+
+def batch_refusal(state: RunState, action: BatchAction, tools: Mapping[str, Tool]) -> str | None:
+    """Why a batch is refused as a whole (words the model reads), or ``None``: batches
+    are not allowed in the run, it holds too many calls, or it holds a tool that is not
+    read-only and idempotent (a write never runs in a batch, whatever else it holds)."""
+    most = state.policy.max_batch
+    if most < 2:
+        return "batches are not allowed in this run; call one tool per step."
+    if len(action.calls) > most:
+        return (
+            f"the batch holds {len(action.calls)} calls; at most {most} may run in one "
+            "batch. Nothing in it ran."
+        )
+    for call in action.calls:
+        tool = tools.get(call.tool)
+        if tool is not None and (tool.spec.effect != "read" or not tool.spec.idempotent):
+            what = f"effect {tool.spec.effect}" if tool.spec.effect != "read" else "not idempotent"
+            return (
+                f"the batch holds {call.tool!r}, which is not a read-only, idempotent tool "
+                f"({what}); a batch may hold only reads, so nothing in it ran. Call "
+                f"{call.tool!r} alone, in a step of its own."
+            )
+    return None
+
+
+def decide_in_batch(state: RunState, action: ToolAction, tools: Mapping[str, Tool]) -> Ruling:
+    """The decision of one call of an accepted batch: the same rules as a call of its
+    own (scope, pinned definition, budgets, argument policies, provenance), except that a
+    call that would wait for a person is refused (a batch never waits; propose it alone)."""
+    ruling = _decide_tool(state, action, tools)
+    if ruling.verdict == "needs_confirmation":
+        return Ruling(
+            "deny",
+            f"{ruling.reason}; a call in a batch never waits for a person, so it did not run. "
+            "Propose it alone to have it approved.",
+            provenance=ruling.provenance,
+        )
+    return ruling
 
 
 def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool]) -> Ruling:

@@ -9,6 +9,8 @@ comparison. Points:
 - ``after_model_response``: a model answered; nothing of that answer is recorded yet.
 - ``after_intent_commit``: ``tool_started`` is durable; the tool has not run.
 - ``after_tool_return``: the tool returned; its result is not recorded yet.
+- ``after_batch_outcome``: one call of a batch returned and its outcome is durable (the
+  batch's other calls may still be running).
 - ``in_append_transaction``: inside a SQLite append, after the inserts, before COMMIT.
 """
 

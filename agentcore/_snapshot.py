@@ -189,6 +189,14 @@ def _counter() -> Codec:
     return (dict, decode)
 
 
+def _decode_members(run_id: str, v: object) -> list[OpenCall]:
+    _check(v, (list,))
+    members = [_decode_call(run_id, cast("Mapping[str, Any]", m)) for m in cast("list[Any]", v)]
+    if any(m is None for m in members):
+        raise ValueError("a batch call is null")
+    return [m for m in members if m is not None]
+
+
 _CALL_CODECS: Final[Mapping[str, Codec]] = {
     "step": _plain(int),
     "call_id": _plain(str),
@@ -201,6 +209,10 @@ _CALL_CODECS: Final[Mapping[str, Codec]] = {
     "finished": _event_codec(),
     "resolution": _event_codec(),
     "put_to_a_person": _plain(bool),
+    "members": (
+        lambda calls: [_encode_call(c) for c in calls],
+        _decode_members,
+    ),
 }
 
 
@@ -214,7 +226,9 @@ def _decode_call(run_id: str, v: Mapping[str, Any] | None) -> OpenCall | None:  
     if v is None:
         return None
     kwargs: dict[str, Any] = {  # Any: each field's own type, checked by the codecs
-        name: dec(run_id, v[name]) for name, (_, dec) in _CALL_CODECS.items()
+        name: dec(run_id, v[name])
+        for name, (_, dec) in _CALL_CODECS.items()
+        if name != "members" or name in v  # a snapshot from before batches has none
     }
     return OpenCall(**kwargs)
 

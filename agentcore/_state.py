@@ -11,6 +11,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from agentcore.contracts import (
+    BatchAction,
     FinishAction,
     NextAction,
     PlanAction,
@@ -161,10 +162,15 @@ class OpenCall:
     resolution: Resolution | None = None
     put_to_a_person: bool = False
     """The run stopped as ``needs_attention`` since this call last started."""
+    members: list[OpenCall] = field(default_factory=list["OpenCall"])
+    """A batch's calls (``c<step>.1``, ``c<step>.2``...), each a tool call of its own with
+    its own decision and outcome; empty for any other action."""
 
     @property
     def settled(self) -> bool:
         """Nothing more will happen for this call; the next step may begin."""
+        if isinstance(self.action, BatchAction):
+            return all(m.settled for m in self.members)
         d = self.decision
         if d is None:
             return False
@@ -181,6 +187,10 @@ class OpenCall:
                 return True
             case FinishAction():  # settled only by the run_finished that follows it
                 return False
+
+    def member(self, call_id: str) -> OpenCall | None:
+        """The batch call ``call_id`` of this action, or ``None``."""
+        return next((m for m in self.members if m.call_id == call_id), None)
 
     def run_args(self) -> dict[str, Any]:  # Any: JSON values
         """The arguments that run: edited ones from an approval, else the proposed ones."""
@@ -268,6 +278,11 @@ class RunState:
                 self.reasks = 0
                 self.context_step = 0
                 self.call = OpenCall(event.step, event.call_id, event.action)
+                if isinstance(event.action, BatchAction):
+                    self.call.members = [
+                        OpenCall(event.step, f"{event.call_id}.{i + 1}", event.action.member(i))
+                        for i in range(len(event.action.calls))
+                    ]
             case Decision():
                 call = self._call(event.call_id)
                 call.decision = event
@@ -362,6 +377,8 @@ class RunState:
         self.status = status
 
     def _call(self, call_id: str) -> OpenCall:
+        if self.call is not None and (member := self.call.member(call_id)) is not None:
+            return member
         if self.call is None or self.call.call_id != call_id:
             raise ValueError(f"event for call {call_id!r} which is not the open call")
         return self.call
@@ -426,7 +443,7 @@ class RunState:
                     approvals_needed=needed,
                     expires_at=expires,
                 )
-            case FinishAction():
+            case FinishAction() | BatchAction():  # a batch's calls never wait for a person
                 return None
 
     def approval_deadline(self) -> float | None:

@@ -200,6 +200,11 @@ class Policy:
         compensate_on: run endings after which the run's committed effects are undone
             at once (``Agent.compensate`` by ``policy``): any of ``failed``, ``cancelled``,
             ``budget_exhausted``, ``needs_attention``. Default: none (a person decides).
+        max_batch: the most calls one ``batch`` action may hold (0, the default: the model
+            is offered no batch). With 2 or more, and two or more read-only, idempotent
+            tools in scope, the model may call several of them in one step; they run
+            concurrently, each decided, budgeted and recorded as a call of its own. A batch
+            holding any other tool is refused whole. See docs/tools.md, "Batches of reads".
         on_pending: called (sync or async) with an :class:`~agentcore.approvals.ApprovalRequest`
             after a call starts waiting for people, after each approval that leaves it
             waiting, and on an escalation; a failure is logged, never raised. Not
@@ -221,6 +226,7 @@ class Policy:
     approvals: Mapping[str, int] = field(default_factory=dict[str, int])
     compensate_on: tuple[str, ...] = ()
     untrusted_args: Literal["allow", "ask", "deny"] = "ask"
+    max_batch: int = 0
     authorize: Authorize | None = field(default=None, compare=False, repr=False)
     on_pending: OnPending | None = field(default=None, compare=False, repr=False)
 
@@ -259,6 +265,10 @@ class Policy:
                 f"Invalid compensate_on {self.compensate_on!r}: a tuple of "
                 f"{', '.join(sorted(_COMPENSABLE_ENDINGS))}."
             )
+        if type(self.max_batch) is not int or self.max_batch < 0 or self.max_batch == 1:
+            raise ConfigurationError(
+                f"max_batch must be 0 (no batches) or a whole number >= 2, got {self.max_batch!r}"
+            )
         if self.schema_form not in ("typed", "generic"):
             raise ConfigurationError(
                 f"Invalid schema_form {self.schema_form!r}. Valid forms: 'typed', 'generic'."
@@ -279,6 +289,7 @@ class Policy:
             "approval_expiry": "wait",
             "compensate_on": [],
             "untrusted_args": "ask",
+            "max_batch": 0,
         }
         for name, value in unused.items():
             if data[name] == value:  # recorded as before these existed

@@ -43,6 +43,7 @@ __all__ = [
     "Boundary",
     "BoundaryResult",
     "CrashReport",
+    "batch",
     "call",
     "crash_test",
     "finish",
@@ -64,6 +65,25 @@ def call(name: str, /, thought: str = "I need this.", **args: Any) -> dict[str, 
         The action as the model would reply it, for a :class:`~agentcore.adapters.ScriptedModel`.
     """
     return {"type": "tool", "thought": thought, "tool": name, "args": args}
+
+
+def batch(
+    *calls: dict[str, Any], thought: str = "I need all of these."
+) -> dict[str, Any]:  # Any: JSON
+    """A ``batch`` action: several read-only calls in one step (``Policy(max_batch=...)``).
+
+    Args:
+        *calls: the calls, each made with :func:`call` (their thoughts are not used).
+        thought: the model's reason, as recorded.
+
+    Returns:
+        The action as the model would reply it.
+    """
+    return {
+        "type": "batch",
+        "thought": thought,
+        "calls": [{"tool": c["tool"], "args": c["args"]} for c in calls],
+    }
 
 
 def plan(*steps: str, thought: str = "Here is how.") -> dict[str, Any]:  # Any: JSON

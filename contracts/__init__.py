@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from ._actions import (
     MAX_PLAN_STEPS,
     MAX_THOUGHT_CHARS,
+    BatchAction,
+    BatchCall,
     Effect,
     FinishAction,
     NextAction,
@@ -76,6 +78,8 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "ActionSchema",
     "AnthropicLimitReport",
+    "BatchAction",
+    "BatchCall",
     "ContractDocument",
     "Dialect",
     "Effect",

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 __all__ = [
     "MAX_PLAN_STEPS",
     "MAX_THOUGHT_CHARS",
+    "BatchAction",
+    "BatchCall",
     "Effect",
     "FinishAction",
     "NextAction",
@@ -79,5 +81,35 @@ class FinishAction(_Action):
     answer: str
 
 
-NextAction = Annotated[PlanAction | ToolAction | FinishAction, Field(discriminator="type")]
+class BatchCall(BaseModel):
+    """One call of a batch: a read-only tool and its arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    tool: str
+    args: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
+
+
+class BatchAction(_Action):
+    """Call several read-only tools at once; each call is recorded with its own outcome.
+
+    Offered only when the run allows batches (``Policy(max_batch=...)``) and two or more
+    read-only tools are in scope. A batch holding any other tool is refused whole.
+    """
+
+    type: Literal["batch"] = "batch"
+    thought: Thought
+    calls: Annotated[list[BatchCall], Field(min_length=1)]
+
+    def member(self, index: int) -> ToolAction:
+        """The ``index``-th call (from 0) as the tool action it is run as."""
+        call = self.calls[index]
+        return ToolAction.model_construct(
+            type="tool", thought=self.thought, tool=call.tool, args=dict(call.args)
+        )
+
+
+NextAction = Annotated[
+    PlanAction | ToolAction | FinishAction | BatchAction, Field(discriminator="type")
+]
 """One next action, as the core sees it."""

@@ -34,6 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from ._actions import (
     MAX_PLAN_STEPS,
+    BatchAction,
+    BatchCall,
     FinishAction,
     NextAction,
     PlanAction,
@@ -55,7 +57,7 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
 @functools.cache
-def _next_action() -> TypeAdapter[PlanAction | ToolAction | FinishAction]:
+def _next_action() -> TypeAdapter[PlanAction | ToolAction | FinishAction | BatchAction]:
     return TypeAdapter(NextAction)
 
 
@@ -107,6 +109,60 @@ def _generic_variant(names: Sequence[str], thought_first: bool = False) -> type[
     return create_model(
         "ToolCall", __base__=_Strict, __doc__=doc, **_ordered(fields, thought_first)
     )
+
+
+def _batch_item(spec: ToolSpec) -> type[BaseModel]:
+    return create_model(
+        "BatchCall_" + _class_name(spec.name).removeprefix("Call_"),
+        __base__=_StrictItem,
+        __doc__=spec.description,
+        tool=(_literal(spec.name), ...),
+        args=(spec.args_model, ...),
+    )
+
+
+class _StrictItem(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+def _batch_variant(
+    specs: Sequence[ToolSpec], form: SchemaForm, most: int, thought_first: bool
+) -> type[BaseModel]:
+    """The ``batch`` variant: up to ``most`` calls of the read-only tools ``specs``."""
+    item: Any  # Any: a union type built at run time
+    if form == "generic":
+        item = create_model(
+            "BatchCall",
+            __base__=_StrictItem,
+            __doc__="One read-only call; args_json holds its arguments as a JSON object.",
+            tool=(_literal(*(s.name for s in specs)), ...),
+            args_json=(str, Field(description="The tool's arguments as a JSON object string.")),
+        )
+    else:
+        items = [_batch_item(s) for s in specs]
+        item = items[0]
+        for v in items[1:]:
+            item = item | v
+        item = Annotated[item, Field(discriminator="tool")]
+    fields: dict[str, Any] = {  # Any: pydantic field definitions
+        "type": (Literal["batch"], "batch"),
+        "thought": (Thought, ...),
+        "calls": (Annotated[list[item], Field(min_length=1, max_length=most)], ...),
+    }
+    return create_model(
+        "BatchAction",
+        __base__=_Strict,
+        __doc__=(
+            "Call several read-only tools at once, in one step; each call gets its own "
+            "result. Only read-only tools may be in a batch."
+        ),
+        **_ordered(fields, thought_first),
+    )
+
+
+def batch_tools(tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
+    """The tools a batch may call: read-only and idempotent."""
+    return tuple(t for t in tools if t.effect == "read" and t.idempotent)
 
 
 _ThoughtFirstPlan: type[BaseModel] = create_model(
@@ -194,6 +250,8 @@ class ActionSchema:
             (the order a constrained decoder writes them in); by default ``type`` comes
             first. Parsing gives the same actions either way.
         output: the type of ``finish``'s ``answer`` (``None``: text).
+        max_batch: the most calls a ``batch`` may hold (0: no batch); a batch is offered
+            only when two or more read-only tools are in the schema.
     """
 
     tools: tuple[ToolSpec, ...]
@@ -203,6 +261,7 @@ class ActionSchema:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     thought_first: bool = False
     output: OutputSpec | None = None
+    max_batch: int = 0
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
     _forms: dict[str, ActionSchema] = field(
         init=False, repr=False, default_factory=dict[str, "ActionSchema"]
@@ -226,7 +285,17 @@ class ActionSchema:
         kinds = ["plan"] if self.allow_plan else []
         if self.tools:
             kinds.append("tool")
+        if self.batch_names:
+            kinds.append("batch")
         return (*kinds, "finish")
+
+    @property
+    def batch_names(self) -> tuple[str, ...]:
+        """The tools a ``batch`` may call (empty: no batch is offered)."""
+        if self.max_batch < 2 or self.finish_only:
+            return ()
+        names = tuple(t.name for t in batch_tools(self.tools))
+        return names if len(names) >= 2 else ()
 
     @cached_property
     def root_type(self) -> Any:  # Any: a union type built at run time has no static type
@@ -247,6 +316,9 @@ class ActionSchema:
                     for v in tool_variants[1:]:
                         union = union | v
                     variants.append(Annotated[union, Field(discriminator="tool")])
+        if "batch" in self.offered_types:
+            specs = [self._by_name[n] for n in self.batch_names]
+            variants.append(_batch_variant(specs, self.form, self.max_batch, first))
         if self.output is not None and self.form == "generic":
             variants.append(_generic_finish(first))
         elif self.output is not None:
@@ -288,6 +360,7 @@ class ActionSchema:
                 max_reply_bytes=self.max_reply_bytes,
                 thought_first=self.thought_first,
                 output=self.output,
+                max_batch=self.max_batch,
             )
         return cache[form]
 
@@ -329,7 +402,7 @@ class ActionSchema:
             ) from exc
         # A tool action's arguments were checked in their Python form by _normalise (which
         # sees NaN that the JSON form hides); the texts of a plan or a finish are checked here.
-        problem = None if isinstance(action, ToolAction) else action_problem(action)
+        problem = None if isinstance(action, ToolAction | BatchAction) else action_problem(action)
         if problem is not None:
             raise InvalidActionError(
                 f"The reply cannot be recorded: {problem}. Reply with one short, flat JSON "
@@ -345,6 +418,8 @@ class ActionSchema:
             return _next_action().validate_python(parsed.model_dump())
         if self.output is not None and getattr(parsed, "type") == "finish":  # noqa: B009
             return self._typed_answer(parsed, self.output)
+        if getattr(parsed, "type") == "batch":  # noqa: B009
+            return self._batch(parsed)
         tool_name: str = getattr(parsed, "tool")  # noqa: B009  # variant classes are built at run time
         thought: str = getattr(parsed, "thought")  # noqa: B009
         if self.form == "generic":
@@ -371,6 +446,33 @@ class ActionSchema:
         return ToolAction.model_construct(
             type="tool", thought=thought, tool=tool_name, args=args.model_dump(mode="json")
         )
+
+    def _batch(self, parsed: BaseModel) -> BatchAction:
+        """The normalised ``batch``: each call's arguments checked as a tool action's."""
+        thought: str = getattr(parsed, "thought")  # noqa: B009  # a variant built at run time
+        calls: list[BatchCall] = []
+        for item in getattr(parsed, "calls"):  # noqa: B009
+            tool_name: str = item.tool
+            if self.form == "generic":
+                try:
+                    args = self._by_name[tool_name].args_model.model_validate_json(item.args_json)
+                except ValidationError as exc:
+                    raise InvalidActionError(
+                        f"args_json for tool {tool_name!r} in the batch is invalid: "
+                        f"{_describe(exc)}"
+                    ) from exc
+            else:
+                args = item.args
+            assert isinstance(args, BaseModel)
+            problem = json_problem(args.model_dump(), other_types=True)
+            if problem is not None:
+                raise InvalidActionError(
+                    f"args for tool {tool_name!r} in the batch cannot be recorded: {problem}. "
+                    f"Use finite numbers, integers within 64 bits, nesting at most "
+                    f"{MAX_DEPTH} levels."
+                )
+            calls.append(BatchCall(tool=tool_name, args=args.model_dump(mode="json")))
+        return BatchAction(thought=thought, calls=calls)
 
     def _typed_answer(self, parsed: BaseModel, output: OutputSpec) -> FinishAction:
         """The normalised ``finish`` of a typed answer: its canonical JSON as ``answer``."""
@@ -437,6 +539,7 @@ def compile_action_schema(
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     thought_first: bool = False,
     output: OutputSpec | None = None,
+    max_batch: int = 0,
 ) -> ActionSchema:
     """Compile the action union for one step.
 
@@ -450,6 +553,9 @@ def compile_action_schema(
         thought_first: put ``thought`` before ``type`` in every variant (a contract
             document's :attr:`~agentcore.contracts.ContractDocument.thought_first`).
         output: the type of ``finish``'s ``answer`` (:func:`output_spec`; ``None``: text).
+        max_batch: the most calls a ``batch`` action may hold (0, the default: no batch).
+            A batch is offered only when two or more read-only, idempotent tools are
+            among ``tools``.
 
     Returns:
         An :class:`ActionSchema`; building its validator is lazy and happens once. The same
@@ -459,7 +565,14 @@ def compile_action_schema(
     if form not in ("typed", "generic"):
         raise ConfigurationError(f"Invalid schema form {form!r}. Valid forms: 'typed', 'generic'.")
     return _compile(
-        tuple(tools), finish_only, allow_plan, form, max_reply_bytes, thought_first, output
+        tuple(tools),
+        finish_only,
+        allow_plan,
+        form,
+        max_reply_bytes,
+        thought_first,
+        output,
+        max_batch,
     )
 
 
@@ -472,6 +585,7 @@ def _compile(
     max_reply_bytes: int,
     thought_first: bool = False,
     output: OutputSpec | None = None,
+    max_batch: int = 0,
 ) -> ActionSchema:
     return ActionSchema(
         tools=tools,
@@ -481,6 +595,7 @@ def _compile(
         max_reply_bytes=max_reply_bytes,
         thought_first=thought_first,
         output=output,
+        max_batch=max_batch,
     )
 
 
@@ -513,6 +628,37 @@ def parse_loose_tool_action(reply: str) -> ToolAction | None:
     return action if action_problem(action) is None else None
 
 
+def parse_loose_batch(reply: str) -> BatchAction | None:
+    """Read a reply as a ``batch`` of any tool names, or ``None`` (arguments not checked
+    against any tool: for classifying a batch the per-step schema refused, such as one
+    holding a write, which is refused whole with a reason rather than re-asked)."""
+    try:
+        data: object = json.loads(reply)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    obj = cast("dict[str, Any]", data)  # a JSON object
+    if obj.get("type") != "batch" or not isinstance(obj.get("calls"), list):
+        return None
+    calls: list[Any] = []  # Any: JSON
+    for item in cast("list[Any]", obj["calls"]):
+        entry = cast("dict[str, Any]", item) if isinstance(item, dict) else {}
+        if isinstance(entry.get("args_json"), str):  # the generic form
+            try:
+                args: object = json.loads(entry["args_json"])
+            except (ValueError, RecursionError):
+                return None
+            calls.append({k: v for k, v in entry.items() if k != "args_json"} | {"args": args})
+            continue
+        calls.append(item)
+    try:
+        action = BatchAction.model_validate(obj | {"calls": calls})
+    except (ValidationError, RecursionError):
+        return None
+    return action if action_problem(action) is None else None
+
+
 def action_problem(action: NextAction) -> str | None:
     """Why an action cannot be recorded (see the limits), or ``None``.
 
@@ -526,6 +672,8 @@ def action_problem(action: NextAction) -> str | None:
             return json_problem([thought, *steps])
         case FinishAction(answer=answer, thought=thought):
             return json_problem([thought, answer])
+        case BatchAction(calls=calls, thought=thought):
+            return json_problem([thought, *(c.args for c in calls)])
 
 
 def dump_action(action: NextAction) -> str:

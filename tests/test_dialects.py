@@ -25,6 +25,7 @@ from agentcore.contracts import (
     ANTHROPIC_MAX_OPTIONAL_PARAMS,
     ANTHROPIC_MAX_UNION_PARAMS,
     ActionSchema,
+    BatchAction,
     Dialect,
     FinishAction,
     PlanAction,
@@ -102,6 +103,13 @@ TOOLS = (
     ToolSpec("save_note", "Save a note.", SaveArgs, effect="write", idempotent=False),
     ToolSpec("purge_notes", "Delete every note.", PurgeArgs, effect="destructive"),
 )
+
+
+class ListArgs(BaseModel):
+    folder: str = Field(description="Folder to list.")
+
+
+BATCH_TOOLS = (*TOOLS, ToolSpec("list_files", "List a folder's files.", ListArgs))
 VARIANTS: dict[str, ActionSchema] = {
     "typed": compile_action_schema(TOOLS),
     "generic": compile_action_schema(TOOLS, form="generic"),
@@ -110,6 +118,7 @@ VARIANTS: dict[str, ActionSchema] = {
     "generic_typed_output": compile_action_schema(
         TOOLS, form="generic", output=output_spec(Receipt)
     ),
+    "batch": compile_action_schema(BATCH_TOOLS, max_batch=4),
 }
 GOOD_NOTE = {"note": {"title": "Groceries", "body": "milk"}, "tags": ["home"]}
 
@@ -535,6 +544,28 @@ def test_valid_replies_round_trip_through_every_dialect(dialect: Dialect) -> Non
     )
     purge = tool_action("purge_notes", {})
     assert schema.parse(wire.unwrap(to_wire(wire, purge))) == ToolAction.model_validate(purge)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_batch_of_reads_round_trips_through_every_dialect(dialect: Dialect) -> None:
+    schema = VARIANTS["batch"]
+    wire = compile_wire_schema(choose_form(schema, dialect), dialect)
+    reads = {
+        "type": "batch",
+        "thought": "Both at once.",
+        "calls": [
+            {"tool": "read_file", "args": read_args()},
+            {"tool": "list_files", "args": {"folder": "docs"}},
+        ],
+    }
+    action = schema.parse(wire.unwrap(to_wire(wire, reads)))
+    assert action == BatchAction.model_validate(reads)
+    batch_def = [v for v in action_variants(wire) if "calls" in v.get("properties", {})]
+    assert len(batch_def) == 1  # offered once, naming only the read tools
+    assert "save_note" not in json.dumps(batch_def) and "purge_notes" not in json.dumps(batch_def)
+    too_many = reads | {"calls": reads["calls"] * 3}
+    with pytest.raises(InvalidActionError):
+        schema.parse(wire.unwrap(to_wire(wire, too_many)))
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -37,7 +37,7 @@ from agentcore.contracts.errors import (
 )
 
 from .._manifest import manifest_entry, output_change, tool_changes
-from .._state import FINAL_STATUSES, PendingCall, RunState, RunStatus, args_hash
+from .._state import FINAL_STATUSES, OpenCall, PendingCall, RunState, RunStatus, args_hash
 from ..approvals import Authorize
 from ..events import (
     Approval,
@@ -67,6 +67,7 @@ __all__ = [
     "expire",
     "needs_continuing",
     "outcome_unknown",
+    "outcomes_unknown",
     "resolve",
     "resume",
     "resumed",
@@ -626,6 +627,10 @@ def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:
     why = f"cancelled by {by}" + (f": {reason}" if reason else "")
     call, now, seq = state.call, time.time(), state.next_seq
     events: list[Event] = []
+    for member in () if call is None else call.members:  # a batch's calls left running
+        lost = _unknown(state, member, seq + len(events), f"the run was cancelled by {by}")
+        if lost is not None:
+            events.append(lost)
     unknown = outcome_unknown(state, f"the run was cancelled by {by}")
     if unknown is not None and call is not None and call.started is not None:
         events.append(unknown)
@@ -651,18 +656,31 @@ def outcome_unknown(state: RunState, what: str) -> ToolFinished | None:
     recorded outcome (its process died, or it was lost to a timeout), saying its outcome is
     unknown, so that no started call is ever silently dropped; ``None`` when there is none.
     ``what`` says what ends it (``the run was cancelled by ann``)."""
+    return None if state.call is None else _unknown(state, state.call, state.next_seq, what)
+
+
+def outcomes_unknown(state: RunState, what: str) -> list[ToolFinished]:
+    """:func:`outcome_unknown` for the open call, or for each call of an open batch."""
     call = state.call
-    if (
-        call is None
-        or call.started is None
-        or call.finished is not None
-        or not isinstance(call.action, ToolAction)
-    ):
+    if call is None or not call.members:
+        lost = outcome_unknown(state, what)
+        return [] if lost is None else [lost]
+    found: list[ToolFinished] = []
+    for member in call.members:
+        lost = _unknown(state, member, state.next_seq + len(found), what)
+        if lost is not None:
+            found.append(lost)
+    return found
+
+
+def _unknown(state: RunState, call: OpenCall, seq: int, what: str) -> ToolFinished | None:
+    """``outcome_unknown`` for ``call`` (the open call, or one call of its batch)."""
+    if call.started is None or call.finished is not None or not isinstance(call.action, ToolAction):
         return None
     key = call.started.idempotency_key
     return ToolFinished(
         run_id=state.run_id,
-        seq=state.next_seq,
+        seq=seq,
         at=time.time(),
         step=call.step,
         call_id=call.call_id,

@@ -53,7 +53,7 @@ from ..tools import (
     current_context,
     recordable_result,
 )
-from ._commands import OUTCOME_UNKNOWN, outcome_unknown
+from ._commands import OUTCOME_UNKNOWN, outcomes_unknown
 from ._loop import Driver
 from ._tool_calls import call_context, deps_of
 
@@ -146,10 +146,10 @@ async def compensate(
             f"Run {st.run_id} is {st.status.value}: cancel it first (agentcore cancel "
             f"{st.run_id}), then compensate it."
         )
-    lost = outcome_unknown(st, f"a compensation by {by} began")
-    if lost is not None:  # the open call's outcome is unknown: say so before undoing
-        d.record(lost)
-        events = [*events, lost]
+    lost = outcomes_unknown(st, f"a compensation by {by} began")
+    for event in lost:  # the open call's outcome is unknown: say so before undoing
+        d.record(event)
+    events = [*events, *lost]
     tools = d.setup.tools
     recorded = {name: str(entry.get("effect", "read")) for name, entry in st.tools.items()}
     effects = _effects(events, {**recorded, **{n: t.spec.effect for n, t in tools.items()}})

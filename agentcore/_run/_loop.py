@@ -23,9 +23,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
     ActionSchema,
+    BatchAction,
+    BatchCall,
     ContractDocument,
     FinishAction,
     OutputSpec,
@@ -36,7 +40,7 @@ from agentcore.contracts import (
     clean_text,
     compile_action_schema,
 )
-from agentcore.contracts._schema import parse_loose_tool_action
+from agentcore.contracts._schema import batch_tools, parse_loose_batch, parse_loose_tool_action
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
@@ -45,7 +49,7 @@ from agentcore.contracts.errors import (
     UnknownToolError,
 )
 
-from .._dispatch import decide
+from .._dispatch import batch_refusal, decide
 from .._faults import crash_point
 from .._manifest import changed_since_pinned
 from .._observability import get_logger, observer
@@ -60,7 +64,7 @@ from ..streaming import SINK, PartialTracker
 from ..tools import DepsFactory, Tool
 from . import _commands as commands
 from ._commands import short_args
-from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_call
+from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_batch, run_call
 
 __all__ = ["PAUSE", "ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
 
@@ -143,6 +147,18 @@ class Turn:
         if self.max_steps is not None and steps >= self.max_steps:
             return True
         return self.max_seconds is not None and time.monotonic() - started >= self.max_seconds
+
+
+def _batch_note(most: int, reads: Sequence[str]) -> str:
+    """The paragraph the system text gains when the model may batch reads."""
+    return (
+        'You may also reply with a batch: {"type": "batch", "thought": "...", '
+        '"calls": [{"tool": "<name>", "args": {...}}, ...]} calls up to '
+        f"{most} read-only tools at once, in one step, when you need several lookups; "
+        "you will see each result under its own id. Only these tools may be in a batch: "
+        f"{', '.join(reads)}. A batch holding any other tool is refused whole; call a tool "
+        "that changes things alone."
+    )
 
 
 class Driver:
@@ -312,6 +328,7 @@ class Driver:
             finish_only,
             st.policy.schema_form,
             st.policy.max_reply_bytes,
+            st.policy.max_batch,
         )
         schema = self.setup.schema_cache.get(key)
         if schema is None:
@@ -322,6 +339,7 @@ class Driver:
                 max_reply_bytes=st.policy.max_reply_bytes,
                 thought_first=self.setup.contract.thought_first,  # the agent's one contract
                 output=self.setup.output,  # the agent's one output type
+                max_batch=st.policy.max_batch,
             )
             self.setup.schema_cache[key] = schema
         return schema
@@ -338,11 +356,17 @@ class Driver:
 
     def _system(self) -> str:
         offered = self._offered()
+        most = self.state.policy.max_batch
         key = tuple(f"{n}:{self.setup.tools[n].spec.manifest_hash}" for n in offered)
+        if most:
+            key = (*key, f"max_batch:{most}")  # a run without batches keys as before
         text = self.setup.system_cache.get(key)
         if text is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
             text = self.setup.contract.render_system(specs, self.setup.output)
+            reads = [s.name for s in batch_tools(specs)]
+            if most >= 2 and len(reads) >= 2:
+                text = f"{text}\n\n{_batch_note(most, reads)}"
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
             self.setup.system_cache[key] = text
@@ -429,6 +453,15 @@ class Driver:
                     ActionProposed(**self.fields(), step=step, call_id=f"c{step}", action=loose)
                 )
                 return
+            refused = self._refused_batch(schema, completion.text)
+            if refused is not None:
+                # A batch the dispatcher refuses (it holds a write) or partly refuses (a
+                # call out of scope or over its budget): decided, not re-asked.
+                self._model_called(step, completion, "ok")
+                self.record(
+                    ActionProposed(**self.fields(), step=step, call_id=f"c{step}", action=refused)
+                )
+                return
             self._model_called(step, completion, "invalid")
             if st.reasks > st.policy.max_reasks:
                 if schema.finish_only:
@@ -449,6 +482,34 @@ class Driver:
             if stop := self._stop_reason():
                 self.finish(stop[0], reason=stop[1])
                 return
+
+    def _refused_batch(self, schema: ActionSchema, text: str) -> BatchAction | None:
+        """A batch the step's schema did not accept whose refusal is the dispatcher's to
+        give: it holds a tool that is not a read (refused whole), or a tool of the agent
+        the schema does not offer now (refused call by call). Every call of an offered
+        tool must still have valid arguments, or the reply is re-asked as invalid."""
+        st, tools = self.state, self.setup.tools
+        if st.policy.max_batch < 2:
+            return None
+        loose = parse_loose_batch(text)
+        if loose is None or not all(c.tool in tools for c in loose.calls):
+            return None
+        if batch_refusal(st, loose, tools) is not None:
+            return loose  # nothing in it runs
+        checked: list[BatchCall] = []
+        for c in loose.calls:
+            spec = schema.spec(c.tool)
+            if spec is None:
+                checked.append(c)  # denied by the dispatcher; never run
+                continue
+            try:
+                args = spec.args_model.model_validate(c.args)
+            except ValidationError:
+                return None
+            checked.append(BatchCall(tool=c.tool, args=args.model_dump(mode="json")))
+        if all(schema.spec(c.tool) is not None for c in loose.calls):
+            return None  # invalid for another reason: re-asked
+        return BatchAction(thought=loose.thought, calls=checked)
 
     def _context_recorded(self, step: int) -> bool:
         return self.state.context_step == step
@@ -522,6 +583,9 @@ class Driver:
 
     async def _continue(self, call: OpenCall) -> None:
         st = self.state
+        if isinstance(call.action, BatchAction):  # each of its calls is decided on its own
+            await run_batch(self, call)
+            return
         if call.decision is None:
             ruling = decide(st, call.action, self.setup.tools)
             self.record(

@@ -18,13 +18,14 @@ from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from agentcore.contracts import ToolAction, clean_text
+from agentcore.contracts import BatchAction, ToolAction, clean_text
 from agentcore.contracts.errors import LimitExceededError, StoreError
 
+from .._dispatch import Ruling, batch_refusal, decide_in_batch
 from .._extract import ExtractionLog, extraction_log
 from .._faults import crash_point
 from .._state import OpenCall, RunStatus
-from ..events import ModelCalled, ToolFinished, ToolStarted
+from ..events import Decision, ModelCalled, ToolFinished, ToolStarted
 from ..secrets import resolve_secret
 from ..stores import CallGuardStore
 from ..tools import RunIdentity, Tool, ToolContext, recordable_result
@@ -39,6 +40,7 @@ __all__ = [
     "call_context",
     "deps_of",
     "recover_call",
+    "run_batch",
     "run_call",
 ]
 
@@ -178,6 +180,123 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
     )
     if not tool.spec.idempotent:
         await d.flush()
+
+
+async def run_batch(d: Driver, call: OpenCall) -> None:
+    """Decide, start and run the calls of a batch that have no outcome yet.
+
+    Each call is decided in order as a call of its own (a refused batch: each is denied
+    with the batch's reason), and an executed one records its ``tool_started`` before the
+    next is decided, so budgets count each call. All intents are durable before any call
+    runs; the calls run concurrently; each outcome is recorded as it would be alone. Every
+    call is read-only and idempotent: each outcome is durable as soon as its call returns,
+    and after a crash those without an outcome run again (with the same idempotency
+    keys), those with one do not.
+    """
+    assert isinstance(call.action, BatchAction)
+    st, tools = d.state, d.setup.tools
+    whole = batch_refusal(st, call.action, tools)
+    fresh = all(m.started is None for m in call.members)
+    if fresh and any(m.decision is None for m in call.members) and await d.cancel_requested():
+        return
+    todo: list[tuple[OpenCall, Tool, str, Any]] = []  # Any: the run's deps
+    for m in call.members:
+        if m.decision is None:
+            assert isinstance(m.action, ToolAction)
+            ruling = (
+                Ruling("deny", whole) if whole is not None else decide_in_batch(st, m.action, tools)
+            )
+            d.record(
+                Decision(
+                    **d.fields(),
+                    step=m.step,
+                    call_id=m.call_id,
+                    verdict=ruling.verdict,
+                    reason=ruling.reason,
+                    provenance=dict(ruling.provenance),
+                )
+            )
+        assert m.decision is not None
+        if m.decision.verdict != "execute" or m.finished is not None:
+            continue
+        assert isinstance(m.action, ToolAction)
+        tool = tools[m.action.tool]
+        key = f"{st.run_id}:{m.call_id.removeprefix('c')}"
+        problem: str | None = None
+        bound: dict[str, Any] = {}  # Any: JSON values from the run's record
+        deps: Any = None  # Any: what the application's factory built
+        try:
+            bound = tool.bound_args(st.tenant, st.metadata) if tool.run_params else {}
+            deps = await deps_of(d)
+        except Exception as exc:  # the application's factory, or a changed tool: not run
+            problem = f"{type(exc).__name__}: {exc}"
+        d.record(
+            ToolStarted(
+                **d.fields(),
+                step=m.step,
+                call_id=m.call_id,
+                tool=tool.name,
+                args=m.run_args(),
+                idempotency_key=key,
+                bound=bound,
+            )
+        )
+        if problem is not None:
+            d.record(
+                ToolFinished(
+                    **d.fields(),
+                    step=m.step,
+                    call_id=m.call_id,
+                    tool=tool.name,
+                    ok=False,
+                    error=f"the call could not start (nothing ran): {problem}",
+                )
+            )
+            continue
+        todo.append((m, tool, key, deps))
+    await d.flush()  # write-ahead: every intent is durable before any call runs
+    if not todo:
+        return
+    if d.own is not None:
+        d.own.check()
+    crash_point("after_intent_commit")
+
+    async def one(
+        m: OpenCall, tool: Tool, key: str, deps: Any
+    ) -> tuple[OpenCall, Tool, Any, ExtractionLog]:  # Any: the tool's outcome
+        ctx = call_context(d, m.step, m.call_id, key, deps)
+        with extraction_log() as extractions:
+            outcome = await d.obs.tool_call(
+                m.call_id,
+                m.step,
+                tool.name,
+                tool.run(m.run_args(), ctx, max_result_bytes=st.policy.max_tool_result_bytes),
+            )
+        return m, tool, outcome, extractions
+
+    # Each outcome is recorded and made durable as its call returns: after a crash, only
+    # the calls still without one run again.
+    for done in asyncio.as_completed([one(*item) for item in todo]):
+        m, tool, outcome, extractions = await done
+        crash_point("after_tool_return")
+        _record_extractions(d, m.step, extractions)
+        d.record(
+            ToolFinished(
+                **d.fields(),
+                step=m.step,
+                call_id=m.call_id,
+                tool=tool.name,
+                ok=outcome.ok,
+                result=outcome.result,
+                error=outcome.error,
+                duration_ms=round(outcome.duration_ms, 3),
+                result_bytes=outcome.result_bytes,
+                result_sha256=outcome.result_sha256,
+                untrusted=tool.output == "untrusted",
+            )
+        )
+        await d.flush()
+        crash_point("after_batch_outcome")
 
 
 def call_context(

@@ -33,6 +33,7 @@ from agentcore import (
 )
 from agentcore._run import PAUSE
 from agentcore.contracts import (
+    BatchAction,
     FinishAction,
     NextAction,
     PlanAction,
@@ -278,6 +279,8 @@ def action_detail(action: NextAction) -> str:
             return f"{name} {json.dumps(args)}"
         case FinishAction(answer=answer):
             return answer
+        case BatchAction(calls=calls):
+            return " | ".join(f"{c.tool} {json.dumps(c.args)}" for c in calls)
 
 
 def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:

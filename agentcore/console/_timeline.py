@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcore.contracts import FinishAction, PlanAction, ToolAction
+from agentcore.contracts import BatchAction, FinishAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
     Approval,
@@ -165,6 +165,17 @@ def entry(ev: Event) -> Entry:
                 case FinishAction():
                     return Entry(
                         ev.seq, ev.type, "finish", action.thought, [("answer", action.answer)]
+                    )
+                case BatchAction():
+                    return Entry(
+                        ev.seq,
+                        ev.type,
+                        f"batch of {len(action.calls)} reads ({ev.call_id})",
+                        action.thought,
+                        [
+                            (f"{ev.call_id}.{i}", f"{c.tool} {pretty(c.args)}")
+                            for i, c in enumerate(action.calls, 1)
+                        ],
                     )
         case Decision():
             tone = {"execute": "ok", "deny": "bad", "needs_plan": "bad"}.get(ev.verdict, "wait")

@@ -28,7 +28,7 @@ from .._state import OpenCall, RunStatus
 from ..events import Decision, ModelCalled, ToolFinished, ToolStarted
 from ..secrets import resolve_secret
 from ..stores import CallGuardStore
-from ..tools import RunIdentity, Tool, ToolContext, recordable_result
+from ..tools import RunIdentity, Tool, ToolContext, ToolOutcome, recordable_result
 from ._commands import short_args
 
 if TYPE_CHECKING:
@@ -163,23 +163,26 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
             d, call, tool, key, timed_out=True, cause=None if outcome.timed_out else outcome.error
         )
         return
-    d.record(
-        ToolFinished(
-            **d.fields(),
-            step=call.step,
-            call_id=call.call_id,
-            tool=tool.name,
-            ok=outcome.ok,
-            result=outcome.result,
-            error=outcome.error,
-            duration_ms=round(outcome.duration_ms, 3),
-            result_bytes=outcome.result_bytes,
-            result_sha256=outcome.result_sha256,
-            untrusted=tool.output == "untrusted",
-        )
-    )
+    d.record(finished(d, call.step, call.call_id, tool, outcome))
     if not tool.spec.idempotent:
         await d.flush()
+
+
+def finished(d: Driver, step: int, call_id: str, tool: Tool, outcome: ToolOutcome) -> ToolFinished:
+    """The ``tool_finished`` of a call that returned (one call, or one of a batch)."""
+    return ToolFinished(
+        **d.fields(),
+        step=step,
+        call_id=call_id,
+        tool=tool.name,
+        ok=outcome.ok,
+        result=outcome.result,
+        error=outcome.error,
+        duration_ms=round(outcome.duration_ms, 3),
+        result_bytes=outcome.result_bytes,
+        result_sha256=outcome.result_sha256,
+        untrusted=tool.output == "untrusted",
+    )
 
 
 async def run_batch(d: Driver, call: OpenCall) -> None:
@@ -280,21 +283,7 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
         m, tool, outcome, extractions = await done
         crash_point("after_tool_return")
         _record_extractions(d, m.step, extractions)
-        d.record(
-            ToolFinished(
-                **d.fields(),
-                step=m.step,
-                call_id=m.call_id,
-                tool=tool.name,
-                ok=outcome.ok,
-                result=outcome.result,
-                error=outcome.error,
-                duration_ms=round(outcome.duration_ms, 3),
-                result_bytes=outcome.result_bytes,
-                result_sha256=outcome.result_sha256,
-                untrusted=tool.output == "untrusted",
-            )
-        )
+        d.record(finished(d, m.step, m.call_id, tool, outcome))
         await d.flush()
         crash_point("after_batch_outcome")
 

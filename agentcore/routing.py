@@ -11,7 +11,10 @@ from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.adapters._protocol import Mode
 from agentcore.contracts.errors import ConfigurationError
 
-__all__ = ["DEFAULT_SCORECARDS", "Route", "default_scorecards_dir"]
+__all__ = ["DEFAULT_SCORECARDS", "ModelSpec", "Route", "default_scorecards_dir"]
+
+ModelSpec = str | ModelAdapter | Sequence[str | ModelAdapter]
+"""A model (``"provider/model"`` or an adapter object) or a route: a list tried in order."""
 
 DEFAULT_SCORECARDS = ".agentcore/scorecards"
 

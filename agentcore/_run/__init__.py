@@ -8,8 +8,7 @@
   for an action, decide, act, record, until the run stops, pauses or its turn is over;
 - ``_tool_calls``: running a tool call write-ahead under its guard, recovering one whose
   outcome was never recorded, settling a lost call;
-- ``_compensation``: undoing a stopped run's committed effects, newest first, each once;
-- ``_twins``: the blocking and streamed twins of the agent's async methods.
+- ``_compensation``: undoing a stopped run's committed effects, newest first, each once.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from ._compensation import Settle
 from ._loop import PAUSE, ContextProvider, ContextRequest, Driver, History, RunSetup, Turn
 from ._session import Session
 from ._tool_calls import LOST_CALL_WAIT_S
-from ._twins import StreamTwin, SyncTwin
 
 __all__ = [
     "LOST_CALL_WAIT_S",
@@ -31,8 +29,6 @@ __all__ = [
     "RunSetup",
     "Session",
     "Settle",
-    "StreamTwin",
-    "SyncTwin",
     "Turn",
     "commands",
 ]

@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import random
 import time
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agentcore.contracts.errors import (
     LeaseLostError,
@@ -27,12 +29,14 @@ from agentcore.contracts.errors import (
 from .._observability import get_logger, log_events
 from .._ownership import Ownership
 from .._snapshot import UNUSABLE, restore
-from .._state import PendingCall, RunResult, RunState
-from ..approvals import ApprovalRequest, Occasion, OnPending, notify
+from .._state import FINAL_STATUSES, PendingCall, RunResult, RunState
+from ..approvals import ApprovalRequest, Occasion, notify
 from ..events import Event
+from ..policy import Budget, Policy
 from ..stores import SnapshotStore, TranscriptStore
 from ..stores._codec import printable
 from ..streaming import SINK
+from . import _commands as commands
 from ._compensation import Settle, compensate, compensation_needed
 from ._loop import Driver, History, RunSetup, Turn
 
@@ -47,16 +51,16 @@ class Session:
         setup: the agent's tools, contract, route and store, as the driver needs them.
         owner: this worker's name in the leases it takes.
         lease_s: how long a lease lasts without renewal.
+        policy: the agent's policy (its ``on_pending`` is told when a call starts or keeps
+            waiting for people).
         name: the agent's name (for its traces), if any.
-        on_pending: told when a call starts or keeps waiting for people
-            (``Policy.on_pending``).
     """
 
     setup: RunSetup
     owner: str
     lease_s: float
+    policy: Policy
     name: str | None = None
-    on_pending: OnPending | None = None
 
     @property
     def store(self) -> TranscriptStore:
@@ -97,6 +101,58 @@ class Session:
         if sink is not None:
             for ev in events:
                 sink(ev)
+
+    async def start(
+        self,
+        task: str,
+        *,
+        scope: Sequence[str],
+        budget: Budget,
+        run_id: str | None,
+        metadata: Mapping[str, Any] | None,  # Any: JSON values recorded as given
+        tenant: str | None,
+    ) -> tuple[RunState, History] | RunResult:
+        """Check a new run's arguments and record its ``run_started`` (what the task quotes
+        of a listed secret redacted); its state and history. The existing run's result when
+        ``run_id`` is taken, or the run was started concurrently by someone else.
+
+        Raises:
+            ConfigurationError: an empty task, a parameter bound to the run missing from
+                ``tenant``/``metadata``.
+            LimitExceededError: an invalid ``run_id`` or ``tenant``.
+        """
+        tools = self.setup.tools
+        for name in scope:  # a parameter bound to the run must be there before it starts
+            tools[name].bound_args(tenant, metadata or {})
+        output = self.setup.output
+        started = commands.start(
+            task,
+            tools={n: tools[n].spec for n in scope},
+            budget=budget,
+            run_id=uuid.uuid4().hex if run_id is None else run_id,
+            metadata=metadata,
+            tenant=tenant,
+            policy=self.policy,
+            contract=self.setup.contract,
+            route=(self.setup.route, self.setup.plan_route),
+            output_hash=None if output is None else output.hash,
+        )
+        if run_id is not None and await self.exists(run_id):
+            return await self.current(run_id)
+        if self.setup.redactor is not None:
+            started = self.setup.redactor.event(started)
+        state = RunState(started.run_id)
+        state.apply(started)
+        try:
+            await self.begin(started.run_id, [started])
+        except SeqConflictError:
+            return await self.current(started.run_id)
+        return state, History([started])
+
+    async def current(self, run_id: str) -> RunResult:
+        """The run's current result, as the store has it."""
+        state, _ = await self.load(run_id)
+        return state.result()
 
     async def load(self, run_id: str) -> tuple[RunState, History]:
         """The run's state and the events a driver needs: from its latest usable snapshot
@@ -233,7 +289,8 @@ class Session:
         occasion = _news(waiting, _waiting(state))
         result = state.result()
         if occasion is not None and result.pending is not None:
-            await notify(self.on_pending, ApprovalRequest(state.run_id, occasion, result.pending))
+            request = ApprovalRequest(state.run_id, occasion, result.pending)
+            await notify(self.policy.on_pending, request)
         return result
 
     async def compensate(
@@ -260,6 +317,43 @@ class Session:
             return state.result()
 
         return await self.with_lease(run_id, undo, wait_s=wait_s)
+
+    async def cancel(self, run_id: str, *, by: str, reason: str | None) -> RunResult:
+        """Cancel the run now under its lease; when another process advances it, record a
+        request that process honours at its next safe point (see ``Agent.cancel``)."""
+        state, _ = await self.load(run_id)
+        if state.status in FINAL_STATUSES:
+            return state.result()
+
+        def cancelled(state: RunState) -> list[Event]:
+            return [] if state.status in FINAL_STATUSES else commands.cancel(state, by, reason)
+
+        with contextlib.suppress(RunBusyError):
+            return await self.apply(run_id, cancelled, advance=False)
+        await self.store.request_cancel(run_id, by=by, reason=reason)
+        # The process advancing it may have let go since: then no one would read the request.
+        with contextlib.suppress(RunBusyError):
+            return await self.apply(run_id, cancelled, advance=False)
+        return await self.current(run_id)
+
+    async def expire_approvals(self, now: float, *, limit: int, advance: bool) -> list[RunResult]:
+        """Apply ``Policy.approval_expiry`` to the waiting calls of this agent's runs whose
+        window has passed (see ``Agent.expire_approvals``); the runs it changed."""
+        changed = list[RunResult]()
+        for row in await self.store.list_runs(status="awaiting_confirmation", limit=limit):
+            recorded = list[Event]()
+
+            def expire(state: RunState, into: list[Event] = recorded) -> list[Event]:
+                if not set(state.scope) <= set(self.setup.tools):  # another agent's run
+                    return []
+                into.extend(commands.expire(state, now))
+                return into
+
+            with contextlib.suppress(RunBusyError):
+                result = await self.apply(row.run_id, expire, advance=advance)
+                if recorded:
+                    changed.append(result)
+        return changed
 
     async def _compensate_by_policy(self, driver: Driver) -> None:
         """``Policy.compensate_on``: undo at once what a run that just ended that way did."""

@@ -14,8 +14,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from agentcore.contracts.errors import ConfigurationError
 
-from .._state import RunResult
-from ..streaming import SINK, RunEnded, StreamEvent
+from ._state import RunResult
+from .streaming import SINK, RunEnded, StreamEvent
 
 __all__ = ["StreamTwin", "SyncTwin", "stream_events"]
 

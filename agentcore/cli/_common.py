@@ -8,15 +8,13 @@ import json
 import logging
 import os
 import shlex
-import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, MutableMapping, Sequence
+from collections.abc import Callable, Coroutine, MutableMapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeGuard, TypeVar
 
 import typer
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -24,20 +22,11 @@ from rich.text import Text
 from agentcore import (
     Agent,
     PendingCall,
-    RunEnded,
     RunResult,
     RunStatus,
-    StreamEvent,
-    ThoughtDelta,
     configure_logging,
 )
-from agentcore._run import PAUSE
 from agentcore.contracts import (
-    BatchAction,
-    FinishAction,
-    NextAction,
-    PlanAction,
-    ToolAction,
     check_run_id,
     check_tenant,
 )
@@ -48,24 +37,7 @@ from agentcore.contracts.errors import (
     StoreCorruptedError,
     StoreError,
 )
-from agentcore.events import (
-    ActionProposed,
-    Approval,
-    ApprovalExpired,
-    CompensationFinished,
-    CompensationStarted,
-    Confirmation,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-)
+from agentcore.events import RunStarted
 from agentcore.stores import SQLiteStore, TranscriptStore, default_store_url, open_store
 
 __all__: list[str] = []  # private: see agentcore.cli
@@ -269,112 +241,6 @@ def load_agent(
         if _is_agent(made):
             return made
     raise ConfigurationError(f"{ref} is neither an Agent nor a function returning one.")
-
-
-def action_detail(action: NextAction) -> str:
-    match action:
-        case PlanAction(steps=steps):
-            return " | ".join(steps)
-        case ToolAction(tool=name, args=args):
-            return f"{name} {json.dumps(args)}"
-        case FinishAction(answer=answer):
-            return answer
-        case BatchAction(calls=calls):
-            return " | ".join(f"{c.tool} {json.dumps(c.args)}" for c in calls)
-
-
-def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
-    """(step, text) for one event in the transcript table (``full``: nothing shortened)."""
-    cap = None if full else 120
-    match ev:
-        case RunStarted():
-            return (
-                "",
-                f"task: {ev.task}  scope: {', '.join(ev.scope)}  "
-                f"contract: {ev.contract.get('hash')}",
-            )
-        case ContextAdded():
-            return str(ev.step), f"{ev.source}: {ev.content[:cap]}"
-        case ModelCalled():
-            tokens = f"{ev.input_tokens}+{ev.output_tokens} tokens"
-            if ev.role == "extract":
-                tokens = f"extraction, {tokens}"
-            elif ev.role == "child":
-                tokens = f"sub-agent, {tokens}"
-            extra = f"  {ev.error}" if ev.error else ""
-            return str(
-                ev.step
-            ), f"{ev.model}: {ev.outcome}, {tokens}, {ev.latency_ms:.1f} ms{extra}"
-        case ActionProposed():
-            a = ev.action
-            detail = action_detail(a)
-            return str(ev.step), f"[{ev.call_id}] {a.type}: {detail}\n  thought: {a.thought}"
-        case Decision():
-            return str(ev.step), f"[{ev.call_id}] {ev.verdict}" + (
-                f": {ev.reason}" if ev.reason else ""
-            )
-        case Confirmation():
-            verb = "approved" if ev.approved else "denied"
-            edited = " (edited args)" if ev.args is not None else ""
-            why = f": {ev.reason}" if ev.reason else ""
-            who = ", ".join(ev.approvers) if ev.approvers else ev.by
-            return str(ev.step), f"[{ev.call_id}] {verb} by {who}{edited}{why}"
-        case Approval():
-            edited = " (edited args)" if ev.args is not None else ""
-            why = f": {ev.reason}" if ev.reason else ""
-            return str(ev.step), f"[{ev.call_id}] approved by {ev.by}{edited}{why} (more needed)"
-        case CompensationStarted():
-            return str(
-                ev.step
-            ), f"[{ev.call_id}] undoing {ev.tool} (by {ev.by})  key={ev.idempotency_key}"
-        case CompensationFinished():
-            body = {
-                "undone": "undone",
-                "failed": f"undo FAILED {ev.error}",
-                "not_needed": "nothing to undo",
-            }[ev.outcome]
-            why = f" ({ev.reason})" if ev.reason else ""
-            return str(ev.step), f"[{ev.call_id}] {ev.tool}: {body}{why}"
-        case ApprovalExpired():
-            what = "denied" if ev.action == "deny" else f"escalated ({ev.escalations})"
-            return str(ev.step), f"[{ev.call_id}] no approval after {ev.waited_s:.0f}s: {what}"
-        case ToolStarted():
-            return str(
-                ev.step
-            ), f"[{ev.call_id}] {ev.tool} {json.dumps(ev.args)}  key={ev.idempotency_key}"
-        case ToolFinished():
-            body = json.dumps(ev.result) if ev.ok else f"ERROR {ev.error}"
-            return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[: None if full else 300]}"
-        case Resolution():
-            why = f": {ev.reason}" if ev.reason else ""
-            return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
-        case RunResumed():
-            return "", "resumed" + (" with a new budget" if ev.budget else "")
-        case RunFinished():
-            return "", f"{ev.status}: {ev.answer or ev.reason or ''}"
-
-
-def print_transcript(events: list[Event]) -> None:
-    if plain():
-        print_rows(
-            ("seq", "step", "event", "detail"),
-            [(str(ev.seq), *_step_type_text(ev)) for ev in events],
-        )
-        return
-    table = Table(show_lines=False, header_style="bold")
-    table.add_column("seq", justify="right")
-    table.add_column("step", justify="right")
-    table.add_column("event")
-    table.add_column("detail", overflow="fold")
-    for ev in events:
-        step, text = describe(ev)
-        table.add_row(str(ev.seq), step, ev.type, Text(text))
-    out.print(table)
-
-
-def _step_type_text(ev: Event) -> tuple[str, str, str]:
-    step, text = describe(ev, full=True)
-    return step, ev.type, text
 
 
 def store_hint(url: str | None) -> str | None:
@@ -597,91 +463,6 @@ class Interrupted(Exception):  # noqa: N818  # a person's Ctrl-C, not an error
 
 EXIT_INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
-
-
-async def live(
-    stream: AsyncIterator[StreamEvent], *, agent: str | None = None, store: str | None = None
-) -> RunResult:
-    """Show a run as it happens: the thought while the model writes, then each decision.
-
-    Ctrl-C (SIGINT, on the main thread) stops the run at its next safe point
-    (:data:`agentcore._run.PAUSE`): a tool that is running finishes and its outcome is
-    recorded, a model call in flight is answered and recorded, a proposed tool is not started;
-    then :class:`Interrupted` is raised with the resume command (``agent`` and ``store``: the
-    ``--agent`` and ``--store`` it must name). A second Ctrl-C exits at once (code 130); the
-    run stays resumable once its lease expires.
-    """
-    loop = asyncio.get_running_loop()
-    stopping = asyncio.Event()
-    tool_running = False
-    run_id: str | None = None
-
-    def resume_hint() -> str | None:
-        return resume_command(run_id, agent=agent, store=store) if run_id else None
-
-    def on_sigint() -> None:
-        if stopping.is_set():
-            hint = resume_hint()
-            err.print(
-                "interrupted again: exiting now."
-                + (f" The run is resumable (once its lease expires): {hint}" if hint else ""),
-                highlight=False,
-            )
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(EXIT_INTERRUPTED)
-        stopping.set()
-        wait = "the running tool" if tool_running else "the step in progress"
-        err.print(
-            f"interrupted: stopping once {wait} is finished and recorded; Ctrl-C again exits "
-            "at once.",
-            highlight=False,
-        )
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        handled = True
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, not Unix
-        handled = False
-    thought = Text()
-    result: RunResult | None = None
-    token = PAUSE.set(stopping)  # the run's task, created below, inherits it
-    try:
-        with Live(thought, console=out, transient=True, refresh_per_second=20) as view:
-            async for ev in stream:
-                if isinstance(seen := getattr(ev, "run_id", None), str):  # a transcript event
-                    run_id = seen
-                    tool_running = isinstance(ev, ToolStarted)
-                match ev:
-                    case ThoughtDelta(step=step, text=text):
-                        if not thought.plain:
-                            thought.append(f"step {step} thinking: ", style="dim")
-                        thought.append(text)
-                        view.update(thought)
-                    case (
-                        ActionProposed()
-                        | Decision()
-                        | ToolFinished()
-                        | Confirmation()
-                        | Resolution()
-                    ):
-                        if isinstance(ev, ActionProposed):
-                            thought = Text()
-                            view.update(thought)
-                        step, text = describe(ev, full=plain())
-                        view.console.print(Text(f"{step:>3} {ev.type:<16} {text}"))
-                    case RunEnded(result=final):
-                        result = final
-                    case _:
-                        pass
-    finally:
-        PAUSE.reset(token)
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
-    assert result is not None
-    if stopping.is_set() and result.status is RunStatus.RUNNING:
-        raise Interrupted(result.run_id, resume_hint())
-    return result
 
 
 def _print_version(value: bool) -> None:

@@ -36,7 +36,6 @@ from agentcore.cli._common import (
     app,
     bound_command,
     err,
-    live,
     load_agent,
     missing_store,
     open_listing,
@@ -45,7 +44,6 @@ from agentcore.cli._common import (
     plain,
     print_pending,
     print_rows,
-    print_transcript,
     report,
     run_async,
     store_hint,
@@ -63,6 +61,8 @@ from agentcore.events import (
     dump_event,
 )
 from agentcore.stores import default_store_url, open_store
+
+from ._transcript import live, print_transcript
 
 
 @app.command()

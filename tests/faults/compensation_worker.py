@@ -8,6 +8,9 @@ Prints the run's status and exits 0; a library error prints ``error: ...`` and e
 Commands: ``start`` (runs until the close waits), ``cancel``, ``compensate`` (``settle``:
 ``c2=done`` and the like, comma-separated).
 
+``COMPENSATION_HOLD=<dir>``: while ``<dir>/hold`` exists, an undo about to refund writes
+``<dir>/entered`` and waits (the test stops or kills the process there, before the refund).
+
 The ledger is a file outside agentcore, one line per real effect, fsynced: ``pay <key>``
 for a payment and ``undo <key>`` for its refund. Compensation kinds:
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +50,19 @@ def write(line: str) -> None:
         os.fsync(f.fileno())
 
 
+def hold() -> None:
+    where = os.environ.get("COMPENSATION_HOLD")
+    if not where or not (Path(where) / "hold").exists():
+        return
+    (Path(where) / "entered").write_text(str(os.getpid()))
+    while (Path(where) / "hold").exists():
+        time.sleep(0.02)
+
+
 def refund(call: CommittedCall) -> str:
     from agentcore import ToolContext
+
+    hold()
 
     ctx = ToolContext.current()
     assert ctx is not None

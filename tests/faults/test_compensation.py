@@ -11,14 +11,18 @@ is undone exactly once, and the transcript verifies.
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from agentcore import check_transcript
-from agentcore.events import CompensationFinished
+from agentcore.events import CompensationFinished, Event
 from agentcore.stores import SQLiteStore
 from faults._support import KILLED, TIMEOUT_S
 
@@ -39,19 +43,27 @@ CASES: dict[tuple[str, str], str | None] = {
 }
 
 
-def _worker(
-    tmp: Path, store: str, schema: str, cmd: str, kind: str, *extra: str, crash: str = ""
-) -> subprocess.CompletedProcess[str]:
-    import os
+def _argv(tmp: Path, store: str, schema: str, cmd: str, kind: str, *extra: str) -> list[str]:
+    return [sys.executable, str(WORKER), cmd, store, schema, str(tmp / "ledger.txt"), kind, *extra]
 
+
+def _env(crash: str = "", hold: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCORE_")}
     if crash:
         env["AGENTCORE_CRASH_AT"] = crash
+    if hold is not None:
+        env["COMPENSATION_HOLD"] = str(hold)
+    return env
+
+
+def _worker(
+    tmp: Path, store: str, schema: str, cmd: str, kind: str, *extra: str, crash: str = ""
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(WORKER), cmd, store, schema, str(tmp / "ledger.txt"), kind, *extra],
+        _argv(tmp, store, schema, cmd, kind, *extra),
         capture_output=True,
         text=True,
-        env=env,
+        env=_env(crash),
         timeout=TIMEOUT_S,
         check=False,
     )
@@ -85,14 +97,10 @@ async def test_each_payment_is_undone_exactly_once_after_a_kill_sqlite(
     assert sorted(ledger) == sorted(
         ["pay comp-run:1", "pay comp-run:2", "undo comp-run:2:undo", "undo comp-run:1:undo"]
     ), ledger
-    store = SQLiteStore(db)
-    try:
-        events = await store.load("comp-run")
-        assert check_transcript(events) == []
-        outcomes = [(e.call_id, e.outcome) for e in events if isinstance(e, CompensationFinished)]
-        assert outcomes == [("c2", "undone"), ("c1", "undone")]
-    finally:
-        await store.close()
+    events = await _events(str(db))
+    assert check_transcript(events) == []
+    outcomes = [(e.call_id, e.outcome) for e in events if isinstance(e, CompensationFinished)]
+    assert outcomes == [("c2", "undone"), ("c1", "undone")]
 
 
 @pytest.mark.parametrize("point", ["after_compensation_intent", "after_compensation_effect"])
@@ -103,3 +111,78 @@ def test_each_payment_is_undone_exactly_once_after_a_kill_postgres(
     assert sorted(ledger) == sorted(
         ["pay comp-run:1", "pay comp-run:2", "undo comp-run:2:undo", "undo comp-run:1:undo"]
     ), ledger
+
+
+@pytest.mark.parametrize("then", ["continued", "killed"])
+def test_a_stalled_compensator_never_undoes_a_payment_twice(then: str, tmp_path: Path) -> None:
+    """Worker A compensates and is SIGSTOPped inside the first undo (a reconcilable
+    refund), before the refund, past its 2 s lease. Worker B compensates the run: the
+    refund's ``reconcile`` finds nothing yet, but A may still make it, so B does not run it
+    again: it stops as ``needs_attention`` because A still holds the undo's guard.
+
+    - continued: A refunds, finds its lease taken and records nothing; the next compensate
+      finds the refund through ``reconcile`` and adopts it;
+    - killed: A dies stopped (the guard dies with it); the next compensate runs the refund.
+
+    Either way, counted in the ledger agentcore does not write: one refund per payment.
+    """
+    db = str(tmp_path / "runs.db")
+    assert _worker(tmp_path, db, "-", "start", "reconcile").stdout.startswith(
+        "awaiting_confirmation"
+    )
+    assert _worker(tmp_path, db, "-", "cancel", "reconcile").stdout.startswith("cancelled")
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (hold / "hold").write_text("")
+    a = subprocess.Popen(
+        _argv(tmp_path, db, "-", "compensate", "reconcile"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(hold=hold),
+    )
+    try:
+        give_up = time.monotonic() + TIMEOUT_S
+        while not (hold / "entered").exists():
+            assert a.poll() is None, a.communicate()
+            assert time.monotonic() < give_up, "A never reached the refund"
+            time.sleep(0.02)
+        os.kill(a.pid, signal.SIGSTOP)
+        time.sleep(2.0 + 0.5)  # A's lease (2 s, no renewal while stopped) expires
+        b = _worker(tmp_path, db, "-", "compensate", "reconcile")
+        assert b.stdout.startswith("needs_attention"), b.stdout + b.stderr
+        assert "still holds its guard" in b.stdout, b.stdout
+        ledger = tmp_path / "ledger.txt"
+        assert not [line for line in ledger.read_text().splitlines() if "undo" in line]
+        if then == "continued":
+            (hold / "hold").unlink()
+            os.kill(a.pid, signal.SIGCONT)
+            a_out, a_err = a.communicate(timeout=TIMEOUT_S)
+            assert "undo comp-run:2:undo" in ledger.read_text(), a_out + a_err
+        else:
+            a.kill()
+            a.communicate(timeout=TIMEOUT_S)
+            assert a.returncode == KILLED
+            (hold / "hold").unlink()
+    finally:
+        if a.poll() is None:
+            os.kill(a.pid, signal.SIGCONT)
+            a.kill()
+            a.communicate(timeout=TIMEOUT_S)
+    again = _worker(tmp_path, db, "-", "compensate", "reconcile")
+    assert again.stdout.startswith("cancelled"), again.stdout + again.stderr
+    assert sorted(ledger.read_text().splitlines()) == sorted(
+        ["pay comp-run:1", "pay comp-run:2", "undo comp-run:2:undo", "undo comp-run:1:undo"]
+    )
+    events = asyncio.run(_events(db))
+    assert check_transcript(events) == []
+    outcomes = [(e.call_id, e.outcome) for e in events if isinstance(e, CompensationFinished)]
+    assert outcomes == [("c2", "undone"), ("c1", "undone")]
+
+
+async def _events(db: str) -> list[Event]:
+    store = SQLiteStore(db)
+    try:
+        return await store.load("comp-run")
+    finally:
+        await store.close()

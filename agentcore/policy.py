@@ -251,6 +251,11 @@ class Policy:
                     f"Invalid approvals rule {key!r}: use 'tool:<name>', 'label:<label>', "
                     "'effect:<effect>' or 'plan'."
                 )
+            if kind == "effect" and name not in ("read", "write", "destructive"):
+                raise ConfigurationError(  # a misspelt effect would never require anyone
+                    f"Invalid approvals rule {key!r}: the effects are 'read', 'write' and "
+                    "'destructive'."
+                )
             if type(count) is not int or count < 1:
                 raise ConfigurationError(
                     f"approvals[{key!r}] must be a whole number of people >= 1, got {count!r}"

@@ -118,6 +118,8 @@ def _source_changes(
                 if was.get(hint) != new.get(hint)
             ]
             parts.append(f"the server's annotations changed ({', '.join(hints)})")
+        elif key == "unusable" and now.get(key):
+            parts.append(f"refused: {now[key]}")
         elif key not in ("description", "input_schema") and old.get(key) != now.get(key):
             parts.append(f"the server's {key.replace('_', ' ')} changed")
     return parts

@@ -56,14 +56,39 @@ def address_refusal(address: str, allow_networks: Iterable[str] = ()) -> str | N
     """Why a connection to the IP ``address`` is refused, or ``None`` when it is allowed:
     a globally routable address, or one inside ``allow_networks`` (CIDR strings)."""
     ip: _IP = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address) and (inner := _embedded(ip)) != ip:
+        why = address_refusal(str(inner), allow_networks)
+        return None if why is None else f"{why} (inside {ip})"
     if any(ip in ipaddress.ip_network(n, strict=False) for n in allow_networks):
         return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.teredo is not None:
+        server, client = ip.teredo  # the client's address is stored inverted
+        for inner in (server, ipaddress.IPv4Address(int(client) ^ 0xFFFFFFFF)):
+            why = address_refusal(str(inner))
+            if why is not None:
+                return f"{ip} is a Teredo address around {inner}: {why}"
     for kind in ("unspecified", "loopback", "link_local", "private", "multicast", "reserved"):
         if getattr(ip, f"is_{kind}"):
             return f"{ip} is a {kind.replace('_', '-')} address"
     return None if ip.is_global else f"{ip} is not a globally routable address"
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # the well-known prefix: the last 32 bits
+
+
+def _embedded(ip: ipaddress.IPv6Address) -> _IP:
+    """The IPv4 address an IPv6 address carries to (IPv4-mapped, 6to4, NAT64's well-known
+    prefix), judged instead of it: ``2002:7f00:1::`` reaches 127.0.0.1 through a 6to4
+    relay. Anything else is returned as it is (NAT64's local-use prefix ``64:ff9b:1::/48``
+    places the address by a prefix length the address does not tell: it is refused as not
+    globally routable)."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
 
 
 class _Guard:

@@ -43,7 +43,7 @@ from agentcore.events import Event, RunFinished, RunStarted, dump_event
 from agentcore.stores import RunSummary, TranscriptStore, open_store
 
 from ._approvals import Answer, Approvals, ConsoleError, compensable, json_object, pending_of
-from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, identify
+from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, foreign_origin, identify
 from ._health import METRICS, Health, health
 from ._timeline import pretty, timeline
 
@@ -120,6 +120,9 @@ class Console:
                 return HTMLResponse("Not signed in.", status_code=401)
             request.state.user = user
             if changes:
+                foreign = foreign_origin(request)
+                if foreign is not None:
+                    return _problem(403, foreign) if api else HTMLResponse(foreign, status_code=403)
                 form = await _form(request)
                 token = request.headers.get("x-csrf-token") or form.get("csrf")
                 if not self.csrf.check(user, token):

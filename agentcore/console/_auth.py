@@ -18,10 +18,11 @@ import hmac
 import inspect
 import secrets
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-__all__ = ["SESSION_COOKIE", "Authenticate", "Csrf", "TokenLogin"]
+__all__ = ["SESSION_COOKIE", "Authenticate", "Csrf", "TokenLogin", "foreign_origin"]
 
 Authenticate = Callable[[Request], "str | Awaitable[str | None] | None"]
 """Identifies the user of a request: their name (recorded as the approver), or ``None``."""
@@ -92,3 +93,20 @@ class Csrf:
     def _mac(self, user: str, nonce: str) -> str:
         msg = f"{user}\x00{nonce}".encode()
         return hmac.new(self._secret, msg, hashlib.sha256).hexdigest()
+
+
+def foreign_origin(request: Request) -> str | None:
+    """Why a state-changing request comes from another site, or ``None``: its ``Origin``
+    names another host than the one it was sent to (the ``Host`` header; the scheme is not
+    compared, so a TLS-terminating proxy in front is fine), or the browser says
+    ``Sec-Fetch-Site: cross-site``. A request with neither header (curl, a script) is left
+    to the CSRF token alone."""
+    origin = request.headers.get("origin")
+    if (
+        origin is not None
+        and urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+    ):
+        return f"Refused: the request comes from {origin}, not from this console."
+    if request.headers.get("sec-fetch-site", "").lower() == "cross-site":
+        return "Refused: the browser says this request comes from another site."
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -408,40 +409,59 @@ class McpServer:
             cursor = page.next_cursor
             if cursor is None:
                 break
+        changed = self._absorb(listed)
         self._stale = False
-        return self._absorb(listed)
+        return changed
 
     _listed: tuple[str, ...] = ()
     _skipped: tuple[str, ...] = ()
 
     def _absorb(self, listed: Sequence[mt.Tool]) -> list[str]:
-        """Build the tools on the first listing; later, update the ones the agent has."""
+        """Build the tools on the first listing; later, update the ones the agent has.
+
+        A later listing is absorbed whole or not at all: a tool it adds is ignored before
+        anything else is read of it (the agent never saw it; an unusable name there must
+        not stop the tools after it from being checked), and a listing that cannot be
+        absorbed leaves every tool of the server refused, its definition marked as
+        changed, until a listing is absorbed and a person accepts the change.
+        """
+        first = not self._tools
+        try:
+            return self._absorb_listing(listed, first=first)
+        except Exception as exc:
+            if first:
+                raise  # opening the server fails, saying why
+            self.log.warning("mcp_listing_refused", error=f"{type(exc).__name__}: {exc}")
+            for tool in self._tools.values():
+                self._refuse(tool, f"the server's listing could not be used: {exc}")
+            return [tool.name for tool in self._tools.values()]
+
+    def _absorb_listing(self, listed: Sequence[mt.Tool], *, first: bool) -> list[str]:
         self._listed = tuple(t.name for t in listed)
         wanted = [t for t in listed if self.include is None or t.name in self.include]
         self._skipped = tuple(t.name for t in listed if t not in wanted)
-        first = not self._tools
         changed: list[str] = []
         seen: set[str] = set()
         for remote in wanted:
             seen.add(remote.name)
             tool = self._tools.get(remote.name)
+            if tool is None and not first:  # a tool added later is not the agent's
+                self.log.info("mcp_tool_added_ignored", tool=remote.name)
+                continue
             try:
                 spec = self._spec(remote)
             except ConfigurationError as exc:
                 if tool is None:
                     raise  # the first listing: opening the server fails, saying why
-                tool.gone = f"its new definition cannot be used: {exc}"
+                self._refuse(tool, f"its new definition cannot be used: {exc}")
                 changed.append(tool.name)
                 continue
             if tool is None:
-                if first:
-                    config = self.tool_configs.get(remote.name)
-                    timeout = config.timeout if config and config.timeout else self.timeout
-                    self._tools[remote.name] = McpTool(
-                        self, remote.name, spec, timeout=timeout, config=config
-                    )
-                else:  # a tool added later is not the agent's: it never saw it
-                    self.log.info("mcp_tool_added_ignored", tool=remote.name)
+                config = self.tool_configs.get(remote.name)
+                timeout = config.timeout if config and config.timeout else self.timeout
+                self._tools[remote.name] = McpTool(
+                    self, remote.name, spec, timeout=timeout, config=config
+                )
                 continue
             tool.gone = None
             if tool.spec.manifest_hash != spec.manifest_hash:
@@ -453,6 +473,14 @@ class McpServer:
                 tool.gone = f"the MCP server {self.name!r} no longer lists {remote_name!r}"
                 changed.append(tool.name)
         return changed
+
+    def _refuse(self, tool: McpTool, why: str) -> None:
+        """Refuse ``tool`` until a listing defines it usably again: its calls are not made,
+        and its definition no longer matches a run's pin (a resume or a confirmation
+        raises the tool-change error naming ``why``)."""
+        tool.gone = why
+        source = {**(tool.spec.source or {}), "unusable": why[:500]}
+        tool.spec = dataclasses.replace(tool.spec, source=source)
 
     def _spec(self, remote: mt.Tool) -> ToolSpec:
         name = self._local_name(remote.name)

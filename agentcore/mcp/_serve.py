@@ -16,12 +16,17 @@ the step and args hash the result reported.
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import Any, Literal
 
+import anyio
 import mcp_types as mt
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, Field, ValidationError
 
 from agentcore import Agent, RunResult
 from agentcore.contracts.errors import AgentcoreError
@@ -157,6 +162,71 @@ async def serve(
     """
     server = agent_server(agent, name=name)
     if transport == "stdio":
-        await server.run_stdio_async()
+        low = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's own stdio runner, with the read stream wrapped
+        async with stdio_server() as (read, write):
+            await low.run(_Answering(read, write), write, low.create_initialization_options())
     else:
         await server.run_streamable_http_async(host=host, port=port)
+
+
+class _Answering:
+    """The server's read stream over stdio, answering a line that is not a JSON-RPC
+    message (invalid JSON, nesting past the parser's limit, a malformed request) with a
+    JSON-RPC error (id null: a line that cannot be read has no id to recover) and going on
+    with the next. The SDK passes such a line on as an exception and only logs it, so the
+    client would wait for its own timeout."""
+
+    def __init__(
+        self, inner: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
+    ) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> object:
+        """The sender's context of the last item (the SDK's context-carrying streams)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(_unreadable(item)))
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _unreadable(exc: Exception) -> mt.JSONRPCError:
+    """The JSON-RPC error for a line that could not be read as a message: a parse error
+    when it is not JSON (or nests past the parser's limit), else an invalid request."""
+    not_json = isinstance(exc, ValidationError) and any(
+        e["type"] == "json_invalid" for e in exc.errors()
+    )
+    code, what = (
+        (mt.PARSE_ERROR, "Parse error") if not_json else (mt.INVALID_REQUEST, "Invalid Request")
+    )
+    return mt.JSONRPCError(
+        jsonrpc="2.0", id=None, error=mt.ErrorData(code=code, message=f"{what}: {str(exc)[:200]}")
+    )

@@ -345,3 +345,40 @@ async def test_the_runs_stream_sends_the_listing_when_it_changes(console: Consol
     listed = json.loads(changed.text.split("data: ", 1)[1].split("\n")[0])
     assert [r["run_id"] for r in listed["runs"]] == [c.second.run_id]
     assert (await c.client.get("/api/stream/runs?status=bogus")).status_code == 422
+
+
+# ----------------------------------------------------------------------------- other sites
+
+
+async def test_a_request_from_another_site_is_refused_with_a_valid_token(console: Console) -> None:
+    """A valid session and CSRF token are not enough when the browser says the request
+    comes from another site (a page elsewhere that obtained a token cannot use it):
+    refused, nothing recorded, and the same approval from the console itself goes through."""
+    c = console
+    before = len(await c.store.load(c.first.run_id))
+    for headers in (
+        {"Origin": "https://evil.example"},
+        {"Origin": "http://console.test.evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Origin": "http://console.test", "Sec-Fetch-Site": "cross-site"},
+    ):
+        r = await confirm(c, c.first.run_id, {"approve": True, **bound(c)}, **headers)
+        assert r.status_code == 403, (headers, r.text)
+        assert "Refused" in r.json()["error"], r.text
+    assert len(await c.store.load(c.first.run_id)) == before  # nothing recorded
+    page = await c.client.post(
+        f"/runs/{c.first.run_id}/confirm",
+        data={"csrf": c.csrf, "decision": "approve", **bound(c)},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert page.status_code == 403 and "Refused" in page.text
+    ok = await confirm(
+        c,
+        c.first.run_id,
+        {"approve": True, **bound(c)},
+        Origin="http://console.test",
+        **{"Sec-Fetch-Site": "same-origin"},
+    )
+    assert ok.status_code == 200, ok.text
+    assert any(isinstance(e, Confirmation) for e in await c.store.load(c.first.run_id))

@@ -180,3 +180,57 @@ async def test_a_definition_changed_while_connected_is_refused(
     refused = [ev for ev in events if isinstance(ev, Decision) and ev.verdict == "deny"]
     assert refused and "the server's description changed" in (refused[-1].reason or "")
     assert source.connections == 1  # seen on the open connection, no reconnect
+
+
+async def test_a_rug_pull_that_hides_behind_an_unusable_tool_is_still_refused(
+    variant: Variant, server_log: TextIO
+) -> None:
+    """The server stops listing ``echo`` and lists a tool whose name cannot be a tool name
+    (``hide``), then lists ``echo`` again with a new description and parameter
+    (``reveal``). The unusable name is ignored (a tool added later is not the agent's), so
+    the changed ``echo`` is seen and refused: mid-run it is a deny decision, and a run that
+    pinned the first definition refuses to continue with the tool-change error, not a
+    configuration error."""
+    config = {**CONFIG, "hide": ToolConfig(effect="read"), "reveal": ToolConfig(effect="read")}
+    source = McpServer(
+        "pinned",
+        command=sys.executable,
+        args=[str(PINNED)],
+        env=variant("1"),
+        stderr=server_log,
+        tools=config,
+    )
+    store = MemoryStore()
+    async with source:
+        first = Agent(
+            tools=source.tools(),
+            model=ScriptedModel(
+                [
+                    call("pinned.echo", text="x"),
+                    plan("delete"),
+                    call("pinned.delete_item", item="a"),
+                ]
+            ),
+            store=store,
+        )
+        waiting = await first.run("Echo, then delete a")
+        assert waiting.status is RunStatus.AWAITING_CONFIRMATION and waiting.pending is not None
+        steps = [call("pinned.echo", text="a"), call("pinned.hide"), call("pinned.reveal")]
+        model = ScriptedModel([*steps, call("pinned.echo", text="b"), finish()])
+        agent = Agent(tools=source.tools(), model=model, store=store)
+        result = await agent.run("Echo, hide, reveal, echo", budget=Budget(max_steps=10))
+        events = await agent.transcript(result.run_id)
+        assert result.status is RunStatus.COMPLETED, result
+        ran = [ev.tool for ev in events if isinstance(ev, ToolFinished) and ev.ok]
+        assert ran == ["pinned.echo", "pinned.hide", "pinned.reveal"]  # echo never ran again
+        last = [ev for ev in events if isinstance(ev, ToolFinished)][-1]
+        assert last.tool == "pinned.echo" and not last.ok  # the call that finds it: not made
+        assert "changed the definition" in (last.error or "") and "not made" in (last.error or "")
+        with pytest.raises(ToolManifestChangedError, match=r"pinned\.echo"):
+            await first.confirm(
+                waiting.run_id,
+                approve=True,
+                by="alice",
+                step=waiting.pending.step,
+                args_hash=waiting.pending.args_hash,
+            )

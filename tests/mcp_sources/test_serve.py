@@ -120,3 +120,68 @@ def test_http_refuses_a_non_loopback_interface() -> None:
     )
     assert refused.returncode == 2
     assert "--allow-remote" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ("[" * 100_000 + "]" * 100_000, -32700),  # nested past the parser's limit
+        (
+            '{"jsonrpc": "2.0", "id": 1, "method": "x", "params": '
+            + '{"a": ' * 50_000
+            + "1"
+            + "}" * 50_000
+            + "}",
+            -32700,
+        ),
+        ("{not json", -32700),
+        ('{"jsonrpc": "2.0", "id": 7}', -32600),  # JSON, but no JSON-RPC message
+    ],
+    ids=["deep-array", "deep-params", "not-json", "not-a-message"],
+)
+def test_an_unreadable_request_gets_a_json_rpc_error_and_the_server_goes_on(
+    line: str, code: int, store_url: str
+) -> None:
+    """Over stdio, a line the server cannot read as a message is answered at once with a
+    JSON-RPC error (id null), and the next request is served as usual."""
+    import json
+    import queue
+    import threading
+
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    proc = subprocess.Popen(
+        SERVE,
+        cwd=SERVERS,
+        env={**os.environ, "AGENTCORE_STORE": store_url},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()])
+    reader.start()
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(line + "\n" + json.dumps(initialize) + "\n")
+        proc.stdin.flush()
+        error = json.loads(lines.get(timeout=30))  # no answer: queue.Empty after 30 s
+        assert error["id"] is None and error["error"]["code"] == code, error
+        served = json.loads(lines.get(timeout=30))
+        assert served["id"] == 1 and "serverInfo" in served["result"], served
+    finally:
+        proc.kill()
+        proc.wait(10)
+        reader.join(10)  # the pipe's end ends its loop
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()

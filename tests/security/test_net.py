@@ -3,12 +3,15 @@ an override, and checked again on every redirect."""
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentcore.net import address_refusal, guarded_async_client, guarded_client
 
@@ -129,3 +132,52 @@ def test_proxy_variables_are_ignored(server: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
     with guarded_client(allow_networks=LOCAL) as client:
         assert client.get(server).text == "hello"
+
+
+# -- IPv4 addresses carried inside IPv6 ---------------------------------------------------------
+
+
+def _embeddings(v4: ipaddress.IPv4Address) -> dict[str, str]:
+    """``v4`` inside each IPv6 form that reaches it: IPv4-mapped, 6to4 and NAT64's
+    well-known prefix."""
+    n = int(v4)
+    return {
+        "mapped": str(ipaddress.IPv6Address((0xFFFF << 32) | n)),
+        "6to4": str(ipaddress.IPv6Address((0x2002 << 112) | (n << 80) | 1)),
+        "nat64": str(ipaddress.IPv6Address((0x64FF9B << 96) | n)),
+    }
+
+
+@pytest.mark.parametrize("form", ["mapped", "6to4", "nat64"])
+@pytest.mark.parametrize(
+    ("v4", "kind"),
+    [("127.0.0.1", "loopback"), ("10.0.0.1", "private"), ("169.254.169.254", "link-local")],
+)
+def test_an_ipv4_address_inside_ipv6_is_judged_as_itself(form: str, v4: str, kind: str) -> None:
+    address = _embeddings(ipaddress.IPv4Address(v4))[form]
+    why = address_refusal(address)
+    assert why is not None and kind in why and v4 in why and address in why, why
+
+
+@settings(max_examples=500, deadline=None)
+@given(v4=st.builds(ipaddress.IPv4Address, st.integers(0, 2**32 - 1)))
+def test_every_embedding_is_refused_exactly_when_its_ipv4_address_is(
+    v4: ipaddress.IPv4Address,
+) -> None:
+    refused = address_refusal(str(v4)) is not None
+    for form, address in _embeddings(v4).items():
+        assert (address_refusal(address) is not None) == refused, (form, address)
+
+
+def test_teredo_and_nat64_local_use_are_refused() -> None:
+    # Teredo (2001::/32) around the server 65.54.227.120 and a client, and NAT64's
+    # local-use prefix (its embedding depends on a prefix length the address cannot tell)
+    assert address_refusal("2001:0:4136:e378:8000:63bf:3fff:fdd2") is not None
+    assert address_refusal("64:ff9b:1::a00:1") is not None
+
+
+async def test_a_6to4_address_of_loopback_is_not_connected_to(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    async with guarded_async_client() as client:
+        with pytest.raises(httpx.ConnectError, match=r"127\.0\.0\.1 is a loopback address"):
+            await client.get(f"http://[2002:7f00:1::1]:{port}/")

@@ -1,5 +1,8 @@
 """What a store may write: only bodies it can read back as the same events.
 
+An event whose values prove it reads back (``_proof.reads_back``) is not decoded; any
+other is decoded and compared.
+
 Every store calls :func:`encode_batch` before writing, so no value (a lone surrogate, a
 30,000-digit integer, a structure nested past the decoder's limit, NaN) can produce a row
 that ``load`` then rejects: such an event is refused with a :class:`StoreError` naming the
@@ -14,6 +17,8 @@ from pydantic import ValidationError
 
 from agentcore.contracts.errors import StoreError
 from agentcore.events import Event, decode_event, encode_event_body
+
+from ._proof import reads_back
 
 __all__ = ["DECODE_ERRORS", "decode_rows", "encode_batch", "printable", "run_label"]
 
@@ -50,7 +55,7 @@ def encode_batch(run_id: str, events: Sequence[Event]) -> list[str]:
     for event in events:
         try:
             body = encode_event_body(event)
-            same = decode_event(run_id, event.seq, body) == event
+            same = reads_back(event) or decode_event(run_id, event.seq, body) == event
         except DECODE_ERRORS as exc:
             raise _refused(run_id, event, _describe(exc)) from exc
         if not same:

@@ -145,6 +145,16 @@ def _any_of(checks: list[Check]) -> Check:
     return check
 
 
+def _one_of(models: dict[object, Check]) -> Check:
+    """A union of models: the check of the value's own class."""
+
+    def check(value: object, depth: int) -> bool:
+        found = models.get(type(value))
+        return found is not None and found(value, depth)
+
+    return check
+
+
 def _list_of(item: Check) -> Check:
     def check(value: object, depth: int) -> bool:
         if type(value) is not list or depth >= MAX_DEPTH:
@@ -207,6 +217,8 @@ def _type_check(tp: object) -> Check | None:
         checks = [_type_check(a) for a in args]
         if any(c is None for c in checks):
             return None
+        if all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
+            return _one_of({a: c for a, c in zip(args, checks, strict=True) if c is not None})
         return _any_of([c for c in checks if c is not None])
     if origin is list and len(args) == 1:
         item = _type_check(args[0])

@@ -377,8 +377,10 @@ class RunState:
         self.status = status
 
     def _call(self, call_id: str) -> OpenCall:
-        if self.call is not None and (member := self.call.member(call_id)) is not None:
-            return member
+        if self.call is not None and self.call.members:
+            member = self.call.member(call_id)
+            if member is not None:
+                return member
         if self.call is None or self.call.call_id != call_id:
             raise ValueError(f"event for call {call_id!r} which is not the open call")
         return self.call

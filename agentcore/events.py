@@ -26,6 +26,7 @@ run_finished       the run stopped: status, answer (typed: also output) or reaso
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -53,6 +54,7 @@ __all__ = [
     "ToolStarted",
     "Verdict",
     "decode_event",
+    "decode_events",
     "dump_event",
     "encode_event_body",
 ]
@@ -380,6 +382,32 @@ def decode_event(run_id: str, seq: int, body: str | bytes) -> Event:
             f"({EVENT_SCHEMA_VERSION}): upgrade agentcore to read it"
         )
     return event
+
+
+@functools.cache
+def _events_adapter() -> TypeAdapter[list[Any]]:  # Any: the union's members
+    return TypeAdapter(list[Event])
+
+
+def decode_events(run_id: str, bodies: Sequence[tuple[int, str]]) -> list[Event]:
+    """Decode several stored bodies (``(seq, body)``, each a JSON object) in one
+    validation: what :func:`decode_event` gives for each, without its per-call cost.
+
+    Raises:
+        ValueError: any body is bad or of a newer format version (decode them one by one
+            with :func:`decode_event` to learn which and why).
+    """
+    head = f'{{"run_id":{_json_str(run_id)},"seq":'
+    parts: list[str] = []
+    for seq, body in bodies:
+        if not body.startswith("{"):
+            raise ValueError(f"the body at seq {seq} is not a JSON object")
+        rest = body[1:].lstrip()
+        parts.append(f"{head}{int(seq)}" + ("," + rest if rest != "}" else "}"))
+    events: list[Event] = _events_adapter().validate_json("[" + ",".join(parts) + "]")
+    if any(event.v > EVENT_SCHEMA_VERSION for event in events):
+        raise ValueError("an event has a format version newer than this agentcore reads")
+    return events
 
 
 def _json_str(value: str) -> str:

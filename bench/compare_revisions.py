@@ -12,9 +12,11 @@ Usage::
 
     python bench/compare_revisions.py --base 8ceee31
     python bench/compare_revisions.py --base 8ceee31 --cases memory_async:1000 --rounds 9
+    python bench/compare_revisions.py --base 9c1a250 --base main   # two bases, one run
 
 Prints, per case, the median and spread (min-max) of the per-step time (3 samples per
-process, every round) for each revision and the ratio of the medians (working tree / base).
+process, every round) for each revision and the ratio of the medians (working tree / each
+base). With several ``--base``, every round times all of them, in a rotating order.
 """
 
 from __future__ import annotations
@@ -65,7 +67,12 @@ def time_case(tree: Path, path_entry: Path | None, case: str) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--base", required=True, help="the revision to compare with")
+    parser.add_argument(
+        "--base",
+        required=True,
+        action="append",
+        help="a revision to compare with (repeat the option for several)",
+    )
     parser.add_argument(
         "--cases",
         default="memory_async:1000,memory_sync:1000,sqlite_normal:1000,sqlite_full:1000",
@@ -77,26 +84,29 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="rounds (each times both)")
     args = parser.parse_args()
     cases = args.cases.split(",")
+    bases = [f"base {rev}" for rev in args.base]
     with tempfile.TemporaryDirectory(prefix="agentcore-compare-") as tmp:
         trees: dict[str, tuple[Path, Path | None]] = {"head": (ROOT, None)}
         added: list[Path] = []
         try:
-            for name, rev in (("base", args.base), ("head", args.head)):
+            revisions = [*zip(bases, args.base, strict=True), ("head", args.head)]
+            for i, (name, rev) in enumerate(revisions):
                 if rev is None:
                     continue
-                tree = Path(tmp) / name
+                tree = Path(tmp) / f"tree{i}"
                 subprocess.run(
                     ["git", "worktree", "add", "--detach", "-q", str(tree), rev],
                     cwd=ROOT,
                     check=True,
                 )
                 added.append(tree)
-                trees[name] = (tree, link_tree(tree, Path(tmp) / f"site-{name}"))
+                trees[name] = (tree, link_tree(tree, Path(tmp) / f"site{i}"))
+            names = [*bases, "head"]
             times: dict[tuple[str, str], list[float]] = {}
             for r in range(args.rounds):
                 for case in cases:
-                    order = ["base", "head"] if r % 2 else ["head", "base"]
-                    for name in order:
+                    shift = r % len(names)
+                    for name in names[shift:] + names[:shift]:
                         tree, entry = trees[name]
                         times.setdefault((name, case), []).extend(time_case(tree, entry, case))
         finally:
@@ -106,16 +116,24 @@ def main() -> None:
                 )
     load = os.getloadavg()[0]
     head = args.head or "working tree"
-    print(f"base {args.base} vs {head}, {args.rounds} rounds, load {load:.1f}")
-    print("| case | base us/step (min-max) | head us/step (min-max) | head / base |")
-    print("|---|---|---|---|")
+    print(f"{', '.join(bases)} vs {head}, {args.rounds} rounds, load {load:.1f}")
+    print(
+        "| case | "
+        + " | ".join(f"{name} us/step (min-max)" for name in [*bases, "head"])
+        + " | "
+        + " | ".join(f"head / {name}" for name in bases)
+        + " |"
+    )
+    print("|---" * (1 + 2 * len(bases) + 1) + "|")
     for case in cases:
-        b, h = times[("base", case)], times[("head", case)]
-        mb, mh = statistics.median(b), statistics.median(h)
-        print(
-            f"| {case} | {mb:.1f} ({min(b):.1f}-{max(b):.1f}) | "
-            f"{mh:.1f} ({min(h):.1f}-{max(h):.1f}) | {mh / mb:.2f} |"
-        )
+        h = times[("head", case)]
+        mh = statistics.median(h)
+        cells = []
+        for name in [*bases, "head"]:
+            t = times[(name, case)]
+            cells.append(f"{statistics.median(t):.1f} ({min(t):.1f}-{max(t):.1f})")
+        ratios = [f"{mh / statistics.median(times[(name, case)]):.2f}" for name in bases]
+        print(f"| {case} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 
 
 if __name__ == "__main__":

@@ -77,18 +77,39 @@ def genesis(run_id: str) -> bytes:
 
 def link(prev: bytes, run_id: bytes, seq: int, type_: str, body: bytes) -> bytes:
     """The digest of one stored event, given the digest before it (``run_id`` encoded)."""
-    return hashlib.sha256(
+    return _link(prev, _field(run_id), seq, _type_field(type_), body)
+
+
+def _link(prev: bytes, run_field: bytes, seq: int, type_field: bytes, body: bytes) -> bytes:
+    """:func:`link` with the run id's and the type's length-prefixed fields given (a batch
+    computes the run's once, and each type's field is kept)."""
+    return _sha256(
         b"".join(
             (
                 _LINK_TAG,
                 prev,
                 seq.to_bytes(8, "big", signed=True),
-                _field(run_id),
-                _field(_text(type_)),
-                _field(body),
+                run_field,
+                type_field,
+                len(body).to_bytes(8, "big"),
+                body,
             )
         )
     ).digest()
+
+
+_sha256 = hashlib.sha256
+_TYPE_FIELDS: dict[str, bytes] = {}
+
+
+def _type_field(type_: str) -> bytes:
+    """The length-prefixed field of an event type (the few known ones kept)."""
+    found = _TYPE_FIELDS.get(type_)
+    if found is None:
+        found = _field(_text(type_))
+        if len(_TYPE_FIELDS) < 64:
+            _TYPE_FIELDS[type_] = found
+    return found
 
 
 class ChainKey:
@@ -282,11 +303,11 @@ def extend(
         # An unsigned head extended under a key: signing starts here, and the head says so.
         since = expected_seq if head.signed_from is None else head.signed_from
         first, prev = head.first, head.digest
-    encoded = _text(run_id)
+    run_field = _field(_text(run_id))
     chains: list[bytes] = []
     seq = expected_seq
     for ev, body in zip(batch.events, batch.bodies, strict=True):
-        prev = link(prev, encoded, seq, ev.type, body.encode("utf-8"))
+        prev = _link(prev, run_field, seq, _type_field(ev.type), body.encode("utf-8"))
         chains.append(prev)
         seq += 1
     new = Head.signed(key, run_id, first, since, seq - 1, prev)

@@ -1,5 +1,8 @@
 """What a store may write: only bodies it can read back as the same events.
 
+An event whose values prove it reads back (``_proof.reads_back``) is not decoded; any
+other is decoded and compared.
+
 Every store calls :func:`encode_batch` before writing, so no value (a lone surrogate, a
 30,000-digit integer, a structure nested past the decoder's limit, NaN) can produce a row
 that ``load`` then rejects: such an event is refused with a :class:`StoreError` naming the
@@ -13,9 +16,11 @@ from collections.abc import Callable, Sequence
 from pydantic import ValidationError
 
 from agentcore.contracts.errors import StoreError
-from agentcore.events import Event, decode_event, encode_event_body
+from agentcore.events import Event, decode_event, decode_events, encode_event_body
 
-__all__ = ["DECODE_ERRORS", "decode_rows", "encode_batch", "printable", "run_label"]
+from ._proof import reads_back
+
+__all__ = ["DECODE_CHUNK", "DECODE_ERRORS", "decode_rows", "encode_batch", "printable", "run_label"]
 
 DECODE_ERRORS = (ValueError, TypeError, RecursionError, OverflowError)
 """What encoding or decoding an event may raise: pydantic's ValidationError and
@@ -50,7 +55,7 @@ def encode_batch(run_id: str, events: Sequence[Event]) -> list[str]:
     for event in events:
         try:
             body = encode_event_body(event)
-            same = decode_event(run_id, event.seq, body) == event
+            same = reads_back(event) or decode_event(run_id, event.seq, body) == event
         except DECODE_ERRORS as exc:
             raise _refused(run_id, event, _describe(exc)) from exc
         if not same:
@@ -82,6 +87,10 @@ Row = tuple[object, int | None, str | None, str | bytes | None]
 columns are NULL for a run with no events after the requested seq."""
 
 
+DECODE_CHUNK = 1000
+"""Rows decoded per validation by :func:`decode_rows`."""
+
+
 def decode_rows(
     run_id: str,
     after: int,
@@ -91,9 +100,62 @@ def decode_rows(
 ) -> list[Event]:
     """The events of a load query's rows, checked: consecutive seqs from ``after + 1`` up to
     ``next_seq``, bodies that decode, a type column that agrees with the body. Any break is
-    reported by ``corrupted(run_id, seq, why)``, never guessed at."""
+    reported by ``corrupted(run_id, seq, why)``, never guessed at.
+
+    Bodies are validated :data:`DECODE_CHUNK` at a time (``decode_events``); a chunk that
+    does not validate whole is decoded row by row, which names the first bad row."""
     out: list[Event] = []
     expected = max(after + 1, 0)
+    for start in range(0, len(rows), DECODE_CHUNK):
+        chunk = rows[start : start + DECODE_CHUNK]
+        events = _decode_chunk(run_id, expected, chunk)
+        if events is None:
+            return _decode_each(run_id, expected, next_seq, rows[start:], corrupted, out)
+        out.extend(events)
+        expected += len(events)
+        if len(events) < len(chunk):
+            break  # the run has no events after ``after``
+    if expected < next_seq:
+        raise corrupted(run_id, expected, f"the event at seq {expected} is missing")
+    return out
+
+
+def _decode_chunk(run_id: str, expected: int, rows: Sequence[Row]) -> list[Event] | None:
+    """The events of consecutive rows from seq ``expected`` that all decode and agree with
+    their type column, in one validation; ``None`` when any of them does not (or a seq is
+    off): the caller decodes them one by one to say which."""
+    bodies: list[tuple[int, str]] = []
+    types: list[str | None] = []
+    for _, seq, type_, body in rows:
+        if seq is None or body is None:
+            break
+        if seq != expected + len(bodies):
+            return None
+        try:
+            text = body.decode() if isinstance(body, bytes) else body
+        except UnicodeDecodeError:
+            return None
+        bodies.append((seq, text))
+        types.append(type_)
+    try:
+        events = decode_events(run_id, bodies)
+    except DECODE_ERRORS:
+        return None
+    if any(ev.type != type_ for ev, type_ in zip(events, types, strict=True)):
+        return None
+    return events
+
+
+def _decode_each(
+    run_id: str,
+    expected: int,
+    next_seq: int,
+    rows: Sequence[Row],
+    corrupted: Callable[[str, int, str], StoreError],
+    out: list[Event],
+) -> list[Event]:
+    """:func:`decode_rows` one row at a time from seq ``expected`` (``out`` holds the events
+    before it)."""
     for _, seq, type_, body in rows:
         if seq is None or body is None:
             break  # the run exists but has no events after ``after``

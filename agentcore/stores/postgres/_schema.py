@@ -184,8 +184,8 @@ class Statements:
         insert_events = """ins AS (
             INSERT INTO {events} (run_id, seq, type, at, body, chain)
             SELECT run.run_id, e.seq, e.type, e.at, e.body, e.chain
-            FROM run, unnest(%(seqs)s::bigint[], %(types)s::text[], %(ats)s::float8[],
-                             %(bodies)s::text[], %(chains)s::bytea[])
+            FROM run, unnest(%(seqs)b::bigint[], %(types)b::text[], %(ats)b::float8[],
+                             %(bodies)b::text[], %(chains)b::bytea[])
                 AS e (seq, type, at, body, chain)
             RETURNING 1
         )

@@ -155,14 +155,19 @@ class AnthropicAdapter(LiteLLMAdapter):
     # -- native tool calling ---------------------------------------------------------------
 
     def tool_params(self, schema: ActionSchema) -> dict[str, Any]:  # Any: litellm arguments
-        """Anthropic tool definitions and the "auto" choice with parallel tool use off
-        (litellm: ``tool_choice="auto"`` and ``parallel_tool_calls=False`` become
-        ``{"type": "auto", "disable_parallel_tool_use": true}``)."""
+        """Anthropic tool definitions and the "auto" choice, with parallel tool use off
+        unless the step offers a ``batch`` (litellm: ``tool_choice="auto"`` and
+        ``parallel_tool_calls=False`` become ``{"type": "auto",
+        "disable_parallel_tool_use": true}``)."""
         tools = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in native_tool_specs(schema, self.native_tool_dialect(), strict=False)
         ]
-        return {"tools": tools, "tool_choice": "auto", "parallel_tool_calls": False}
+        return {
+            "tools": tools,
+            "tool_choice": "auto",
+            "parallel_tool_calls": bool(schema.batch_names),
+        }
 
     def shape_native_messages(
         self, system: str, request: CompletionRequest

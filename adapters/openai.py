@@ -167,11 +167,13 @@ class OpenAIAdapter(LiteLLMAdapter):
     # -- native tool calling ---------------------------------------------------------------
 
     def tool_params(self, schema: ActionSchema) -> dict[str, Any]:  # Any: litellm arguments
-        """Strict functions, ``tool_choice: "auto"`` and ``parallel_tool_calls: false``
-        (strict schemas are not guaranteed for parallel calls, and one action runs per
-        step); the Responses API takes its flat function format."""
+        """Strict functions, ``tool_choice: "auto"`` and ``parallel_tool_calls`` only when
+        the step offers a ``batch`` (parallel calls of reads are then one batch action;
+        otherwise one action runs per step); the Responses API takes its flat function
+        format."""
+        parallel = bool(schema.batch_names)
         if self.api == "chat":
-            return {**super().tool_params(schema), "parallel_tool_calls": False}
+            return {**super().tool_params(schema), "parallel_tool_calls": parallel}
         tools: list[dict[str, Any]] = []  # Any: JSON
         for spec in native_tool_specs(schema, self.native_tool_dialect(), strict=True):
             tool: dict[str, Any] = {  # Any: JSON
@@ -182,7 +184,7 @@ class OpenAIAdapter(LiteLLMAdapter):
                 "strict": spec.strict,
             }
             tools.append(tool)
-        return {"tools": tools, "tool_choice": "auto", "parallel_tool_calls": False}
+        return {"tools": tools, "tool_choice": "auto", "parallel_tool_calls": parallel}
 
     def native_request_params(
         self, request: CompletionRequest, max_tokens: int

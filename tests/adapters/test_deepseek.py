@@ -7,13 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
+from agentcore import Agent, Policy, RunStatus, tool
 from agentcore.adapters import BreakerPolicy, CompletionRequest, RetryPolicy
 from agentcore.adapters.deepseek import DeepSeekAdapter
 from agentcore.contracts import FinishAction, ToolAction, compile_wire_schema
 from agentcore.errors import SpendLimitError
+from agentcore.events import ActionProposed, ToolFinished
 
 from .conftest import FINISH, NOTE_CALL, FakeTime
-from .fakes import FakeProvider, error_reply, ok
+from .fakes import FakeProvider, JsonReply, error_reply, ok
+from .native_payloads import chat_tool_calls
 
 RequestFactory = Callable[..., CompletionRequest]
 
@@ -99,3 +102,83 @@ async def test_server_overloaded_is_retried(
     completion = await adapter.complete_structured(make_request())
     assert completion.attempts == 2
     assert len(fake_time.waits) == 1
+
+
+# --------------------------------------------------------------------------- parallel calls
+
+LOOKUPS: list[str] = []
+
+
+@tool(effect="read")
+def get_order(order_id: str) -> dict[str, str]:
+    """Look up one order.
+
+    Args:
+        order_id: the order's id, e.g. A1.
+    """
+    LOOKUPS.append(order_id)
+    return {"order_id": order_id, "status": "shipped"}
+
+
+@tool(effect="read")
+def get_customer(customer_id: str) -> dict[str, str]:
+    """Look up one customer.
+
+    Args:
+        customer_id: the customer's id, e.g. C-9.
+    """
+    LOOKUPS.append(customer_id)
+    return {"customer_id": customer_id, "name": "Ada"}
+
+
+async def test_deepseeks_parallel_tool_calls_are_one_batch_step(
+    fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy
+) -> None:
+    """DeepSeek's Chat Completions answer (OpenAI-compatible ``message.tool_calls``, two
+    calls in one message), through litellm's real DeepSeek path in native mode: with
+    batches offered it is one ``batch`` step whose calls each run and are recorded, and
+    the run takes two model requests, not three."""
+    LOOKUPS.clear()
+    adapter = DeepSeekAdapter(
+        "deepseek/deepseek-chat",
+        api_base=fake.base_url,
+        api_key="sk-ds",
+        retry=retry,
+        breaker=breaker,
+        mode="native",
+    )
+    fake.queue(
+        JsonReply(
+            chat_tool_calls(
+                [("get_order", {"order_id": "A1"}), ("get_order", {"order_id": "B2"})],
+                "Both orders at once.",
+                model="deepseek-chat",
+            )
+        ),
+        ok("A1 and B2 have shipped.", model="deepseek-chat"),
+    )
+    agent = Agent(
+        tools=[get_order, get_customer],  # batches are offered with two read tools
+        model=adapter,
+        store="memory://",
+        policy=Policy(max_batch=4),
+    )
+    try:
+        result = await agent.run("Where are A1 and B2?")
+        events = await agent.transcript(result.run_id)
+    finally:
+        await agent.close()
+    assert result.status is RunStatus.COMPLETED, result.reason
+    assert result.answer == "A1 and B2 have shipped."
+    assert sorted(LOOKUPS) == ["A1", "B2"]
+    assert len(fake.requests) == 2
+    assert "parallel_tool_calls" not in fake.requests[0].body  # the API's default: allowed
+    (batch,) = [ev.action for ev in events if isinstance(ev, ActionProposed)][:1]
+    assert batch.type == "batch" and [c.args for c in batch.calls] == [
+        {"order_id": "A1"},
+        {"order_id": "B2"},
+    ]
+    finished = [ev for ev in events if isinstance(ev, ToolFinished)]
+    assert sorted((ev.call_id, ev.ok) for ev in finished) == [("c1.1", True), ("c1.2", True)]
+    second = [m for m in fake.requests[1].body["messages"] if m.get("tool_calls")]
+    assert [c["id"] for c in second[0]["tool_calls"]] == ["c1.1", "c1.2"]

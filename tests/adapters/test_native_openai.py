@@ -661,3 +661,18 @@ def test_cli_eval_both_modes_side_by_side(tmp_path: Path, fake: FakeProvider) ->
     assert (tmp_path / "cards" / "openai_gpt-4.1-mini--structured.json").is_file()
     assert "response_format" in fake.bodies[0] and "tools" not in fake.bodies[0]
     assert "tools" in fake.bodies[2] and "response_format" not in fake.bodies[2]
+
+
+async def test_parallel_calls_are_requested_only_when_a_batch_is_offered(
+    adapter: OpenAIAdapter, fake: FakeProvider, make_request: RequestFactory
+) -> None:
+    reads = [get_order.spec, ToolSpec("get_customer", "Look up a customer.", GcdArgs)]
+    fake.queue(
+        JsonReply(chat_tool_calls([("get_order", {"order_id": "A1"})])),
+        JsonReply(chat_tool_calls([("get_order", {"order_id": "A1"})])),
+    )
+    await adapter.complete_structured(make_request(schema=compile_action_schema(reads)))
+    assert fake.last.body["parallel_tool_calls"] is False
+    batched = compile_action_schema(reads, max_batch=4)
+    await adapter.complete_structured(make_request(schema=batched))
+    assert fake.last.body["parallel_tool_calls"] is True

@@ -45,7 +45,7 @@ from agentcore.stores import RunSummary, TranscriptStore, open_store
 from ._approvals import Answer, Approvals, ConsoleError, compensable, json_object, pending_of
 from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, foreign_origin, identify
 from ._health import METRICS, Health, health
-from ._timeline import pretty, timeline
+from ._timeline import family, pretty, timeline
 
 __all__ = ["create_app"]
 
@@ -120,8 +120,7 @@ class Console:
                 return HTMLResponse("Not signed in.", status_code=401)
             request.state.user = user
             if changes:
-                foreign = foreign_origin(request)
-                if foreign is not None:
+                if (foreign := foreign_origin(request)) is not None:
                     return _problem(403, foreign) if api else HTMLResponse(foreign, status_code=403)
                 form = await _form(request)
                 token = request.headers.get("x-csrf-token") or form.get("csrf")
@@ -423,6 +422,7 @@ class Console:
             pending=pending_of(events),
             compensable=compensable(events),
             blocks=timeline(events),
+            family=family(events),
             last_seq=events[-1].seq,
             error=error,
         )

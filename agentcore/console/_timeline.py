@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentcore.contracts import BatchAction, FinishAction, PlanAction, ToolAction
 from agentcore.events import (
@@ -249,3 +249,41 @@ def entry(ev: Event) -> Entry:
                 details.append(("reason", ev.reason))
             tone = {"completed": "ok", "awaiting_confirmation": "wait"}.get(ev.status, "bad")
             return Entry(ev.seq, ev.type, f"run {ev.status}", details=details, tone=tone)
+
+
+@dataclass(frozen=True, slots=True)
+class Relative:
+    """A run linked to the one shown: its parent, or a sub-agent's run it started."""
+
+    run_id: str
+    label: str
+
+
+def family(events: Sequence[Event]) -> tuple[Relative | None, list[Relative]]:
+    """The run's parent (a sub-agent's run records it in ``run_started.metadata``) and the
+    sub-agent runs it started: each sub-agent call's tokens are recorded as a
+    ``model_called`` of role ``child`` beside the call's ``tool_started``, whose
+    idempotency key names the child run."""
+    from agentcore._subagent import PARENT_KEY, child_run_id
+
+    parent: Relative | None = None
+    first = events[0] if events else None
+    link: Any = (
+        first.metadata.get(PARENT_KEY) if isinstance(first, RunStarted) else None
+    )  # Any: JSON
+    if isinstance(link, dict) and isinstance(link.get("run_id"), str):  # pyright: ignore[reportUnknownMemberType]  # JSON
+        where = cast("dict[str, Any]", link)  # Any: JSON
+        parent = Relative(
+            str(where["run_id"]), f"call {where.get('call_id')} at step {where.get('step')}"
+        )
+    started = {(ev.step, ev.tool): ev for ev in events if isinstance(ev, ToolStarted)}
+    children: list[Relative] = []
+    for ev in events:
+        if isinstance(ev, ModelCalled) and ev.role == "child" and ev.model.startswith("agent:"):
+            name = ev.model.removeprefix("agent:")
+            call = started.get((ev.step, name))
+            if call is not None:
+                child = child_run_id(call.idempotency_key, name)
+                if all(c.run_id != child for c in children):
+                    children.append(Relative(child, f"{name}, step {ev.step}"))
+    return parent, children

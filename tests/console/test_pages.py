@@ -365,3 +365,40 @@ async def test_the_run_page_compensates_a_stopped_run_once() -> None:
         assert "Undo this run" not in after.text
         assert "compensated by ada: undid pay at step 1" in after.text
         assert "pay undone" in after.text
+
+
+async def test_a_parent_and_its_sub_agent_runs_link_each_other() -> None:
+    """The tree of runs: a parent's page lists the sub-agent runs its calls started, each
+    linked; a child's page links back to its parent and the call that started it."""
+    from test_subagents import ask, child_agent, finishing
+
+    from agentcore import Agent
+    from agentcore.stores import MemoryStore
+
+    from .conftest import header_user
+
+    store = MemoryStore()
+    research = child_agent(store).as_tool("research", "Research an order and report.")
+    parent = Agent(
+        tools=[research], model=finishing("done", ask("research", "Where is A-1?")), store=store
+    )
+    await parent.run("Find A-1", run_id="p1")
+    app = create_app(store, agents=[parent], authenticate=header_user, poll_s=0.01)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://console.test",
+            headers={"X-User": "ada"},
+        ) as client,
+    ):
+        page = (await client.get("/runs/p1")).text
+        children = re.search(r'<dd id="child-runs">(.*?)</dd>', page, re.S)
+        assert children, page
+        assert 'href="/runs/p1%3A1%2Fresearch"' in children.group(1)
+        assert "research, step 1" in children.group(1)
+        assert 'id="parent-run"' not in page
+        child = (await client.get("/runs/p1:1/research")).text
+        up = re.search(r'<dd id="parent-run">(.*?)</dd>', child, re.S)
+        assert up and 'href="/runs/p1"' in up.group(1), child
+        assert "call c1 at step 1" in up.group(1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from agentcore.adapters import ModelAdapter
 from agentcore.contracts import (
@@ -27,6 +27,7 @@ from agentcore.contracts.errors import ConfigurationError, OutputTypeChangedErro
 
 from ._run import ContextProvider, RunSetup, Session, Settle, commands
 from ._state import OutputT, RunResult, RunStatus
+from ._subagent import SubagentTool, child_waiting
 from ._twins import StreamTwin, SyncTwin
 from .events import Event
 from .policy import Policy
@@ -72,6 +73,10 @@ class RunOperations(Generic[OutputT]):
     _schema_cache: dict[tuple[object, ...], ActionSchema]
     _system_cache: dict[tuple[str, ...], str]
 
+    if TYPE_CHECKING:  # Agent's, used by confirm when a sub-agent's call was answered
+
+        async def resume(self, run_id: str, *, by: str | None = None) -> RunResult[OutputT]: ...
+
     @property
     def store(self) -> TranscriptStore:
         """The transcript store (opened on first use)."""
@@ -114,7 +119,9 @@ class RunOperations(Generic[OutputT]):
         """
         check_run_id(run_id)
         state, _ = await self._session().load(run_id)
-        return self._typed(state.result())
+        result = self._typed(state.result())
+        waiting = await child_waiting(self.tools, state)
+        return result if waiting is None else dataclasses.replace(result, pending=waiting[1])
 
     async def transcript(self, run_id: str) -> list[Event]:
         """Every event of the run, in order."""
@@ -244,6 +251,24 @@ class RunOperations(Generic[OutputT]):
         if not by.strip():
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
+        state, _ = await self._session().load(run_id)
+        waiting = await child_waiting(self.tools, state)
+        if waiting is not None:  # the call waits in a sub-agent's run: answer it there
+            child, pending = waiting
+            assert pending.run_id is not None
+            answered = await child.confirm(
+                pending.run_id,
+                approve=approve,
+                by=by,
+                reason=reason,
+                args=args,
+                step=step,
+                args_hash=args_hash,
+                accept_tool_changes=accept_tool_changes,
+            )
+            if answered.status in (RunStatus.AWAITING_CONFIRMATION, RunStatus.RUNNING):
+                return await self.result(run_id)  # it waits again, or a worker has it
+            return await self.resume(run_id, by=by)  # the call adopts the child's outcome
         result = await self._session().apply(
             run_id,
             lambda state: commands.confirm(
@@ -262,7 +287,7 @@ class RunOperations(Generic[OutputT]):
             advance=self.queue is None,
             wait_s=min(self.lease_s, CONFIRM_WAIT_S),
         )
-        return self._typed(self._handed_off(result))
+        return await self._surfaced(self._typed(self._handed_off(result)))
 
     async def compensate(
         self, run_id: str, *, by: str, settle: Mapping[str, Settle] | None = None
@@ -384,6 +409,16 @@ class RunOperations(Generic[OutputT]):
                 "Read it with an agent whose output= is the one it started with."
             ) from exc
         return dataclasses.replace(result, output=value)
+
+    async def _surfaced(self, result: RunResult[OutputT]) -> RunResult[OutputT]:
+        """``result``, with the call a sub-agent's run waits on as its ``pending`` when the
+        run stopped for that (one more read, only for a run in ``needs_attention`` of an
+        agent with sub-agents)."""
+        if result.status is not RunStatus.NEEDS_ATTENTION or not any(
+            isinstance(t, SubagentTool) for t in self.tools.values()
+        ):
+            return result
+        return await self.result(result.run_id)
 
     def _handed_off(self, result: RunResult) -> RunResult:
         """With a queue: enqueue a run that is ready to advance (after the lease is

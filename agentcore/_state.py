@@ -99,6 +99,9 @@ class PendingCall:
         approvals_needed: how many distinct people must approve it (``Policy.approvals``).
         expires_at: when an approval stops being accepted (``Policy.approval_ttl``; Unix
             seconds), or ``None``.
+        run_id: the run the call waits in, when it is not the run asked about: a
+            sub-agent's run whose call its parent waits on (confirm it from the parent, with
+            this step and args hash); ``None`` for the run's own call.
     """
 
     step: int
@@ -113,6 +116,7 @@ class PendingCall:
     approvals: tuple[str, ...] = ()
     approvals_needed: int = 1
     expires_at: float | None = None
+    run_id: str | None = None
 
 
 OutputT = TypeVar("OutputT", default=str)

@@ -11,8 +11,11 @@ tool whose outcome can be lost:
   call runs again, which re-attaches to the child and resumes it;
 - a child that stops for a person (a call waiting for approval, a lost call of its own)
   makes the parent's call lost too: the parent stops as ``needs_attention`` with the
-  child's run and what it waits for; once a person settled the child, ``resume`` of the
-  parent adopts its answer.
+  child's run and what it waits for. A call waiting for approval in the child is the
+  parent's ``pending`` (:func:`child_waiting`; ``PendingCall.run_id`` names the child run),
+  and ``confirm`` of the parent answers it in the child, bound to its step and args hash,
+  then resumes the parent, which adopts the child's answer; a lost call of the child is
+  settled in the child, then ``resume`` of the parent adopts its answer.
 
 The child runs with its own scope and tools, its budget carved from what the parent has
 left (tokens, cost, tool calls, deadline), its tenant and a ``parent`` link in its
@@ -32,7 +35,7 @@ from agentcore.contracts import MAX_RUN_ID_CHARS, Effect, Usage
 from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, ToolOutcomeUnknownError
 
 from ._extract import LoggedExtraction, current_log
-from ._state import RunResult, RunStatus
+from ._state import PendingCall, RunResult, RunState, RunStatus
 from .policy import Budget
 from .tools import Tool, ToolContext
 
@@ -107,7 +110,8 @@ def subagent_tool(
     Args:
         task: what the sub-agent is to do, in words it can act on alone.
     """
-    return Tool(
+    return SubagentTool(
+        child,
         run_child,
         effect=effect,
         idempotent=False,
@@ -116,6 +120,36 @@ def subagent_tool(
         name=name,
         description=None,
     )
+
+
+class SubagentTool(Tool):
+    """A tool that runs a sub-agent (``Agent.as_tool``); :attr:`child` is that agent."""
+
+    def __init__(self, child: Agent[Any], *args: Any, **kwargs: Any) -> None:  # Any: Tool's
+        super().__init__(*args, **kwargs)
+        self.child = child
+
+
+async def child_waiting(
+    tools: Mapping[str, Tool], state: RunState
+) -> tuple[Agent[Any], PendingCall] | None:
+    """The sub-agent and its waiting call when ``state``'s run stopped because a child run
+    waits for a person (``PendingCall.run_id`` names the child run); else ``None``."""
+    call = state.call
+    if state.status is not RunStatus.NEEDS_ATTENTION or call is None or call.started is None:
+        return None
+    tool = tools.get(call.started.tool)
+    if not isinstance(tool, SubagentTool):
+        return None
+    child = tool.child
+    run_id = child_run_id(call.started.idempotency_key, call.started.tool)
+    try:
+        found = await child.result(run_id)
+    except RunNotFoundError:
+        return None
+    if found.pending is None:
+        return None
+    return child, replace(found.pending, run_id=run_id)
 
 
 async def _attach(

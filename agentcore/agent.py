@@ -194,7 +194,9 @@ class Agent(RunOperations[OutputT], Extractor):
         (``budget`` at most), the parent's tenant and metadata plus a link to the parent
         (``metadata["agentcore.parent"]``); its model usage counts in the parent too. The
         tool's effect is the strongest among the tools in ``scope``; a sub-agent that stops
-        for a person stops the parent as ``needs_attention`` until the person settled it.
+        for a person stops the parent as ``needs_attention`` until the person settled it
+        (a call waiting for approval in the child is the parent's ``pending``, confirmed
+        from the parent).
         See :mod:`agentcore._subagent`.
 
         Raises:
@@ -263,7 +265,8 @@ class Agent(RunOperations[OutputT], Extractor):
         state, history = begun
         try:
             async with session.owned(state.run_id) as own:
-                return self._typed(await session.drive(own, state, history))
+                result = self._typed(await session.drive(own, state, history))
+            return await self._surfaced(result)
         except RunBusyError:
             return await self.result(state.run_id)  # someone resumed it already
 
@@ -388,7 +391,7 @@ class Agent(RunOperations[OutputT], Extractor):
                 result = await session.drive(own, state, history, first, advance=self.queue is None)
         except RunBusyError:
             return self._typed(state.result())  # another worker is advancing it
-        return self._typed(self._handed_off(result))
+        return await self._surfaced(self._typed(self._handed_off(result)))
 
     # -- streaming and sync twins: the signatures of the methods they wrap ----------------------
 

@@ -174,3 +174,48 @@ async def test_a_failed_child_is_an_error_the_parents_model_reads() -> None:
     assert result.status is RunStatus.COMPLETED
     (finished,) = [e for e in await parent.transcript("p1") if isinstance(e, ToolFinished)]
     assert not finished.ok and "stopped as failed" in (finished.error or "")
+
+
+async def test_a_childs_waiting_call_is_the_parents_pending_and_is_confirmed_from_it() -> None:
+    """The person sees the child's exact call from the parent (its step, args hash and run)
+    and answers it there: the call runs once in the child, and the parent continues with
+    the child's answer. An answer bound to another hash is refused and runs nothing."""
+    from agentcore.errors import ConfirmationMismatchError
+
+    closed: list[str] = []
+
+    @tool(effect="destructive")
+    def close(account: str) -> str:
+        """Close an account."""
+        closed.append(account)
+        return "closed"
+
+    store = MemoryStore()
+    first = {"type": "tool", "thought": "close", "tool": "close", "args": {"account": "X"}}
+    child = child_agent(store, close, model=finishing("child closed it", first))
+    parent = Agent(
+        tools=[child.as_tool("closer", "Close accounts.")],
+        model=finishing("parent done", ask("closer", "Close X")),
+        store=store,
+        policy=Policy(plan_before_writes=False),
+    )
+    waiting = await parent.run("close X", run_id="p1")  # the parent's own stop first
+    assert waiting.status is RunStatus.AWAITING_CONFIRMATION and waiting.pending is not None
+    assert waiting.pending.run_id is None  # its own call
+    stuck = await parent.confirm(
+        "p1", approve=True, by="ann", step=waiting.pending.step, args_hash=waiting.pending.args_hash
+    )
+    assert stuck.status is RunStatus.NEEDS_ATTENTION, stuck
+    pending = stuck.pending  # the child's call, surfaced in the parent
+    assert pending is not None and pending.run_id == "p1:1/closer"
+    assert pending.tool == "close" and pending.args == {"account": "X"}
+    assert (await parent.result("p1")).pending == pending
+    with pytest.raises(ConfirmationMismatchError):
+        await parent.confirm("p1", approve=True, by="ann", step=pending.step, args_hash="0" * 16)
+    assert closed == []
+    done = await parent.confirm(
+        "p1", approve=True, by="ann", step=pending.step, args_hash=pending.args_hash
+    )
+    assert done.status is RunStatus.COMPLETED, done.reason
+    assert "child closed it" in (done.answer or "") and closed == ["X"]
+    assert len(await store.list_runs()) == 2  # one parent, one child

@@ -123,7 +123,9 @@ async def test_a_child_that_may_delete_is_a_destructive_tool() -> None:
         child_agent(store).as_tool("none", "Nothing.", scope=[])
 
 
-async def test_a_child_waiting_for_a_person_stops_the_parent_until_it_is_settled() -> None:
+def closing_family(store: MemoryStore) -> tuple[Agent, Agent, list[str]]:
+    """A parent whose sub-agent ``closer`` closes account X (a destructive call that waits
+    for a person), and the accounts really closed."""
     closed: list[str] = []
 
     @tool(effect="destructive")
@@ -132,16 +134,20 @@ async def test_a_child_waiting_for_a_person_stops_the_parent_until_it_is_settled
         closed.append(account)
         return "closed"
 
-    store = MemoryStore()
     first = {"type": "tool", "thought": "close", "tool": "close", "args": {"account": "X"}}
     child = child_agent(store, close, model=finishing("child closed it", first))
-    closer = child.as_tool("closer", "Close accounts.")
     parent = Agent(
-        tools=[closer],
+        tools=[child.as_tool("closer", "Close accounts.")],
         model=finishing("parent done", ask("closer", "Close X")),
         store=store,
         policy=Policy(plan_before_writes=False),
     )
+    return parent, child, closed
+
+
+async def test_a_child_waiting_for_a_person_stops_the_parent_until_it_is_settled() -> None:
+    store = MemoryStore()
+    parent, child, closed = closing_family(store)
     waiting = await parent.run("close X", run_id="p1")
     assert waiting.status is RunStatus.AWAITING_CONFIRMATION  # the parent's own stop first
     stuck = await parent.confirm("p1", approve=True, by="ann")
@@ -182,23 +188,8 @@ async def test_a_childs_waiting_call_is_the_parents_pending_and_is_confirmed_fro
     the child's answer. An answer bound to another hash is refused and runs nothing."""
     from agentcore.errors import ConfirmationMismatchError
 
-    closed: list[str] = []
-
-    @tool(effect="destructive")
-    def close(account: str) -> str:
-        """Close an account."""
-        closed.append(account)
-        return "closed"
-
     store = MemoryStore()
-    first = {"type": "tool", "thought": "close", "tool": "close", "args": {"account": "X"}}
-    child = child_agent(store, close, model=finishing("child closed it", first))
-    parent = Agent(
-        tools=[child.as_tool("closer", "Close accounts.")],
-        model=finishing("parent done", ask("closer", "Close X")),
-        store=store,
-        policy=Policy(plan_before_writes=False),
-    )
+    parent, _, closed = closing_family(store)
     waiting = await parent.run("close X", run_id="p1")  # the parent's own stop first
     assert waiting.status is RunStatus.AWAITING_CONFIRMATION and waiting.pending is not None
     assert waiting.pending.run_id is None  # its own call

@@ -252,14 +252,7 @@ class Agent(RunOperations[OutputT], Extractor):
             StoreError: the store failed; nothing after the last durable event happened.
         """
         session = self._session()
-        begun = await session.start(
-            task,
-            scope=self.resolve_scope(scope),
-            budget=budget or Budget(),
-            run_id=run_id,
-            metadata=metadata,
-            tenant=tenant,
-        )
+        begun = await session.start(task, scope, budget, run_id, metadata, tenant)
         if isinstance(begun, RunResult):
             return self._typed(begun)
         state, history = begun
@@ -286,14 +279,7 @@ class Agent(RunOperations[OutputT], Extractor):
         recorded: call :meth:`advance` (or :meth:`resume`) to advance it. Submitting an id
         that exists enqueues nothing new and returns the id.
         """
-        begun = await self._session().start(
-            task,
-            scope=self.resolve_scope(scope),
-            budget=budget or Budget(),
-            run_id=run_id,
-            metadata=metadata,
-            tenant=tenant,
-        )
+        begun = await self._session().start(task, scope, budget, run_id, metadata, tenant)
         if isinstance(begun, RunResult):
             return begun.run_id
         self._handed_off(begun[0].result())

@@ -105,9 +105,8 @@ class Session:
     async def start(
         self,
         task: str,
-        *,
-        scope: Sequence[str],
-        budget: Budget,
+        scope: Sequence[str] | None,
+        budget: Budget | None,
         run_id: str | None,
         metadata: Mapping[str, Any] | None,  # Any: JSON values recorded as given
         tenant: str | None,
@@ -117,18 +116,19 @@ class Session:
         ``run_id`` is taken, or the run was started concurrently by someone else.
 
         Raises:
-            ConfigurationError: an empty task, a parameter bound to the run missing from
-                ``tenant``/``metadata``.
+            ConfigurationError: an empty task, a bad scope (``None``: every tool), a
+                parameter bound to the run missing from ``tenant``/``metadata``.
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
         """
         tools = self.setup.tools
-        for name in scope:  # a parameter bound to the run must be there before it starts
+        in_scope = commands.scope_names(tools, scope)
+        for name in in_scope:  # a parameter bound to the run must be there before it starts
             tools[name].bound_args(tenant, metadata or {})
         output = self.setup.output
         started = commands.start(
             task,
-            tools={n: tools[n].spec for n in scope},
-            budget=budget,
+            tools={n: tools[n].spec for n in in_scope},
+            budget=budget or Budget(),
             run_id=uuid.uuid4().hex if run_id is None else run_id,
             metadata=metadata,
             tenant=tenant,

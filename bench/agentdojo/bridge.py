@@ -58,7 +58,7 @@ def _policy(**fields: Any) -> Policy:  # Any: Policy's own field types
 
 POLICIES: dict[str, Callable[[], Policy]] = {
     "none": lambda: _policy(untrusted="allow", plan_before_writes=False),
-    "default": lambda: _policy(),
+    "default": _policy,
     "confirm_plans": lambda: _policy(confirm_plans=True),
     "strict": lambda: _policy(confirm_plans=True, untrusted="deny"),
 }
@@ -72,7 +72,7 @@ class Bound:
 
     env: Any  # Any: the suite's TaskEnvironment subclass
     runtime: FunctionsRuntime
-    trace: list[FunctionCall] = dataclasses.field(default_factory=lambda: [])
+    trace: list[FunctionCall] = dataclasses.field(default_factory=list)
 
 
 def make_tool(function: Function, effect: str, output: str) -> Tool:
@@ -172,10 +172,13 @@ class CompromisedModel:
 
     def __call__(self, messages: Sequence[Message]) -> dict[str, Any]:  # Any: JSON action
         self.actions += 1
-        if self.injection_calls and not self.injected:
-            if any(MARKER in m.content for m in messages if m.role == "user"):
-                self.injected = True
-                self.queue = deque([*self.injection_calls, *self.queue])
+        if (
+            self.injection_calls
+            and not self.injected
+            and any(MARKER in m.content for m in messages if m.role == "user")
+        ):
+            self.injected = True
+            self.queue = deque([*self.injection_calls, *self.queue])
         seen = self._observation(messages)
         if self.actions > MAX_ACTIONS:
             return self._finish()
@@ -280,7 +283,7 @@ class Suite:
 
     async def _run(self, out: Outcome) -> None:
         from agentdojo.functions_runtime import FunctionsRuntime
-        from agentdojo.types import text_content_block_from_string
+        from agentdojo.types import MessageContentBlock, text_content_block_from_string
 
         user_task = self.suite.get_user_task_by_id(out.user_task)
         injection_task = (
@@ -331,7 +334,7 @@ class Suite:
         started = sum(1 for e in events if isinstance(e, ToolStarted))
         if started != len(bound.trace):
             raise RuntimeError(f"{started} calls started, {len(bound.trace)} reached AgentDojo")
-        answer = [text_content_block_from_string(result.answer or "")]
+        answer: list[MessageContentBlock] = [text_content_block_from_string(result.answer or "")]
         out.utility = self.suite._check_user_task_utility(  # pyright: ignore[reportPrivateUsage]
             user_task, answer, pre_env, env, bound.trace
         )

@@ -22,7 +22,7 @@ class Row:
     benign: int = 0
     utility_benign: int = 0
     questions_benign: int = 0
-    unrunnable: list[str] = dataclasses.field(default_factory=lambda: [])
+    unrunnable: list[str] = dataclasses.field(default_factory=list)
 
     def add(self, o: Outcome) -> None:
         if o.error is not None:

@@ -18,7 +18,7 @@ import pytest
 
 # bench/ is not an installed package: it runs from the checkout, as `python -m bench.agentdojo`
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.agentdojo import _load  # noqa: E402
+from bench.agentdojo import _load
 
 if not _load.available():
     why = (

@@ -1,9 +1,12 @@
 """The dispatcher: one decision path for every action, whatever model proposed it.
 
 Order: scope gate -> pinned definition -> tool budgets -> argument policies -> a person's
-plan (tools with ``requires="person_plan"``) -> plan before writes -> destructive stop ->
-execute. A plan waits for a person under ``Policy(confirm_plans=True)``, or while no person
-has approved one and the scope holds a tool that requires a person's plan.
+plan (tools with ``requires="person_plan"``) -> plan before writes -> arguments from
+untrusted output -> a write after untrusted output that no plan a person approved covers ->
+approvers -> destructive stop -> execute. A plan waits for a person under
+``Policy(confirm_plans=True)``, while no person has approved one and the scope holds a tool
+that requires a person's plan, and once the run has read untrusted output (with a write in
+scope; ``Policy.writes_after_untrusted``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
 
 from ._manifest import changed_since_pinned
-from ._provenance import argument_origins
+from ._provenance import judge_arguments, plan_misses
 from ._state import RunState
 from .events import Verdict
 from .guards import check_arguments
@@ -51,6 +54,12 @@ def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ru
                     "needs_confirmation",
                     "a tool in this run's scope runs only after a plan a person approved: "
                     "this plan waits for a person",
+                )
+            if _after_untrusted(state) and _writes_in_scope(state, tools):
+                return Ruling(
+                    "needs_confirmation",
+                    "the run has read untrusted tool output (text a third party wrote): a plan "
+                    "proposed from now on waits for a person",
                 )
             return Ruling("execute", "approved by policy")
         case ToolAction():
@@ -135,31 +144,55 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             f"tool {name!r} changes things (effect {effect}); propose a plan with a plan action "
             "first. It can run once a plan is approved.",
         )
-    origins = argument_origins(
-        action.args, state.trusted_text, state.untrusted_text, urls_only=effect == "read"
-    )
-    return replace(_stop_or_run(state, tool, effect, origins), provenance=origins)
+    trusted = state.trusted_text
+    if state.confirmed_plan is not None:  # what a person approved in a plan is the person's
+        trusted = f"{trusted}\n{state.confirmed_plan}"
+    judged = judge_arguments(action.args, trusted, state.untrusted_text, urls_only=effect == "read")
+    origins = {path: origin for path, (origin, _) in judged.items()}
+    return replace(_stop_or_run(state, tool, action, judged), provenance=origins)
 
 
-def _stop_or_run(state: RunState, tool: Tool, effect: str, origins: Mapping[str, str]) -> Ruling:
-    """The last rules: arguments from untrusted output, approvers, destructive."""
-    name = tool.name
+def _stop_or_run(
+    state: RunState, tool: Tool, action: ToolAction, judged: Mapping[str, tuple[str, int]]
+) -> Ruling:
+    """The last rules: arguments from untrusted output, a write no confirmed plan covers
+    after untrusted output, approvers, destructive."""
+    name, effect = tool.name, tool.spec.effect
     people = state.policy.approvals_needed(
         (f"tool:{name}", f"effect:{effect}", *(f"label:{label}" for label in tool.labels))
     )
-    from_output = sorted(path for path, origin in origins.items() if origin == "untrusted")
-    if from_output and state.policy.untrusted_args != "allow":
-        why = (
-            f"tool {name!r}: {', '.join(from_output)} could only have come from untrusted "
-            "tool output (text a third party wrote), not from the task or a person"
+    from_output = sorted(path for path, (origin, _) in judged.items() if origin == "untrusted")
+    rule = state.policy.untrusted_arguments
+    if from_output and rule != "allow":
+        sources = ", ".join(
+            f"{path} (from {_source(state, judged[path][1])})" for path in from_output
         )
-        if state.policy.untrusted_args == "deny":
-            return Ruling("deny", f"{why}; refused (Policy.untrusted_args='deny').")
+        why = (
+            f"tool {name!r}: {sources} could only have come from untrusted tool output (text "
+            "a third party wrote), not from the task or a person"
+        )
+        if rule == "deny":
+            return Ruling("deny", f"{why}; refused (Policy.untrusted_arguments='deny').")
         return Ruling(
             "needs_confirmation",
             f"{why}: a person must approve it",
             approvals_needed=max(1, people),
         )
+    if effect != "read" and _after_untrusted(state):
+        plan = state.confirmed_plan
+        missing = plan_misses(name, action.args, plan or "", state.trusted_text)
+        if missing:
+            what = (
+                "no plan a person approved covers it"
+                if plan is None
+                else f"the plan a person approved does not hold {', '.join(missing)}"
+            )
+            return Ruling(
+                "needs_confirmation",
+                f"tool {name!r} changes things after the run read untrusted tool output, and "
+                f"{what}: a person must approve it",
+                approvals_needed=max(1, people),
+            )
     if people > 1 or (people and effect != "destructive"):
         return _people(people, f"tool {name!r}")
     if effect == "destructive":
@@ -174,6 +207,21 @@ def _people(count: int, what: str) -> Ruling:
     return Ruling(
         "needs_confirmation", f"{what} needs the approval of {who} (policy)", approvals_needed=count
     )
+
+
+def _after_untrusted(state: RunState) -> bool:
+    """The run has read untrusted output and ``Policy.writes_after_untrusted`` applies."""
+    return bool(state.untrusted_text) and state.policy.writes_after_untrusted == "confirm"
+
+
+def _writes_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:
+    return any((t := tools.get(n)) is not None and t.spec.effect != "read" for n in state.scope)
+
+
+def _source(state: RunState, offset: int) -> str:
+    """``the result of get_mail [3]``: the untrusted result at ``offset``."""
+    found = state.untrusted_source(offset)
+    return "untrusted output" if found is None else f"the result of {found[1]} [{found[0]}]"
 
 
 def _person_plan_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:

@@ -18,6 +18,11 @@ account number copied from a mail into a payment or a message. What it misses: a
 the model paraphrased or computed (a sum, a translation), short values (``"yes"``, ``42``),
 and text that both the user and the attacker wrote. Reads are judged only on URLs and
 hosts (a fetch that would carry data to an address an injection supplied).
+
+A plan covers a call (:func:`plan_misses`) when it names the tool and holds every argument
+value, except values already in trusted text; of a long value (over 80 characters: a
+message the model wrote) only its identifier-like tokens must be there. What a person
+approved in a plan counts as trusted for the calls that follow it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Literal, cast
 
-__all__ = ["Origin", "argument_origins", "normalise"]
+__all__ = ["Origin", "argument_origins", "judge_arguments", "normalise", "plan_misses"]
 
 Origin = Literal["trusted", "untrusted", "model"]
 
@@ -40,6 +45,7 @@ _TOKENS = re.compile(
 )
 _URLISH = re.compile(r"(?:https?|ftp)://[^\s\"'<>]+|\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.I)
 _MIN_WHOLE = 4
+_LONG = 80
 _SPACES = re.compile(r"\s+")
 
 
@@ -68,31 +74,62 @@ def _leaves(value: object, path: str) -> Iterator[tuple[str, str]]:
             return
 
 
-def _origin(text: str, trusted: str, untrusted: str, *, urls_only: bool) -> Origin:
+def _origin(text: str, trusted: str, untrusted: str, *, urls_only: bool) -> tuple[Origin, int]:
+    """The origin of one value and, when ``untrusted``, where in ``untrusted`` it is."""
     value = normalise(text)
     if not urls_only and len(value) >= _MIN_WHOLE:
         if value in trusted:
-            return "trusted"
-        if value in untrusted:
-            return "untrusted"
+            return "trusted", -1
+        at = untrusted.find(value)
+        if at >= 0:
+            return "untrusted", at
     pattern = _URLISH if urls_only else _TOKENS
     for found in pattern.findall(value):
         token = found.rstrip(".,;:)")
-        if token in untrusted and token not in trusted:
-            return "untrusted"
-    return "model"
+        at = untrusted.find(token)
+        if at >= 0 and token not in trusted:
+            return "untrusted", at
+    return "model", -1
+
+
+def judge_arguments(
+    args: Mapping[str, object], trusted: str, untrusted: str, *, urls_only: bool = False
+) -> dict[str, tuple[Origin, int]]:
+    """The origin of every leaf of ``args`` (paths like ``to``, ``items[0].iban``), given
+    the run's trusted and untrusted text (both :func:`normalise`\\ d), with the offset in
+    ``untrusted`` where an ``untrusted`` one was found (-1 otherwise). ``urls_only``: judge
+    only URLs and hosts (for reads)."""
+    if not untrusted:  # nothing untrusted was read: nothing can come from there
+        return {}
+    found: dict[str, tuple[Origin, int]] = {}
+    for key, value in args.items():
+        for path, text in _leaves(value, key):
+            found[path] = _origin(text, trusted, untrusted, urls_only=urls_only)
+    return found
 
 
 def argument_origins(
     args: Mapping[str, object], trusted: str, untrusted: str, *, urls_only: bool = False
 ) -> dict[str, Origin]:
-    """The origin of every leaf of ``args`` (paths like ``to``, ``items[0].iban``), given
-    the run's trusted and untrusted text (both :func:`normalise`\\ d). ``urls_only``: judge
-    only URLs and hosts (for reads)."""
-    if not untrusted:  # nothing untrusted was read: nothing can come from there
-        return {}
-    found: dict[str, Origin] = {}
+    """:func:`judge_arguments` without the offsets."""
+    judged = judge_arguments(args, trusted, untrusted, urls_only=urls_only)
+    return {path: origin for path, (origin, _) in judged.items()}
+
+
+def plan_misses(tool: str, args: Mapping[str, object], plan: str, trusted: str) -> list[str]:
+    """What a plan (:func:`normalise`\\ d steps) does not cover of a call: ``"the tool's
+    name"`` and the paths of argument values that are neither in it nor in ``trusted``;
+    empty when it covers the call."""
+    name = normalise(tool)
+    missing = [] if name in plan or name.replace("_", " ") in plan else ["the tool's name"]
     for key, value in args.items():
         for path, text in _leaves(value, key):
-            found[path] = _origin(text, trusted, untrusted, urls_only=urls_only)
-    return found
+            value_text = normalise(text)
+            if value_text in plan or value_text in trusted:
+                continue
+            if len(value_text) > _LONG:
+                tokens = (t.rstrip(".,;:)") for t in _TOKENS.findall(value_text))
+                if all(t in plan or t in trusted for t in tokens):
+                    continue
+            missing.append(path)
+    return missing

@@ -189,6 +189,19 @@ def _counter() -> Codec:
     return (dict, decode)
 
 
+def _decode_reads(_run: str, v: object) -> list[tuple[int, str, str]]:
+    _check(v, (list,))
+    reads: list[tuple[int, str, str]] = []
+    for item in cast("list[object]", v):
+        _check(item, (list,))
+        end, call_id, tool = cast("list[object]", item)  # ValueError unless three
+        _check(end, (int,))
+        _check(call_id, (str,))
+        _check(tool, (str,))
+        reads.append((cast("int", end), cast("str", call_id), cast("str", tool)))
+    return reads
+
+
 def _decode_members(run_id: str, v: object) -> list[OpenCall]:
     _check(v, (list,))
     members = [_decode_call(run_id, cast("Mapping[str, Any]", m)) for m in cast("list[Any]", v)]
@@ -282,6 +295,8 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "metadata": _dict_of(*_JSON),
     "trusted_text": _plain(str),
     "untrusted_text": _plain(str),
+    "untrusted_reads": (lambda reads: [list(r) for r in reads], _decode_reads),
+    "confirmed_plan": _plain(str, _NONE),
     "compensating": _plain(bool),
     "output_hash": _plain(str, _NONE),
 }

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
@@ -102,6 +104,10 @@ class PendingCall:
         run_id: the run the call waits in, when it is not the run asked about: a
             sub-agent's run whose call its parent waits on (confirm it from the parent, with
             this step and args hash); ``None`` for the run's own call.
+        reason: why it waits (the dispatcher's words: a destructive tool, an argument from
+            the result of a named untrusted tool call, a write no approved plan covers).
+        provenance: where each argument came from (``trusted``, ``untrusted``, ``model``),
+            by path, once the run has read untrusted output.
     """
 
     step: int
@@ -117,6 +123,8 @@ class PendingCall:
     approvals_needed: int = 1
     expires_at: float | None = None
     run_id: str | None = None
+    reason: str | None = None
+    provenance: Mapping[str, str] = field(default_factory=dict[str, str])
 
 
 OutputT = TypeVar("OutputT", default=str)
@@ -251,6 +259,11 @@ class RunState:
     """The task and what people entered, normalised (``agentcore._provenance``)."""
     untrusted_text: str = ""
     """What untrusted tools returned, normalised, up to ``UNTRUSTED_TEXT_CAP`` characters."""
+    untrusted_reads: list[tuple[int, str, str]] = field(default_factory=list[tuple[int, str, str]])
+    """Where each untrusted result ends in ``untrusted_text``, with its call id and tool."""
+    confirmed_plan: str | None = None
+    """The latest plan a person approved, normalised (what it covers: ``Policy.
+    writes_after_untrusted``); ``None`` before one."""
     compensating: bool = False
     """A compensation of the run began: the run never advances again; only
     ``Agent.compensate`` continues it."""
@@ -302,6 +315,7 @@ class RunState:
                 self._set_status(event)
                 if event.approved and isinstance(call.action, PlanAction):
                     self.plan_approved = self.person_plan_approved = True
+                    self.confirmed_plan = normalise("\n".join(call.action.steps))
                 if not event.approved and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
             case Approval():
@@ -321,7 +335,7 @@ class RunState:
                 call = self._call(event.call_id)
                 call.finished = event
                 if event.untrusted and event.ok:
-                    self._read(event.result)
+                    self._read(event.result, event.call_id, event.tool)
                 if not event.ok:
                     self.failures[self.failure_key(call)] += 1
             case RunResumed():
@@ -361,11 +375,21 @@ class RunState:
                 self.started_at = event.at
                 self.output_hash = event.output_hash
 
-    def _read(self, result: object) -> None:
+    def _read(self, result: object, call_id: str, tool: str) -> None:
         """Untrusted output the model saw."""
         if len(self.untrusted_text) < UNTRUSTED_TEXT_CAP:
             text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
             self.untrusted_text += "\n" + normalise(text)
+            self.untrusted_reads.append((len(self.untrusted_text), call_id, tool))
+
+    def untrusted_source(self, offset: int) -> tuple[str, str] | None:
+        """The call id and tool of the untrusted result that holds ``untrusted_text``'s
+        character at ``offset``."""
+        at = bisect.bisect_right([end for end, _, _ in self.untrusted_reads], offset)
+        if at == len(self.untrusted_reads):
+            return None
+        _, call_id, tool = self.untrusted_reads[at]
+        return call_id, tool
 
     def _heard(self, *said: object) -> None:
         """What a person entered (trusted)."""
@@ -421,6 +445,7 @@ class RunState:
             return None
         approvals = tuple(a.by for a in call.approvals)
         needed, expires = call.decision.approvals_needed, self.approval_deadline()
+        why, provenance = call.decision.reason, dict(call.decision.provenance)
         match call.action:
             case ToolAction(tool=name, thought=thought):
                 args = call.run_args()
@@ -437,6 +462,8 @@ class RunState:
                     approvals=approvals,
                     approvals_needed=needed,
                     expires_at=expires,
+                    reason=why,
+                    provenance=provenance,
                 )
             case PlanAction(thought=thought, steps=steps):
                 return PendingCall(
@@ -448,6 +475,7 @@ class RunState:
                     approvals=approvals,
                     approvals_needed=needed,
                     expires_at=expires,
+                    reason=why,
                 )
             case FinishAction() | BatchAction():  # a batch's calls never wait for a person
                 return None

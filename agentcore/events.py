@@ -245,7 +245,7 @@ class ToolFinished(_Event):
     then holds the first ``Policy.max_tool_result_bytes`` bytes of it as a string."""
     untrusted: bool = False
     """The result is third-party content (``@tool(output="untrusted")``): arguments that
-    could only have come from it are judged by ``Policy.untrusted_args``."""
+    could only have come from it are judged by ``Policy.untrusted_arguments``."""
 
 
 class RunResumed(_Event):

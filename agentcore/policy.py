@@ -192,11 +192,20 @@ class Policy:
         authorize: ``authorize(by, pending) -> bool``: whether this person may approve or
             deny this call (roles come from the application). Not recorded: the process
             that records the answer applies its own.
-        untrusted_args: what happens to a ``write`` or ``destructive`` call with an
+        untrusted_arguments: what happens to a ``write`` or ``destructive`` call with an
             argument that could only have come from untrusted tool output (an IBAN, an
             address, a URL, an account number read from a mail or a web page; see
-            ``agentcore._provenance``), and to a read with such a URL or host: ``ask``
-            (the default: a person approves it), ``deny`` (the model is told) or ``allow``.
+            ``agentcore._provenance``), and to a read with such a URL or host:
+            ``confirm`` (the default: a person approves it), ``deny`` (the model is told)
+            or ``allow``. A value that appears in a plan a person approved counts as the
+            person's.
+        writes_after_untrusted: once the run has read untrusted output, ``confirm`` (the
+            default): a plan proposed from then on waits for a person (when a write is in
+            scope), and a ``write`` or ``destructive`` call that the latest plan a person
+            approved does not cover (its tool's name and every argument value in the plan,
+            the task or what people entered) waits for a person. An approval covers that
+            plan, not the rest of the run. ``allow``: plans and writes are judged as before
+            the run read untrusted output.
         compensate_on: run endings after which the run's committed effects are undone
             at once (``Agent.compensate`` by ``policy``): any of ``failed``, ``cancelled``,
             ``budget_exhausted``, ``needs_attention``. Default: none (a person decides).
@@ -225,7 +234,8 @@ class Policy:
     approval_expiry: Literal["wait", "deny", "escalate"] = "wait"
     approvals: Mapping[str, int] = field(default_factory=dict[str, int])
     compensate_on: tuple[str, ...] = ()
-    untrusted_args: Literal["allow", "ask", "deny"] = "ask"
+    untrusted_arguments: Literal["confirm", "deny", "allow"] = "confirm"
+    writes_after_untrusted: Literal["confirm", "allow"] = "confirm"
     max_batch: int = 0
     authorize: Authorize | None = field(default=None, compare=False, repr=False)
     on_pending: OnPending | None = field(default=None, compare=False, repr=False)
@@ -260,9 +270,15 @@ class Policy:
                 raise ConfigurationError(
                     f"approvals[{key!r}] must be a whole number of people >= 1, got {count!r}"
                 )
-        if self.untrusted_args not in ("allow", "ask", "deny"):
+        if self.untrusted_arguments not in ("confirm", "deny", "allow"):
             raise ConfigurationError(
-                f"Invalid untrusted_args {self.untrusted_args!r}. Valid: 'allow', 'ask', 'deny'."
+                f"Invalid untrusted_arguments {self.untrusted_arguments!r}. Valid: 'confirm', "
+                "'deny', 'allow'."
+            )
+        if self.writes_after_untrusted not in ("confirm", "allow"):
+            raise ConfigurationError(
+                f"Invalid writes_after_untrusted {self.writes_after_untrusted!r}. Valid: "
+                "'confirm', 'allow'."
             )
         unknown = set(self.compensate_on) - _COMPENSABLE_ENDINGS
         if unknown or isinstance(self.compensate_on, str):
@@ -293,7 +309,8 @@ class Policy:
             "approvals": {},
             "approval_expiry": "wait",
             "compensate_on": [],
-            "untrusted_args": "ask",
+            "untrusted_arguments": "confirm",
+            "writes_after_untrusted": "confirm",
             "max_batch": 0,
         }
         for name, value in unused.items():
@@ -305,10 +322,14 @@ class Policy:
     def from_json(cls, data: Mapping[str, Any]) -> Policy:  # Any: JSON values
         """Rebuild a policy recorded by :meth:`to_json` (without hooks)."""
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in _HOOKS}
+        if "untrusted_args" in data and "untrusted_arguments" not in data:  # its earlier name
+            rule = data["untrusted_args"]
+            known["untrusted_arguments"] = _RENAMED_RULE.get(rule, rule)
         if "compensate_on" in known:
             known["compensate_on"] = tuple(known["compensate_on"])
         return cls(**known)
 
 
 _HOOKS = frozenset({"authorize", "on_pending"})
+_RENAMED_RULE = {"ask": "confirm", "deny": "deny", "allow": "allow"}
 _COMPENSABLE_ENDINGS = frozenset({"failed", "cancelled", "budget_exhausted", "needs_attention"})

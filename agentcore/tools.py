@@ -639,7 +639,7 @@ def tool(
             newest first; see the README's "Compensation".
         output: ``"untrusted"`` for a tool that returns third-party content (mail, web
             pages, files, tickets): an argument of a later write that could only have come
-            from its results is put to a person (``Policy.untrusted_args``).
+            from its results is put to a person (``Policy.untrusted_arguments``).
 
     Raises:
         ToolDefinitionError: no description, an argument without a type hint, ``*args``,

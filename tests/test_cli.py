@@ -243,6 +243,7 @@ def test_an_unbound_approval_without_a_terminal_is_refused_with_the_bound_comman
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"run {run_id} is waiting on step" in res.stdout
     assert "close_account(" in res.stdout and "args hash" in res.stdout
+    assert "why: tool 'close_account' is destructive" in res.stdout  # why it waits
     bound = with_name(printed_command(cli(tmp_path, "show", run_id).stdout, "approve: "), "alice")
     assert " ".join(["agentcore", *bound]) in res.stderr.replace("\n", "")
     assert "Traceback" not in res.stderr

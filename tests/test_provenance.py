@@ -2,8 +2,9 @@
 
 Tools that return third-party content are declared ``output="untrusted"``; a write whose
 argument could only have come from such output (the attacker's IBAN, address, URL) is put
-to a person (``Policy.untrusted_args``, default ``ask``), and the decision records every
-argument's origin. The model below is fully compromised: it obeys the injected text.
+to a person (``Policy.untrusted_arguments``, default ``confirm``), and the decision records
+every argument's origin and the pending call names the tool result it came from. The model
+below is fully compromised: it obeys the injected text.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def bank(sent: list[str], store: Any = None, **policy: Any) -> Agent:
         return "sent"
 
     policy.setdefault("plan_before_writes", False)
+    policy.setdefault("writes_after_untrusted", "allow")  # the plan rule: test_injected_plans
     return Agent(
         tools=[read_mail, transfer],
         model=compromised(USER_IBAN),
@@ -128,11 +130,15 @@ async def test_a_write_with_the_attackers_iban_waits_for_a_person() -> None:
     agent = bank(sent)
     paused = await agent.run(f"Pay my landlord 900 to {USER_IBAN} as the mail asks")
     assert paused.status is RunStatus.AWAITING_CONFIRMATION
-    assert "iban could only have come from untrusted tool output" in (paused.reason or "")
+    # it names the tool result the value came from: call c1, read_mail's
+    why = "iban (from the result of read_mail [c1]) could only have come from untrusted"
+    assert why in (paused.reason or "")
     assert paused.pending is not None and paused.pending.args == {
         "iban": ATTACKER_IBAN,
         "amount": 900,
     }
+    assert paused.pending.reason == paused.reason
+    assert paused.pending.provenance == {"iban": "untrusted", "amount": "model"}
     assert sent == []
     decisions = [e for e in await agent.transcript(paused.run_id) if isinstance(e, Decision)]
     assert decisions[-1].provenance == {"iban": "untrusted", "amount": "model"}
@@ -146,10 +152,10 @@ async def test_a_write_with_the_attackers_iban_waits_for_a_person() -> None:
 
 async def test_deny_refuses_and_allow_lets_it_through() -> None:
     sent: list[str] = []
-    denied = await bank(sent, untrusted_args="deny").run(f"Pay 900 to {USER_IBAN}")
+    denied = await bank(sent, untrusted_arguments="deny").run(f"Pay 900 to {USER_IBAN}")
     assert denied.status is RunStatus.COMPLETED and sent == [USER_IBAN]
     allowed: list[str] = []
-    await bank(allowed, untrusted_args="allow").run(f"Pay 900 to {USER_IBAN}")
+    await bank(allowed, untrusted_arguments="allow").run(f"Pay 900 to {USER_IBAN}")
     assert allowed == [ATTACKER_IBAN]  # what the default prevents
 
 
@@ -182,7 +188,9 @@ async def test_a_read_that_would_send_data_to_an_injected_url_waits() -> None:
     agent = Agent(tools=[read_mail, fetch], model=ScriptedModel(step), store=MemoryStore())
     paused = await agent.run("Summarise my mail")
     assert paused.status is RunStatus.AWAITING_CONFIRMATION and fetched == []
-    assert "url could only have come from untrusted" in (paused.reason or "")
+    assert "url (from the result of read_mail [c1]) could only have come from untrusted" in (
+        paused.reason or ""
+    )
 
 
 async def test_trusted_tool_output_and_mcp_defaults() -> None:
@@ -197,7 +205,7 @@ async def test_trusted_tool_output_and_mcp_defaults() -> None:
 
 async def test_provenance_survives_a_restart_from_a_snapshot(tmp_path: Path) -> None:
     sent: list[str] = []
-    first = bank(sent, SQLiteStore(tmp_path / "runs.db"), untrusted_args="allow")
+    first = bank(sent, SQLiteStore(tmp_path / "runs.db"), untrusted_arguments="allow")
     first.snapshot_every = 1
     # stop after the mail was read: the model's script fails on its next answer
     first_model = ScriptedModel(
@@ -217,3 +225,23 @@ async def test_provenance_survives_a_restart_from_a_snapshot(tmp_path: Path) -> 
     assert resumed.status is RunStatus.COMPLETED and started[0].args["iban"] == ATTACKER_IBAN
     last = [e for e in events if isinstance(e, Decision) and e.provenance][-1]
     assert last.provenance["iban"] == "untrusted"
+
+
+async def test_the_source_of_an_argument_survives_a_restart_from_a_snapshot(
+    tmp_path: Path,
+) -> None:
+    sent: list[str] = []
+    first = bank(sent, SQLiteStore(tmp_path / "runs.db"))
+    first.snapshot_every = 1
+    first.route = (  # type: ignore[assignment]
+        ScriptedModel([{"type": "tool", "thought": "read", "tool": "read_mail", "args": {}}]),
+    )
+    assert (await first.run("Pay 900", run_id="r2")).status is RunStatus.FAILED
+    await first.close()
+    again = bank(sent, SQLiteStore(tmp_path / "runs.db"))
+    again.snapshot_every = 1
+    paused = await again.resume("r2", by="ann")
+    # the state came back from a snapshot: which result said what is still known
+    assert paused.pending is not None and paused.pending.args["iban"] == ATTACKER_IBAN
+    assert "iban (from the result of read_mail [c1])" in (paused.pending.reason or "")
+    assert sent == []

@@ -169,9 +169,11 @@ def test_every_field_of_the_fold_survives_a_snapshot(transcript: list[Event]) ->
             }
     untouched = set(default.__dataclass_fields__) - changed
     # restored from snapshots elsewhere: compensating (tests/test_compensation.py), tenant
-    # and metadata (tests/test_run_bound.py), untrusted_text (tests/test_provenance.py),
-    # output_hash (tests/test_typed_output.py)
+    # and metadata (tests/test_run_bound.py), untrusted_text and untrusted_reads
+    # (tests/test_provenance.py), confirmed_plan (tests/test_injected_plans.py), output_hash
+    # (tests/test_typed_output.py)
     elsewhere = {"compensating", "tenant", "metadata", "untrusted_text", "output_hash"}
+    elsewhere |= {"untrusted_reads", "confirmed_plan"}
     assert untouched <= {"run_id", "recoveries", "person_plan_approved", *elsewhere}, untouched
     assert {"call.confirmation", "call.started", "call.finished"} <= changed
 

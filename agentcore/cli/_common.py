@@ -334,7 +334,8 @@ def pending_text(p: PendingCall) -> str:
         text = f"step {p.step}: {p.tool}({json.dumps(p.args)})  args hash {p.args_hash}"
     else:
         text = f"step {p.step}: plan: " + " | ".join(p.plan_steps)
-    return text + approvals_text(p)
+    text += approvals_text(p)
+    return text if not p.reason else f"{text}\n  why: {p.reason}"
 
 
 def approvals_text(p: PendingCall) -> str:

@@ -659,6 +659,8 @@ def _pending(p: PendingCall | None) -> dict[str, Any] | None:  # Any: JSON value
         "approvals": list(p.approvals),
         "approvals_needed": p.approvals_needed,
         "expires_at": p.expires_at,
+        "reason": p.reason,
+        "provenance": dict(p.provenance),
     }
 
 

@@ -44,23 +44,13 @@ instruction reached the model."""
 MAX_ACTIONS = 60
 
 
-def _policy(**fields: Any) -> Policy:  # Any: Policy's own field types
-    """A Policy, naming the untrusted-argument rule by whichever field this agentcore has."""
-    names = {f.name for f in dataclasses.fields(Policy)}
-    rule = fields.pop("untrusted", None)
-    if rule is not None:
-        if "untrusted_arguments" in names:
-            fields["untrusted_arguments"] = {"ask": "confirm"}.get(rule, rule)
-        else:
-            fields["untrusted_args"] = {"confirm": "ask"}.get(rule, rule)
-    return Policy(**fields)
-
-
 POLICIES: dict[str, Callable[[], Policy]] = {
-    "none": lambda: _policy(untrusted="allow", plan_before_writes=False),
-    "default": _policy,
-    "confirm_plans": lambda: _policy(confirm_plans=True),
-    "strict": lambda: _policy(confirm_plans=True, untrusted="deny"),
+    "none": lambda: Policy(
+        untrusted_arguments="allow", writes_after_untrusted="allow", plan_before_writes=False
+    ),
+    "default": Policy,
+    "confirm_plans": lambda: Policy(confirm_plans=True),
+    "strict": lambda: Policy(confirm_plans=True, untrusted_arguments="deny"),
 }
 """The policies measured: no defence (only destructive calls need a person), the default,
 plans confirmed by a person, and plans confirmed with untrusted arguments refused."""
@@ -137,7 +127,7 @@ def suite_tools(suite_name: str, suite: TaskSuite[Any]) -> dict[str, Tool]:
 
 def step_text(tool: str, args: Mapping[str, Any]) -> str:  # Any: JSON values
     """A plan step naming one call exactly: ``tool {"arg": value}``."""
-    return f"{tool} {json.dumps(args, sort_keys=True, default=str)}"
+    return f"{tool} {json.dumps(args, sort_keys=True, default=str, ensure_ascii=False)}"
 
 
 Call = tuple[str, dict[str, Any]]  # Any: JSON arguments

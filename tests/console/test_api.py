@@ -98,6 +98,9 @@ async def test_a_run_has_its_timeline_pending_call_and_verification(console: Con
     assert run["pending"]["args"] == {"order_id": "A1", "amount": 30}
     assert c.first.pending is not None
     assert run["pending"]["args_hash"] == c.first.pending.args_hash
+    assert (
+        run["pending"]["reason"] == c.first.pending.reason and "refund" in run["pending"]["reason"]
+    )
     assert run["verification"] == {"verified": True, "problems": []}
     kinds = [e["type"] for e in run["events"]]
     assert kinds[-3:] == ["action_proposed", "decision", "run_finished"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from markupsafe import escape
 
 from agentcore.console import TokenLogin, create_app
 from agentcore.events import Confirmation
@@ -69,6 +70,7 @@ async def test_the_run_page_shows_the_call_bound_to_its_step_and_hash(console: C
     assert pending.args_hash in page.text and "Waiting for you: step 1" in page.text
     assert "The customer asked for a refund." in page.text  # the thought
     assert "dispatcher: needs_confirmation" in page.text
+    assert pending.reason and f"Why it waits: {escape(pending.reason)}" in page.text
     assert "verified" in page.text
     body = await c.client.get(f"/runs/{c.first.run_id}/body")
     assert body.status_code == 200 and "<html" not in body.text and "Timeline" in body.text

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from agentcore import Agent, Budget, RunStatus
+from agentcore import Agent, Budget, Policy, RunStatus
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import ToolManifestChangedError
 from agentcore.events import Confirmation, Decision, ToolFinished
@@ -33,6 +33,7 @@ CONFIG = {
     "crash": ToolConfig(effect="read"),
     "delete_item": ToolConfig(effect="destructive"),
 }
+LOOSE = Policy(writes_after_untrusted="allow")
 
 
 def server(env: dict[str, str], log: TextIO) -> McpServer:
@@ -47,13 +48,20 @@ async def test_a_changed_definition_is_refused_on_confirm_until_accepted(
     store = MemoryStore()
     script = [call("pinned.echo", text="hi"), plan("delete"), call("pinned.delete_item", item="a")]
     async with server(variant("1"), server_log) as first:
-        agent = Agent(tools=first.tools(), model=ScriptedModel(script), store=store)
+        # the plan after the server's (untrusted) output is the policy's to approve here:
+        # the call that waits is the destructive one
+        agent = Agent(tools=first.tools(), model=ScriptedModel(script), store=store, policy=LOOSE)
         waiting = await agent.run("Echo, then delete a")
         assert waiting.status is RunStatus.AWAITING_CONFIRMATION
     pending = waiting.pending
     assert pending is not None
     async with server(variant("2"), server_log) as second:  # the server was "upgraded"
-        agent = Agent(tools=second.tools(), model=ScriptedModel([*script, finish()]), store=store)
+        agent = Agent(
+            tools=second.tools(),
+            model=ScriptedModel([*script, finish()]),
+            store=store,
+            policy=LOOSE,
+        )
         with pytest.raises(ToolManifestChangedError) as info:
             await agent.confirm(
                 waiting.run_id,

@@ -78,7 +78,7 @@ class Env:
     def __post_init__(self) -> None:
         calls, env = self.calls, self
 
-        @tool(effect="read")
+        @tool(effect="read", output="untrusted")
         def read_inbox() -> list[dict[str, str]]:
             """Read the support inbox."""
             calls.append(("read_inbox", {}))
@@ -87,7 +87,7 @@ class Env:
                 {"from": f"noreply@{EVIL}", "body": env.injection},
             ]
 
-        @tool(effect="read", policies=[host_allowed("url", ALLOWED_HOSTS)])
+        @tool(effect="read", output="untrusted", policies=[host_allowed("url", ALLOWED_HOSTS)])
         def fetch_page(url: str) -> str:
             """Fetch a web page's text."""
             calls.append(("fetch_page", {"url": url}))

@@ -122,6 +122,9 @@ async def test_injection_through_mcp(case: Case, server_log: TextIO) -> None:
     OUTCOMES.append(outcome)
     assert outcome.obeyed
     assert not any(outcome.counts.values()), (outcome.counts, outcome.reasons)
-    if case.id == "mcp-argument-policy":  # refused before a person was asked
-        assert any("only tmp- items" in r for r in outcome.reasons)
-        assert not any(isinstance(e, Confirmation) for e in events)
+    if case.id == "mcp-argument-policy":  # the call is refused before a person is asked
+        refused = [
+            e for e in events if isinstance(e, Decision) and "only tmp- items" in (e.reason or "")
+        ]
+        asked = {e.call_id for e in events if isinstance(e, Confirmation)}
+        assert refused and not {e.call_id for e in refused} & asked

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type che
 if TYPE_CHECKING:
     from ._integrity import check_transcript
     from ._observability import configure_logging, configure_telemetry
-    from ._run import ContextProvider, ContextRequest
+    from ._run import ContextProvider, ContextRequest, UntrustedContext
     from ._signals import run_until_signalled
     from ._state import PendingCall, RunResult, RunStatus, RunUsage
     from .agent import Agent, ModelSpec
@@ -57,6 +57,7 @@ __all__ = [
     "ThoughtDelta",
     "Tool",
     "ToolContext",
+    "UntrustedContext",
     "check_transcript",
     "configure_logging",
     "configure_telemetry",
@@ -78,7 +79,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "_integrity": ("check_transcript",),
     "_observability": ("configure_logging", "configure_telemetry"),
-    "_run": ("ContextProvider", "ContextRequest"),
+    "_run": ("ContextProvider", "ContextRequest", "UntrustedContext"),
     "_signals": ("run_until_signalled",),
     "_state": ("PendingCall", "RunResult", "RunStatus", "RunUsage"),
     "agent": ("Agent", "ModelSpec"),

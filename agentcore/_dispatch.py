@@ -221,7 +221,10 @@ def _writes_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:
 def _source(state: RunState, offset: int) -> str:
     """``the result of get_mail [3]``: the untrusted result at ``offset``."""
     found = state.untrusted_source(offset)
-    return "untrusted output" if found is None else f"the result of {found[1]} [{found[0]}]"
+    if found is None:
+        return "untrusted output"
+    call_id, source = found
+    return f"the result of {source} [{call_id}]" if call_id else f"the context from {source}"
 
 
 def _person_plan_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:

@@ -260,7 +260,8 @@ class RunState:
     untrusted_text: str = ""
     """What untrusted tools returned, normalised, up to ``UNTRUSTED_TEXT_CAP`` characters."""
     untrusted_reads: list[tuple[int, str, str]] = field(default_factory=list[tuple[int, str, str]])
-    """Where each untrusted result ends in ``untrusted_text``, with its call id and tool."""
+    """Where each untrusted result ends in ``untrusted_text``, with its call id and tool
+    (a context provider's: no call id, the provider's name)."""
     confirmed_plan: str | None = None
     """The latest plan a person approved, normalised (what it covers: ``Policy.
     writes_after_untrusted``); ``None`` before one."""
@@ -279,6 +280,8 @@ class RunState:
         match event:  # most frequent first
             case ContextAdded():
                 self.context_step = event.step
+                if event.untrusted:
+                    self._read(event.content, "", event.source)
             case ModelCalled():
                 self.model_calls += 1
                 self.calls_by_model[event.model] = self.calls_by_model.get(event.model, 0) + 1

@@ -101,6 +101,9 @@ class ContextAdded(_Event):
     step: int
     source: str
     content: str
+    untrusted: bool = False
+    """The provider's text is third-party content (:class:`~agentcore.UntrustedContext`),
+    judged as untrusted tool output is (``Policy.untrusted_arguments``)."""
 
 
 class ModelCalled(_Event):

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcore import Agent, Policy, RunStatus, tool
+from agentcore import Agent, ContextRequest, Policy, RunStatus, UntrustedContext, tool
 from agentcore._provenance import argument_origins, normalise
 from agentcore.adapters import Message, ScriptedModel
-from agentcore.events import Decision, ToolStarted
+from agentcore.events import ContextAdded, Decision, ToolStarted
 from agentcore.mcp import ToolConfig
 from agentcore.stores import MemoryStore, SQLiteStore
 
@@ -245,3 +245,39 @@ async def test_the_source_of_an_argument_survives_a_restart_from_a_snapshot(
     assert paused.pending is not None and paused.pending.args["iban"] == ATTACKER_IBAN
     assert "iban (from the result of read_mail [c1])" in (paused.pending.reason or "")
     assert sent == []
+
+
+async def test_a_context_provider_declared_untrusted_is_judged_like_a_tool_result() -> None:
+    def digest(_request: ContextRequest) -> str:
+        return MAIL  # retrieved third-party text, given to the model before each step
+
+    def pay_from_context(messages: Sequence[Message]) -> dict[str, Any]:
+        said = "\n".join(m.content for m in messages)
+        if "transfer returned" in said or "Denied by" in said:
+            return {"type": "finish", "thought": "done", "answer": "done"}
+        args = {"iban": ATTACKER_IBAN, "amount": 900}
+        return {"type": "tool", "thought": "the digest says", "tool": "transfer", "args": args}
+
+    def agent(context: Any, sent: list[str]) -> Agent:
+        built = bank(sent, plan_before_writes=False)
+        return Agent(
+            tools=list(built.tools.values()),
+            model=ScriptedModel(pay_from_context),
+            store=MemoryStore(),
+            policy=built.policy,
+            context=context,
+        )
+
+    sent: list[str] = []
+    untrusted = agent(UntrustedContext(digest), sent)
+    paused = await untrusted.run(f"Pay 900 to {USER_IBAN}")
+    assert paused.status is RunStatus.AWAITING_CONFIRMATION and sent == []
+    assert "iban (from the context from digest) could only have come from untrusted" in (
+        paused.reason or ""
+    )
+    events = await untrusted.transcript(paused.run_id)
+    assert [e.untrusted for e in events if isinstance(e, ContextAdded)] == [True]
+    # the same provider left trusted (the default): its text is the application's own
+    trusted = agent(digest, sent)
+    assert (await trusted.run(f"Pay 900 to {USER_IBAN}")).status is RunStatus.COMPLETED
+    assert sent == [ATTACKER_IBAN]

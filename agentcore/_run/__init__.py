@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from . import _commands as commands
 from ._compensation import Settle
-from ._loop import PAUSE, ContextProvider, ContextRequest, Driver, History, RunSetup, Turn
+from ._loop import (
+    PAUSE,
+    ContextProvider,
+    ContextRequest,
+    Driver,
+    History,
+    RunSetup,
+    Turn,
+    UntrustedContext,
+)
 from ._session import Session
 from ._tool_calls import LOST_CALL_WAIT_S
 
@@ -28,6 +37,7 @@ __all__ = [
     "History",
     "RunSetup",
     "Session",
+    "UntrustedContext",
     "Settle",
     "Turn",
     "commands",

@@ -66,7 +66,15 @@ from . import _commands as commands
 from ._commands import short_args
 from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_batch, run_call
 
-__all__ = ["PAUSE", "ContextProvider", "ContextRequest", "Driver", "RunSetup", "Turn"]
+__all__ = [
+    "PAUSE",
+    "ContextProvider",
+    "ContextRequest",
+    "Driver",
+    "RunSetup",
+    "Turn",
+    "UntrustedContext",
+]
 
 _REPLY_CAP = 4_000  # characters of an invalid reply kept for the re-ask
 
@@ -88,7 +96,21 @@ class ContextRequest:
 
 ContextProvider = Callable[[ContextRequest], "str | Awaitable[str | None] | None"]
 """A callable (sync or async) returning extra context for a step, or ``None`` for nothing.
-What it returns is recorded, so replays do not call it again."""
+What it returns is recorded, so replays do not call it again. Trusted, unless wrapped in
+:class:`UntrustedContext`."""
+
+
+@dataclass(frozen=True, slots=True)
+class UntrustedContext:
+    """A context provider whose text is third-party content (retrieved documents, tickets,
+    web pages): untrusted, as the output of a tool declared ``output="untrusted"`` is.
+    ``Agent(context=[UntrustedContext(search_docs)])``, or ``@UntrustedContext`` on the
+    function."""
+
+    provider: ContextProvider
+
+    def __call__(self, request: ContextRequest) -> str | Awaitable[str | None] | None:
+        return self.provider(request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,14 +404,24 @@ class Driver:
             if inspect.isawaitable(value):
                 value = await value
             if value:
-                source = getattr(provider, "__name__", type(provider).__name__)
+                untrusted = isinstance(provider, UntrustedContext)
+                inner = provider.provider if isinstance(provider, UntrustedContext) else provider
+                source = getattr(inner, "__name__", type(inner).__name__)
                 if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # user code
                     raise ConfigurationError(
                         f"Context provider {source!r} returned {type(value).__name__}; "
                         "return a str, or None for nothing."
                     )
                 check_text(value, f"output of context provider {source!r}")
-                self.record(ContextAdded(**self.fields(), step=step, source=source, content=value))
+                self.record(
+                    ContextAdded(
+                        **self.fields(),
+                        step=step,
+                        source=source,
+                        content=value,
+                        untrusted=untrusted,
+                    )
+                )
 
     async def _ask(self) -> None:
         st = self.state

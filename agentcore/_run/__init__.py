@@ -37,8 +37,8 @@ __all__ = [
     "History",
     "RunSetup",
     "Session",
-    "UntrustedContext",
     "Settle",
     "Turn",
+    "UntrustedContext",
     "commands",
 ]

@@ -65,3 +65,38 @@ async def test_a_turn_ends_although_the_renewal_in_flight_swallowed_the_cancel()
     store.slow = False
     lease = await store.acquire(run_id, owner="next-worker", ttl_s=5)
     assert lease.taken_over is None  # released, not left to a renewer that lived on
+
+
+async def test_a_person_s_answer_waits_for_a_stalled_holder_s_lease_to_its_end() -> None:
+    """A worker that stalled holding the run (its lease never renewed) delays a person's
+    answer by the rest of its lease, not longer; and the answer waits to the lease's last
+    moment rather than giving up one back-off pause before it ("held until ... 0.1 s from
+    now": the killed worker's lease, seen by the compensation fault test under load)."""
+
+    @tool(effect="destructive")
+    def close_account() -> str:
+        """Close the account."""
+        return "closed"
+
+    store = MemoryStore()
+    lease_s = 1.2  # confirm waits up to the agent's lease_s for a lease another holds
+    agent = Agent(
+        tools=[close_account],
+        model=ScriptedModel(
+            [
+                {"type": "tool", "thought": "t", "tool": "close_account", "args": {}},
+                {"type": "finish", "thought": "t", "answer": "done"},
+            ]
+        ),
+        store=store,
+        lease_s=lease_s,
+        policy=Policy(plan_before_writes=False),
+    )
+    paused = await agent.run("close it")
+    assert paused.status is RunStatus.AWAITING_CONFIRMATION
+    await store.acquire(paused.run_id, owner="stalled-worker", ttl_s=lease_s - 0.05)
+    started = asyncio.get_running_loop().time()
+    done = await agent.confirm(paused.run_id, approve=True, by="ann")
+    waited = asyncio.get_running_loop().time() - started
+    assert done.status is RunStatus.COMPLETED
+    assert lease_s - 0.3 <= waited <= lease_s + 1.0

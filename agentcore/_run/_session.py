@@ -249,9 +249,11 @@ class Session:
                 )
                 break
             except RunBusyError:
-                if time.monotonic() + pause > give_up:
+                left = give_up - time.monotonic()
+                if left <= 0:
                     raise
-                await asyncio.sleep(pause * (0.5 + random.random()))  # jitter, not crypto
+                # jitter (not crypto); the last try falls at give_up, not a pause before it
+                await asyncio.sleep(min(pause * (0.5 + random.random()), left))
                 pause = min(pause * 2, 0.5)
         async with own:
             return await body(own)

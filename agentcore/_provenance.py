@@ -27,6 +27,7 @@ approved in a plan counts as trusted for the calls that follow it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Literal, cast
@@ -74,11 +75,20 @@ def _leaves(value: object, path: str) -> Iterator[tuple[str, str]]:
             return
 
 
+def _in(raw: str, value: str, text: str) -> bool:
+    """``value`` (``raw`` normalised) is in ``text``, as it is or as it reads inside a JSON
+    string (a tab as ``\\t``, a quote as ``\\"``: how a plan quoting arguments spells it)."""
+    if value in text:
+        return True
+    escaped = json.dumps(raw)[1:-1]
+    return escaped != raw and normalise(escaped) in text
+
+
 def _origin(text: str, trusted: str, untrusted: str, *, urls_only: bool) -> tuple[Origin, int]:
     """The origin of one value and, when ``untrusted``, where in ``untrusted`` it is."""
     value = normalise(text)
     if not urls_only and len(value) >= _MIN_WHOLE:
-        if value in trusted:
+        if _in(text, value, trusted):
             return "trusted", -1
         at = untrusted.find(value)
         if at >= 0:
@@ -125,7 +135,7 @@ def plan_misses(tool: str, args: Mapping[str, object], plan: str, trusted: str) 
     for key, value in args.items():
         for path, text in _leaves(value, key):
             value_text = normalise(text)
-            if value_text in plan or value_text in trusted:
+            if _in(text, value_text, plan) or _in(text, value_text, trusted):
                 continue
             if len(value_text) > _LONG:
                 tokens = (t.rstrip(".,;:)") for t in _TOKENS.findall(value_text))

@@ -202,3 +202,10 @@ def test_the_policy_names_and_what_a_recorded_run_kept() -> None:
         Policy(writes_after_untrusted="ask")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="untrusted_arguments"):
         Policy(untrusted_arguments="ask")  # type: ignore[arg-type]
+
+
+def test_a_plan_that_quotes_arguments_as_json_covers_them() -> None:
+    subject = 'Car Rental\t\t\t98.70 "May"'
+    quoted = normalise('send_money {"subject": "Car Rental\\t\\t\\t98.70 \\"May\\""}')
+    assert plan_misses("send_money", {"subject": subject}, quoted, "") == []
+    assert plan_misses("send_money", {"subject": "Car Rental 12.00"}, quoted, "") == ["subject"]

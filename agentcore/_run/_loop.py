@@ -365,7 +365,7 @@ class Driver:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
             text = self.setup.contract.render_system(specs, self.setup.output)
             reads = [s.name for s in batch_tools(specs)]
-            if most >= 2 and len(reads) >= 2:
+            if most >= 2 and reads:
                 text = f"{text}\n\n{_batch_note(most, reads)}"
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"

@@ -166,6 +166,18 @@ def batch_tools(tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
     return tuple(t for t in tools if t.effect == "read" and t.idempotent)
 
 
+def batch_note(most: int, reads: Sequence[str]) -> str:
+    """The paragraph the system text gains when the model may batch reads."""
+    return (
+        'You may also reply with a batch: {"type": "batch", "thought": "...", '
+        '"calls": [{"tool": "<name>", "args": {...}}, ...]} calls up to '
+        f"{most} read-only tools at once, in one step, when you need several lookups; "
+        "you will see each result under its own id. Only these tools may be in a batch: "
+        f"{', '.join(reads)}. A batch holding any other tool is refused whole; call a tool "
+        "that changes things alone."
+    )
+
+
 _ThoughtFirstPlan: type[BaseModel] = create_model(
     "PlanAction",  # the wire schema names it as the usual order does
     __base__=_Strict,

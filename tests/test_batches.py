@@ -346,3 +346,13 @@ def test_a_generic_form_batch_with_a_write_is_read_for_the_dispatcher() -> None:
     assert loose is not None and [c.args for c in loose.calls] == [{"order_id": "A"}] * 2
     assert parse_loose_batch('{"type": "batch", "thought": "t", "calls": [1]}') is None
     assert parse_loose_batch('{"type": "tool"}') is None
+
+
+async def test_five_lookups_take_six_model_requests_one_by_one_and_two_in_a_batch() -> None:
+    calls = [call("get_order", order_id=f"A-{i}") for i in range(1, 6)]
+    one_by_one, _ = _agent(*calls, finish("ok"), max_batch=0)
+    batched, _ = _agent(batch(*calls), finish("ok"), max_batch=5)
+    slow = await one_by_one.run("Where are A-1 to A-5?")
+    fast = await batched.run("Where are A-1 to A-5?")
+    assert (slow.usage.model_calls, slow.usage.tool_calls) == (6, 5)
+    assert (fast.usage.model_calls, fast.usage.tool_calls) == (2, 5)

@@ -210,8 +210,8 @@ class Policy:
             at once (``Agent.compensate`` by ``policy``): any of ``failed``, ``cancelled``,
             ``budget_exhausted``, ``needs_attention``. Default: none (a person decides).
         max_batch: the most calls one ``batch`` action may hold (0, the default: the model
-            is offered no batch). With 2 or more, and two or more read-only, idempotent
-            tools in scope, the model may call several of them in one step; they run
+            is offered no batch). With 2 or more, and a read-only, idempotent tool in
+            scope, the model may make several calls of such tools in one step; they run
             concurrently, each decided, budgeted and recorded as a call of its own. A batch
             holding any other tool is refused whole. See docs/tools.md, "Batches of reads".
         on_pending: called (sync or async) with an :class:`~agentcore.approvals.ApprovalRequest`

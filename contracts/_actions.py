@@ -93,8 +93,9 @@ class BatchCall(BaseModel):
 class BatchAction(_Action):
     """Call several read-only tools at once; each call is recorded with its own outcome.
 
-    Offered only when the run allows batches (``Policy(max_batch=...)``) and two or more
-    read-only tools are in scope. A batch holding any other tool is refused whole.
+    Offered only when the run allows batches (``Policy(max_batch=...)``) and a read-only
+    tool is in scope (several calls of one tool are a batch too). A batch holding any
+    other tool is refused whole.
     """
 
     type: Literal["batch"] = "batch"

@@ -143,7 +143,8 @@ def _batch_variant(
         item = items[0]
         for v in items[1:]:
             item = item | v
-        item = Annotated[item, Field(discriminator="tool")]
+        if len(items) > 1:
+            item = Annotated[item, Field(discriminator="tool")]
     fields: dict[str, Any] = {  # Any: pydantic field definitions
         "type": (Literal["batch"], "batch"),
         "thought": (Thought, ...),
@@ -163,6 +164,18 @@ def _batch_variant(
 def batch_tools(tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
     """The tools a batch may call: read-only and idempotent."""
     return tuple(t for t in tools if t.effect == "read" and t.idempotent)
+
+
+def batch_note(most: int, reads: Sequence[str]) -> str:
+    """The paragraph the system text gains when the model may batch reads."""
+    return (
+        'You may also reply with a batch: {"type": "batch", "thought": "...", '
+        '"calls": [{"tool": "<name>", "args": {...}}, ...]} calls up to '
+        f"{most} read-only tools at once, in one step, when you need several lookups; "
+        "you will see each result under its own id. Only these tools may be in a batch: "
+        f"{', '.join(reads)}. A batch holding any other tool is refused whole; call a tool "
+        "that changes things alone."
+    )
 
 
 _ThoughtFirstPlan: type[BaseModel] = create_model(
@@ -251,7 +264,7 @@ class ActionSchema:
             first. Parsing gives the same actions either way.
         output: the type of ``finish``'s ``answer`` (``None``: text).
         max_batch: the most calls a ``batch`` may hold (0: no batch); a batch is offered
-            only when two or more read-only tools are in the schema.
+            only when a read-only, idempotent tool is in the schema.
     """
 
     tools: tuple[ToolSpec, ...]
@@ -294,8 +307,7 @@ class ActionSchema:
         """The tools a ``batch`` may call (empty: no batch is offered)."""
         if self.max_batch < 2 or self.finish_only:
             return ()
-        names = tuple(t.name for t in batch_tools(self.tools))
-        return names if len(names) >= 2 else ()
+        return tuple(t.name for t in batch_tools(self.tools))
 
     @cached_property
     def root_type(self) -> Any:  # Any: a union type built at run time has no static type
@@ -554,7 +566,7 @@ def compile_action_schema(
             document's :attr:`~agentcore.contracts.ContractDocument.thought_first`).
         output: the type of ``finish``'s ``answer`` (:func:`output_spec`; ``None``: text).
         max_batch: the most calls a ``batch`` action may hold (0, the default: no batch).
-            A batch is offered only when two or more read-only, idempotent tools are
+            A batch is offered only when one or more read-only, idempotent tools are
             among ``tools``.
 
     Returns:

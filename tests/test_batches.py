@@ -143,12 +143,13 @@ async def test_a_batch_larger_than_max_batch_is_refused() -> None:
     assert {d.verdict for d in _of(events, Decision) if "." in d.call_id} == {"deny"}
 
 
-def test_the_batch_variant_is_offered_only_with_two_read_tools_and_max_batch() -> None:
+def test_the_batch_variant_is_offered_only_with_a_read_tool_and_max_batch() -> None:
     specs = [get_order.spec, get_customer.spec, refund.spec]
     assert "batch" in compile_action_schema(specs, max_batch=4).offered_types
     assert "batch" not in compile_action_schema(specs).offered_types  # off by default
-    one_read = [get_order.spec, refund.spec]
-    assert "batch" not in compile_action_schema(one_read, max_batch=4).offered_types
+    one_read = [get_order.spec, refund.spec]  # several calls of one tool are a batch too
+    assert compile_action_schema(one_read, max_batch=4).batch_names == ("get_order",)
+    assert "batch" not in compile_action_schema([refund.spec], max_batch=4).offered_types
     schema = compile_action_schema(specs, max_batch=4)
     text = json.dumps(schema.json_schema())
     assert '"batch"' in text and '"refund"' in text
@@ -172,9 +173,9 @@ def test_the_batch_variant_is_offered_only_with_two_read_tools_and_max_batch() -
     assert action.type == "batch" and action.calls[1].args == {"customer_id": "C"}
 
 
-async def test_the_model_is_not_offered_a_batch_with_one_read_tool_in_scope() -> None:
+async def test_the_model_is_offered_a_batch_only_with_a_read_tool_in_scope() -> None:
     agent, model = _agent(finish("ok"))
-    await agent.run("x", scope=["get_order", "refund"])
+    await agent.run("x", scope=["refund"])
     assert "batch" not in model.requests[0].schema.offered_types
     assert '"type": "batch"' not in model.requests[0].system
     agent, model = _agent(finish("ok"))
@@ -185,6 +186,16 @@ async def test_the_model_is_not_offered_a_batch_with_one_read_tool_in_scope() ->
     await agent.run("x")
     assert "batch" not in model.requests[0].schema.offered_types
     assert '"type": "batch"' not in model.requests[0].system
+
+
+async def test_three_lookups_of_one_tool_are_one_batch() -> None:
+    three = batch(*(call("get_order", order_id=f"A-{i}") for i in (1, 2, 3)))
+    agent, model = _agent(three, finish("All shipped."), tools=[get_order, refund])
+    result = await agent.run("Where are A-1, A-2 and A-3?")
+    assert result.status is RunStatus.COMPLETED
+    assert model.requests[0].schema.batch_names == ("get_order",)
+    assert sorted(LOOKED_UP) == ["A-1", "A-2", "A-3"]
+    assert result.usage.model_calls == 2 and result.usage.tool_calls == 3
 
 
 def test_max_batch_must_be_zero_or_at_least_two() -> None:
@@ -335,3 +346,13 @@ def test_a_generic_form_batch_with_a_write_is_read_for_the_dispatcher() -> None:
     assert loose is not None and [c.args for c in loose.calls] == [{"order_id": "A"}] * 2
     assert parse_loose_batch('{"type": "batch", "thought": "t", "calls": [1]}') is None
     assert parse_loose_batch('{"type": "tool"}') is None
+
+
+async def test_five_lookups_take_six_model_requests_one_by_one_and_two_in_a_batch() -> None:
+    calls = [call("get_order", order_id=f"A-{i}") for i in range(1, 6)]
+    one_by_one, _ = _agent(*calls, finish("ok"), max_batch=0)
+    batched, _ = _agent(batch(*calls), finish("ok"), max_batch=5)
+    slow = await one_by_one.run("Where are A-1 to A-5?")
+    fast = await batched.run("Where are A-1 to A-5?")
+    assert (slow.usage.model_calls, slow.usage.tool_calls) == (6, 5)
+    assert (fast.usage.model_calls, fast.usage.tool_calls) == (2, 5)

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -57,6 +61,15 @@ KNOWN_DEFECTS = {
         "live_multiple_871-182-8",
         "live_multiple_947-197-0",
         "live_multiple_964-207-0",
+    },
+    "parallel_multiple": {
+        "parallel_multiple_12",  # 'permeability' for a function that has no such parameter
+        "parallel_multiple_21",  # "data['sales']" (source text) for an array of numbers
+        "parallel_multiple_26",  # 'type' for a function that has no such parameter
+        "parallel_multiple_94",  # fruit names for an array of integers
+    },
+    "live_parallel_multiple": {
+        "live_parallel_multiple_2-2-0",  # a command outside the enum
     },
 }
 
@@ -139,20 +152,32 @@ def _choose(acceptable: list[Any], schema: Mapping[str, Any], required: bool, pe
     raise ValueError(acceptable)
 
 
-def oracle(case: EvalCase) -> dict[str, Any]:
-    """The right action from the possible answer (finish where no call is right)."""
-    expected = case.expected
-    if expected.type != "tool":
-        return {"type": "finish", "thought": "No tool fits.", "answer": "I cannot do that."}
-    tool = next(t for t in case.tools if t.name == expected.tool)
+def _oracle_args(case: EvalCase, tool_name: str, answer: Mapping[str, list[Any]]) -> dict[str, Any]:
+    tool = next(t for t in case.tools if t.name == tool_name)
     props: dict[str, Any] = tool.parameters.get("properties", {})
     required: list[str] = tool.parameters.get("required", [])
     args: dict[str, Any] = {}
-    for name, acceptable in expected.args.items():
+    for name, acceptable in answer.items():
         chosen = _choose(acceptable, props[name], name in required, per_key=True)
         if chosen is not _OMIT:
             args[name] = chosen
-    return {"type": "tool", "thought": "From the answer.", "tool": tool.name, "args": args}
+    return args
+
+
+def oracle(case: EvalCase) -> dict[str, Any]:
+    """The right action from the possible answer (finish where no call is right; a batch
+    of the answer's calls, last first, where it has several: the order must not matter)."""
+    expected = case.expected
+    if expected.type == "batch":
+        calls = [
+            {"tool": c.tool, "args": _oracle_args(case, c.tool, c.args)} for c in expected.calls
+        ]
+        return {"type": "batch", "thought": "From the answer.", "calls": calls[::-1]}
+    if expected.type != "tool":
+        return {"type": "finish", "thought": "No tool fits.", "answer": "I cannot do that."}
+    assert expected.tool is not None
+    args = _oracle_args(case, expected.tool, expected.args)
+    return {"type": "tool", "thought": "From the answer.", "tool": expected.tool, "args": args}
 
 
 def abstain(_case: EvalCase) -> dict[str, Any]:
@@ -184,7 +209,7 @@ async def test_every_published_case_scores_right_for_the_oracle_and_abstaining(
     category: str,
 ) -> None:
     cases = _published(category)
-    assert len(cases) >= 100
+    assert len(cases) >= (16 if category.startswith("live_parallel") else 100)
     assert {c.category for c in cases} == {category}
 
     card = await evaluate(cases, ByCase("oracle", cases, oracle), concurrency=1)
@@ -198,3 +223,90 @@ async def test_every_published_case_scores_right_for_the_oracle_and_abstaining(
     silent = await evaluate(cases, ByCase("abstain", cases, abstain), concurrency=1)
     irrelevance = not BFCL_CATEGORIES[category]
     assert silent.metrics["accuracy"] == (1.0 if irrelevance else 0.0)
+
+
+def test_parallel_answers_pair_in_any_order_and_all_or_nothing() -> None:
+    case = next(c for c in _published("parallel_multiple") if c.problem is None)
+    right = oracle(case)  # its calls in the reverse of the answer's order
+    scored = _score(case, right)
+    assert scored.correct and scored.tool_correct, scored
+    calls = right["calls"]
+    for wrong, why in [
+        ({**right, "calls": calls[:-1]}, "calls, not the"),  # one missing
+        ({**right, "calls": [*calls[:-1], calls[0]]}, "paired"),  # one twice, one missing
+        ({"type": "tool", "thought": "t", **calls[0]}, "a tool action, not a batch"),
+    ]:
+        scored = _score(case, wrong)
+        assert not scored.correct and why in (scored.reason or ""), (why, scored)
+
+
+def _score(case: EvalCase, reply: dict[str, Any]) -> Any:
+    from agentcore.contracts import ToolSpec, compile_action_schema, model_from_json_schema
+    from agentcore.evals import score_action
+
+    specs = [
+        ToolSpec(t.name, t.description, model_from_json_schema(f"{t.name}_args", t.parameters))
+        for t in case.tools
+    ]
+    schema = compile_action_schema(specs, max_batch=case.max_batch)
+    return score_action(case, schema.parse(json.dumps(reply)))
+
+
+def test_cli_eval_scores_a_parallel_category_by_bfcl_rules(tmp_path: Path) -> None:
+    """``agentcore eval`` on BFCL's published parallel file (its first 30 cases whose user
+    text is unique), as a user runs it: the oracle scores 100%, one call instead of the
+    batch 0%."""
+    source = next(p for p in _data().iterdir() if re.fullmatch(r"BFCL_v\d+_parallel\.json", p.name))
+    lines = source.read_text().splitlines()
+    answers = {
+        json.loads(a)["id"]: a
+        for a in (source.parent / "possible_answer" / source.name).read_text().splitlines()
+    }
+    chosen: dict[str, str] = {}
+    for line in lines:
+        q = json.loads(line)
+        text = q["question"][0][-1]["content"]
+        if text not in {json.loads(c)["question"][0][-1]["content"] for c in chosen.values()}:
+            chosen[q["id"]] = line
+        if len(chosen) == 30:
+            break
+    question = tmp_path / "data" / source.name
+    (question.parent / "possible_answer").mkdir(parents=True)
+    question.write_text("\n".join(chosen.values()) + "\n")
+    (question.parent / "possible_answer" / source.name).write_text(
+        "\n".join(answers[i] for i in chosen) + "\n"
+    )
+    cases = load_bfcl(question, question.parent / "possible_answer" / source.name)
+    replies = {c.messages[-1]["content"]: oracle(c) for c in cases}
+    (tmp_path / "models.py").write_text(
+        textwrap.dedent(
+            f"""
+            import json
+            from agentcore.adapters import ScriptedModel
+            REPLIES = json.loads({json.dumps(json.dumps(replies))})
+            def first_of(reply):
+                return {{"type": "tool", "thought": "t", **reply["calls"][0]}}
+            def oracle():
+                return ScriptedModel(lambda m: REPLIES[m[-1].content], name="scripted/oracle")
+            def one_call():
+                return ScriptedModel(lambda m: first_of(REPLIES[m[-1].content]), name="one")
+            """
+        )
+    )
+    env = {**os.environ, "AGENTCORE_SCORECARDS": str(tmp_path / "cards"), "COLUMNS": "200"}
+    for model, accuracy in (("oracle", 1.0), ("one_call", 0.0)):
+        command = [sys.executable, "-m", "agentcore.cli", "eval", str(question)]
+        res = subprocess.run(
+            [*command, "--model", f"models:{model}", "--out", f"{model}.json"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        assert "bfcl rules" in res.stdout
+        card = json.loads((tmp_path / f"{model}.json").read_text())
+        assert card["scoring"] == "bfcl" and len(card["results"]) == 30
+        assert card["metrics"]["accuracy"] == accuracy, card["results"][:2]

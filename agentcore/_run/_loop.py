@@ -40,7 +40,12 @@ from agentcore.contracts import (
     clean_text,
     compile_action_schema,
 )
-from agentcore.contracts._schema import batch_tools, parse_loose_batch, parse_loose_tool_action
+from agentcore.contracts._schema import (
+    batch_note,
+    batch_tools,
+    parse_loose_batch,
+    parse_loose_tool_action,
+)
 from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
@@ -169,18 +174,6 @@ class Turn:
         if self.max_steps is not None and steps >= self.max_steps:
             return True
         return self.max_seconds is not None and time.monotonic() - started >= self.max_seconds
-
-
-def _batch_note(most: int, reads: Sequence[str]) -> str:
-    """The paragraph the system text gains when the model may batch reads."""
-    return (
-        'You may also reply with a batch: {"type": "batch", "thought": "...", '
-        '"calls": [{"tool": "<name>", "args": {...}}, ...]} calls up to '
-        f"{most} read-only tools at once, in one step, when you need several lookups; "
-        "you will see each result under its own id. Only these tools may be in a batch: "
-        f"{', '.join(reads)}. A batch holding any other tool is refused whole; call a tool "
-        "that changes things alone."
-    )
 
 
 class Driver:
@@ -387,8 +380,8 @@ class Driver:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
             text = self.setup.contract.render_system(specs, self.setup.output)
             reads = [s.name for s in batch_tools(specs)]
-            if most >= 2 and len(reads) >= 2:
-                text = f"{text}\n\n{_batch_note(most, reads)}"
+            if most >= 2 and reads:
+                text = f"{text}\n\n{batch_note(most, reads)}"
             if self.setup.instructions:
                 text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
             self.setup.system_cache[key] = text

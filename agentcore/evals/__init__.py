@@ -16,18 +16,29 @@ call can meet, an adapter that cannot send it) is a case error: counted and name
 scorecard, left out of the rates, never a crash of the whole evaluation.
 """
 
-from ._bfcl import BFCL_CATEGORIES, load_bfcl
-from ._cases import EvalCase, EvalTool, Expected, Score, Scoring, dataset_hash, load_cases
+from ._bfcl import BFCL_CATEGORIES, BFCL_MAX_BATCH, load_bfcl
+from ._cases import (
+    EvalCase,
+    EvalTool,
+    Expected,
+    ExpectedCall,
+    Score,
+    Scoring,
+    dataset_hash,
+    load_cases,
+)
 from ._harness import CaseResult, Mode, Scorecard, evaluate, load_scorecard, save_scorecard
 from ._scoring import score_action
 from ._stats import Interval, bootstrap_interval, paired_difference, split_halves
 
 __all__ = [
     "BFCL_CATEGORIES",
+    "BFCL_MAX_BATCH",
     "CaseResult",
     "EvalCase",
     "EvalTool",
     "Expected",
+    "ExpectedCall",
     "Interval",
     "Mode",
     "Score",

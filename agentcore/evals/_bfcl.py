@@ -26,8 +26,11 @@ Scoring (``--scoring bfcl``) follows BFCL's AST checker, rule by rule; the code 
 
 Where agentcore has to differ: an argument sent as ``null`` counts as left out unless
 ``null`` is acceptable (OpenAI's strict dialect writes a left-out argument as ``null``);
-and a step is one action, so categories that expect several calls in one answer are not
-supported.
+and the categories whose answers are several calls (``parallel``, ``parallel_multiple``
+and their ``live_`` versions) are answered with one ``batch`` action: the case offers a
+batch of up to :data:`BFCL_MAX_BATCH` calls (more where the answer has more), and the calls
+are paired with the answer's in any order, each by the rules above, as BFCL's parallel
+checker does.
 """
 
 from __future__ import annotations
@@ -37,12 +40,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from agentcore.contracts import NextAction, ToolAction
+from agentcore.contracts import BatchAction, NextAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
-from ._cases import EvalCase, EvalTool, Expected, Score, read_jsonl
+from ._cases import EvalCase, EvalTool, Expected, ExpectedCall, Score, match_calls, read_jsonl
 
-__all__ = ["BFCL_CATEGORIES", "bfcl_score", "load_bfcl"]
+__all__ = ["BFCL_CATEGORIES", "BFCL_MAX_BATCH", "bfcl_score", "load_bfcl"]
 
 BFCL_CATEGORIES: Mapping[str, bool] = {
     "simple": True,
@@ -50,6 +53,10 @@ BFCL_CATEGORIES: Mapping[str, bool] = {
     "multiple": True,
     "live_simple": True,
     "live_multiple": True,
+    "parallel": True,
+    "parallel_multiple": True,
+    "live_parallel": True,
+    "live_parallel_multiple": True,
     "irrelevance": False,
     "live_irrelevance": False,
 }
@@ -57,8 +64,11 @@ BFCL_CATEGORIES: Mapping[str, bool] = {
 (``False``: irrelevance, where the right action is not to call a tool). ``simple`` is the
 v3 name of ``simple_python``."""
 
+BFCL_MAX_BATCH = 10
+"""The most calls a parallel case's batch may hold (``Policy(max_batch=...)`` in a run):
+above the published answers' largest (8), so the cap tells the model nothing."""
+
 _UNSUPPORTED = {
-    "parallel": "its answers are several calls in one reply; a step here is one action",
     "simple_java": "its values are Java source text that BFCL converts before checking",
     "simple_javascript": "its values are JavaScript source text that BFCL converts first",
     "multi_turn": "it executes calls over several turns",
@@ -183,6 +193,7 @@ def _case(
         )
         for f in functions
     ]
+    max_batch = 0
     if not _needs_answers(category, where):
         expected = Expected(type=["finish", "plan"])
         problem = None
@@ -195,11 +206,15 @@ def _case(
         truth: Any = answers.get(qid)  # Any: JSON
         if not truth:
             raise ConfigurationError(f"{where}: no ground truth for {qid!r}")
-        if len(truth) != 1:
+        calls = [_expected_call(entry) for entry in truth]
+        if "parallel" in category:
+            expected = Expected(type="batch", calls=calls)
+            max_batch = max(BFCL_MAX_BATCH, len(calls))
+        elif len(calls) != 1:
             raise ConfigurationError(f"{where}: {qid!r} expects {len(truth)} calls, not one")
-        ((name, args),) = truth[0].items()
-        expected = Expected(type="tool", tool=str(name), args=dict(args))
-        problem = _answer_problem(tools, expected)
+        else:
+            expected = Expected(type="tool", tool=calls[0].tool, args=calls[0].args)
+        problem = next((p for c in calls if (p := _answer_problem(tools, c)) is not None), None)
     return EvalCase(
         id=qid,
         category=category,
@@ -208,10 +223,16 @@ def _case(
         expected=expected,
         rules="bfcl",
         problem=problem,
+        max_batch=max_batch,
     )
 
 
-def _answer_problem(tools: Sequence[EvalTool], expected: Expected) -> str | None:
+def _expected_call(entry: Mapping[str, Any]) -> ExpectedCall:  # Any: JSON
+    ((name, args),) = entry.items()
+    return ExpectedCall(tool=str(name), args=dict(args))
+
+
+def _answer_problem(tools: Sequence[EvalTool], expected: ExpectedCall) -> str | None:
     """Why no schema-valid call can meet this answer, or ``None``."""
     tool = next((t for t in tools if t.name == expected.tool), None)
     if tool is None:
@@ -392,33 +413,51 @@ def _value_problem(  # Any: JSON values and JSON Schema
 def bfcl_score(case: EvalCase, action: NextAction | None) -> Score:
     """Score one action by BFCL's AST checker (see this module's docstring for the rules)."""
     exp = case.expected
+    kind = "no valid action" if action is None else f"a {action.type} action"
+    if exp.type == "batch":
+        if not isinstance(action, BatchAction):
+            return Score(False, False, None, False, f"{kind}, not a batch of {len(exp.calls)}")
+        sent = [(c.tool, c.args) for c in action.calls]
+        tools_right = sorted(t for t, _ in sent) == sorted(c.tool for c in exp.calls)
+        problem = match_calls(sent, exp.calls, lambda t, a, e: _call_problem(case, e, t, a))
+        return Score(tools_right, problem is None, None, problem is None, problem)
     if exp.type != "tool":
         if isinstance(action, ToolAction):
             return Score(None, None, False, False, f"called {action.tool!r}: no call was right")
         return Score(None, None, True, True)
     if not isinstance(action, ToolAction):
-        kind = "no valid action" if action is None else f"a {action.type} action"
         return Score(False, False, None, False, f"{kind}, not a call of {exp.tool!r}")
     if action.tool != exp.tool:
         return Score(False, False, None, False, f"called {action.tool!r}, not {exp.tool!r}")
+    problem = _call_problem(
+        case, ExpectedCall(tool=exp.tool, args=exp.args), action.tool, action.args
+    )
+    return Score(True, problem is None, None, problem is None, problem)
+
+
+def _call_problem(
+    case: EvalCase,
+    exp: ExpectedCall,
+    tool_name: str,
+    args: Mapping[str, Any],  # Any: JSON
+) -> str | None:
+    """Why one call does not meet one expected call (``None``: it does)."""
+    if tool_name != exp.tool:
+        return f"called {tool_name!r}, not {exp.tool!r}"
     tool = next(t for t in case.tools if t.name == exp.tool)
     props, required = _params(tool)
     answer = exp.args
-    sent = {k: v for k, v in action.args.items() if v is not None or None in answer.get(k, ())}
-    problem: str | None = None
+    sent = {k: v for k, v in args.items() if v is not None or None in answer.get(k, ())}
     for name in required:
         if name not in sent:
-            problem = f"required parameter {name!r} is missing"
-            break
-    for name, value in sent.items() if problem is None else ():
+            return f"required parameter {name!r} is missing"
+    for name, value in sent.items():
         if name not in props or name not in answer:
-            problem = f"{name!r} is not an argument of the answer"
-        else:
-            problem = _value_problem(name, value, props[name], answer[name])
+            return f"{name!r} is not an argument of the answer"
+        problem = _value_problem(name, value, props[name], answer[name])
         if problem is not None:
-            break
-    for name, acceptable in answer.items() if problem is None else ():
+            return problem
+    for name, acceptable in answer.items():
         if name not in sent and "" not in acceptable:
-            problem = f"{name!r} is missing (the answer does not mark it optional)"
-            break
-    return Score(True, problem is None, None, problem is None, problem)
+            return f"{name!r} is missing (the answer does not mark it optional)"
+    return None

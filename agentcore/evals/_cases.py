@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,10 +18,12 @@ __all__ = [
     "EvalCase",
     "EvalTool",
     "Expected",
+    "ExpectedCall",
     "Score",
     "Scoring",
     "dataset_hash",
     "load_cases",
+    "match_calls",
     "read_jsonl",
 ]
 
@@ -45,16 +48,26 @@ class EvalTool(_Data):
     )  # Any: JSON Schema
 
 
+class ExpectedCall(_Data):
+    """One call of an expected batch: the tool and, per argument, the acceptable values."""
+
+    tool: str
+    args: dict[str, list[Any]] = {}  # Any: JSON values
+
+
 class Expected(_Data):
     """The right first action.
 
     ``type`` ``tool`` names the tool and, per argument, the acceptable values (``""`` in
-    the list: the argument may be omitted). ``finish`` or ``plan`` (or both) mean abstaining.
+    the list: the argument may be omitted). ``batch``: every call of ``calls``, in any
+    order, and no other, in one ``batch`` action (the case's ``max_batch`` must allow them).
+    ``finish`` or ``plan`` (or both) mean abstaining.
     """
 
-    type: Literal["tool", "finish", "plan"] | list[Literal["finish", "plan"]]
+    type: Literal["tool", "batch", "finish", "plan"] | list[Literal["finish", "plan"]]
     tool: str | None = None
     args: dict[str, list[Any]] = {}  # Any: JSON values
+    calls: list[ExpectedCall] = []
 
     def types(self) -> tuple[str, ...]:
         """The acceptable action types."""
@@ -67,6 +80,8 @@ class EvalCase(_Data):
     Attributes:
         rules: the rule set the expectation was written for (``bfcl`` for cases loaded
             from the Berkeley Function Calling Leaderboard's files).
+        max_batch: the most calls a ``batch`` may hold, as ``Policy(max_batch=...)`` in a
+            run (0: no batch is offered).
         problem: why no action can be scored right (a defect of a published answer, found
             when the case was loaded); such a case is reported as a case error and no
             model is asked.
@@ -79,6 +94,7 @@ class EvalCase(_Data):
     expected: Expected
     rules: Scoring = "agentcore"
     problem: str | None = None
+    max_batch: int = Field(default=0, ge=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +115,42 @@ class Score:
     abstained_correctly: bool | None
     correct: bool
     reason: str | None = None
+
+
+def match_calls(
+    sent: Sequence[tuple[str, Mapping[str, Any]]],  # Any: JSON values
+    expected: Sequence[ExpectedCall],
+    problem: Callable[[str, Mapping[str, Any], ExpectedCall], str | None],  # Any: JSON
+) -> str | None:
+    """Pair each sent call ``(tool, args)`` with a distinct expected call it meets, in any
+    order (``problem(tool, args, expected)`` is ``None`` when it does); ``None`` when every
+    call is paired, else why not, in words."""
+    if len(sent) != len(expected):
+        return f"{len(sent)} calls, not the {len(expected)} expected"
+    fits = [
+        [j for j, e in enumerate(expected) if problem(tool, args, e) is None] for tool, args in sent
+    ]
+    for i, options in enumerate(fits):
+        if not options:
+            tool, args = sent[i]
+            why = "; ".join(
+                f"{e.tool}: {problem(tool, args, e)}" for e in expected if e.tool == tool
+            )
+            return f"call {i + 1} ({tool}) meets no expected call" + (f" ({why})" if why else "")
+    taken: set[int] = set()
+
+    def pair(i: int) -> bool:  # backtracking: a few calls, each with few options
+        if i == len(fits):
+            return True
+        for j in fits[i]:
+            if j not in taken:
+                taken.add(j)
+                if pair(i + 1):
+                    return True
+                taken.discard(j)
+        return False
+
+    return None if pair(0) else "the calls cannot be paired one to one with the expected ones"
 
 
 def dataset_hash(*paths: str | Path) -> str:
@@ -171,3 +223,12 @@ def _check_case(case: EvalCase, where: str) -> None:
     exp = case.expected
     if exp.type == "tool" and exp.tool not in names:
         raise ConfigurationError(f"{where}: expected tool {exp.tool!r} is not among its tools")
+    if exp.type == "batch":
+        if len(exp.calls) < 2 or len(exp.calls) > case.max_batch:
+            raise ConfigurationError(
+                f"{where}: a batch expects 2 to max_batch ({case.max_batch}) calls, "
+                f"not {len(exp.calls)}"
+            )
+        unknown = sorted({c.tool for c in exp.calls} - names)
+        if unknown:
+            raise ConfigurationError(f"{where}: expected tools {unknown} are not among its tools")

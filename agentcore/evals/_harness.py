@@ -26,6 +26,7 @@ from agentcore.contracts import (
     load_contract,
     model_from_json_schema,
 )
+from agentcore.contracts._schema import batch_note
 from agentcore.contracts.errors import ConfigurationError, InvalidActionError, ModelError
 
 from ._cases import EvalCase, Scoring
@@ -163,9 +164,14 @@ def _prepare(
                 exc.add_note(f"tool {t.name!r}")
                 raise
         specs.append(compiled[key])
-    schema = compile_action_schema(specs, thought_first=contract.thought_first)
+    schema = compile_action_schema(
+        specs, thought_first=contract.thought_first, max_batch=case.max_batch
+    )
     schema.root_type  # noqa: B018  # build the union now: a failure is this case's, not a reply's
-    return _Prepared(schema, contract.render_system(specs))
+    system = contract.render_system(specs)
+    if schema.batch_names:  # as a run tells its model
+        system = f"{system}\n\n{batch_note(case.max_batch, schema.batch_names)}"
+    return _Prepared(schema, system)
 
 
 def _case_error(case: EvalCase, why: str) -> CaseResult:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agentcore.contracts import NextAction, PlanAction, ToolAction
+from agentcore.contracts import BatchAction, NextAction, PlanAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
 from ._bfcl import bfcl_score
-from ._cases import EvalCase, Score, Scoring
+from ._cases import EvalCase, ExpectedCall, Score, Scoring, match_calls
 
 __all__ = ["score_action"]
 
@@ -26,7 +26,9 @@ def score_action(
     omitted"; arguments not listed may be any optional parameter of the tool). When the
     expected tool changes things (effect write or destructive), a ``plan`` is also correct:
     the contract asks for a plan before writes; it is then left out of the tool-selection
-    and argument rates. Abstention cases: an action of an accepted type.
+    and argument rates. A ``batch`` case: a batch of calls that pair one to one, in any
+    order, with the expected calls, each by the rule for one call. Abstention cases: an
+    action of an accepted type.
 
     ``bfcl``: the Berkeley Function Calling Leaderboard's AST checker (see
     :func:`agentcore.evals._bfcl.bfcl_score`).
@@ -43,6 +45,14 @@ def score_action(
     if rules != "agentcore":
         raise ConfigurationError(f"Unknown scoring {rules!r}: use 'agentcore' or 'bfcl'.")
     exp = case.expected
+    if exp.type == "batch":
+        if not isinstance(action, BatchAction):
+            kind = "no valid action" if action is None else f"a {action.type} action"
+            return Score(False, False, None, False, f"{kind}, not a batch of {len(exp.calls)}")
+        sent = [(c.tool, c.args) for c in action.calls]
+        tools_right = sorted(t for t, _ in sent) == sorted(c.tool for c in exp.calls)
+        problem = match_calls(sent, exp.calls, lambda t, a, e: _call_problem(case, e, t, a))
+        return Score(tools_right, problem is None, None, problem is None, problem)
     if exp.type == "tool":
         tool = next((t for t in case.tools if t.name == exp.tool), None)
         if isinstance(action, PlanAction) and tool is not None and tool.effect != "read":
@@ -59,6 +69,19 @@ def score_action(
     abstained = action is not None and action.type in exp.types()
     kind = "no valid action" if action is None else f"a {action.type} action"
     return Score(None, None, abstained, abstained, None if abstained else f"{kind} instead")
+
+
+def _call_problem(
+    case: EvalCase,
+    exp: ExpectedCall,
+    tool_name: str,
+    args: Mapping[str, Any],  # Any: JSON
+) -> str | None:
+    if tool_name != exp.tool:
+        return f"called {tool_name!r}, not {exp.tool!r}"
+    tool = next((t for t in case.tools if t.name == exp.tool), None)
+    props: Any = tool.parameters.get("properties") if tool else None  # Any: JSON Schema
+    return _args_problem(args, exp.args, cast("dict[str, Any]", props) if props else {})
 
 
 def _same(value: Any, acceptable: Any) -> bool:  # Any: JSON values

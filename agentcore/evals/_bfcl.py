@@ -430,7 +430,7 @@ def bfcl_score(case: EvalCase, action: NextAction | None) -> Score:
     if action.tool != exp.tool:
         return Score(False, False, None, False, f"called {action.tool!r}, not {exp.tool!r}")
     problem = _call_problem(
-        case, ExpectedCall(tool=exp.tool, args=exp.args), action.tool, action.args
+        case, ExpectedCall(tool=action.tool, args=exp.args), action.tool, action.args
     )
     return Score(True, problem is None, None, problem is None, problem)
 

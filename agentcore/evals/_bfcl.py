@@ -40,10 +40,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from agentcore.contracts import BatchAction, NextAction, ToolAction
+from agentcore.contracts import NextAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
-from ._cases import EvalCase, EvalTool, Expected, ExpectedCall, Score, match_calls, read_jsonl
+from ._cases import EvalCase, EvalTool, Expected, ExpectedCall, Score, read_jsonl, score_batch
 
 __all__ = ["BFCL_CATEGORIES", "BFCL_MAX_BATCH", "bfcl_score", "load_bfcl"]
 
@@ -415,12 +415,7 @@ def bfcl_score(case: EvalCase, action: NextAction | None) -> Score:
     exp = case.expected
     kind = "no valid action" if action is None else f"a {action.type} action"
     if exp.type == "batch":
-        if not isinstance(action, BatchAction):
-            return Score(False, False, None, False, f"{kind}, not a batch of {len(exp.calls)}")
-        sent = [(c.tool, c.args) for c in action.calls]
-        tools_right = sorted(t for t, _ in sent) == sorted(c.tool for c in exp.calls)
-        problem = match_calls(sent, exp.calls, lambda t, a, e: _call_problem(case, e, t, a))
-        return Score(tools_right, problem is None, None, problem is None, problem)
+        return score_batch(exp.calls, action, lambda t, a, e: _call_problem(case, e, t, a))
     if exp.type != "tool":
         if isinstance(action, ToolAction):
             return Score(None, None, False, False, f"called {action.tool!r}: no call was right")

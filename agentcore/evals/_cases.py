@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcore.contracts import Effect
+from agentcore.contracts import BatchAction, Effect, NextAction
 from agentcore.contracts.errors import ConfigurationError
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "load_cases",
     "match_calls",
     "read_jsonl",
+    "score_batch",
 ]
 
 Scoring = Literal["agentcore", "bfcl"]
@@ -151,6 +152,22 @@ def match_calls(
         return False
 
     return None if pair(0) else "the calls cannot be paired one to one with the expected ones"
+
+
+def score_batch(
+    expected: Sequence[ExpectedCall],
+    action: NextAction | None,
+    problem: Callable[[str, Mapping[str, Any], ExpectedCall], str | None],  # Any: JSON
+) -> Score:
+    """Score an action against an expected batch: a ``batch`` whose calls pair one to one,
+    in any order, with ``expected`` (each call judged by ``problem``)."""
+    if not isinstance(action, BatchAction):
+        kind = "no valid action" if action is None else f"a {action.type} action"
+        return Score(False, False, None, False, f"{kind}, not a batch of {len(expected)}")
+    sent = [(c.tool, c.args) for c in action.calls]
+    tools_right = sorted(t for t, _ in sent) == sorted(c.tool for c in expected)
+    why = match_calls(sent, expected, problem)
+    return Score(tools_right, why is None, None, why is None, why)
 
 
 def dataset_hash(*paths: str | Path) -> str:

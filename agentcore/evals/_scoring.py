@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agentcore.contracts import BatchAction, NextAction, PlanAction, ToolAction
+from agentcore.contracts import NextAction, PlanAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
 from ._bfcl import bfcl_score
-from ._cases import EvalCase, ExpectedCall, Score, Scoring, match_calls
+from ._cases import EvalCase, ExpectedCall, Score, Scoring, score_batch
 
 __all__ = ["score_action"]
 
@@ -46,13 +46,7 @@ def score_action(
         raise ConfigurationError(f"Unknown scoring {rules!r}: use 'agentcore' or 'bfcl'.")
     exp = case.expected
     if exp.type == "batch":
-        if not isinstance(action, BatchAction):
-            kind = "no valid action" if action is None else f"a {action.type} action"
-            return Score(False, False, None, False, f"{kind}, not a batch of {len(exp.calls)}")
-        sent = [(c.tool, c.args) for c in action.calls]
-        tools_right = sorted(t for t, _ in sent) == sorted(c.tool for c in exp.calls)
-        problem = match_calls(sent, exp.calls, lambda t, a, e: _call_problem(case, e, t, a))
-        return Score(tools_right, problem is None, None, problem is None, problem)
+        return score_batch(exp.calls, action, lambda t, a, e: _call_problem(case, e, t, a))
     if exp.type == "tool":
         tool = next((t for t in case.tools if t.name == exp.tool), None)
         if isinstance(action, PlanAction) and tool is not None and tool.effect != "read":

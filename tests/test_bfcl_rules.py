@@ -276,8 +276,10 @@ async def test_the_scorecard_says_which_rules_scored_it(tmp_path: Path) -> None:
 
 
 def test_unsupported_categories_and_missing_answers_are_refused_by_name(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"'parallel' is not supported: its answers"):
-        bfcl_case(tmp_path, {"n": {"type": "integer"}}, {"n": [1]}, category="parallel")
+    with pytest.raises(ConfigurationError, match=r"'simple_java' is not supported: its values"):
+        bfcl_case(tmp_path, {"n": {"type": "integer"}}, {"n": [1]}, category="simple_java")
+    parallel = bfcl_case(tmp_path, {"n": {"type": "integer"}}, {"n": [1]}, category="parallel")
+    assert parallel.expected.type == "batch" and parallel.max_batch == 10  # supported now
     with pytest.raises(ConfigurationError, match=r"simple_python.*needs its answer file"):
         bfcl_case(tmp_path, {"n": {"type": "integer"}}, None)
 

@@ -145,7 +145,7 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             "first. It can run once a plan is approved.",
         )
     trusted = state.trusted_text
-    if state.confirmed_plan is not None:  # what a person approved in a plan is the person's
+    if state.confirmed_plan is not None and state.untrusted_text:  # a person's plan is theirs
         trusted = f"{trusted}\n{state.confirmed_plan}"
     judged = judge_arguments(action.args, trusted, state.untrusted_text, urls_only=effect == "read")
     origins = {path: origin for path, (origin, _) in judged.items()}

@@ -11,10 +11,13 @@ rules stand between it and the bank.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentcore import Agent, Policy, RunResult, RunStatus, tool
 from agentcore._provenance import normalise, plan_misses
@@ -209,3 +212,22 @@ def test_a_plan_that_quotes_arguments_as_json_covers_them() -> None:
     quoted = normalise('send_money {"subject": "Car Rental\\t\\t\\t98.70 \\"May\\""}')
     assert plan_misses("send_money", {"subject": subject}, quoted, "") == []
     assert plan_misses("send_money", {"subject": "Car Rental 12.00"}, quoted, "") == ["subject"]
+
+
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=10),
+        st.recursive(
+            st.text() | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none(),
+            lambda inner: (
+                st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3)
+            ),
+            max_leaves=8,
+        ),
+        max_size=4,
+    )
+)
+def test_a_plan_quoting_the_call_as_json_always_covers_it(args: dict[str, Any]) -> None:
+    plan = normalise(f"send_money {json.dumps(args)}")
+    assert plan_misses("send_money", args, plan, "") == []
+    assert plan_misses("close_account", args, plan, "")[0] == "the tool's name"

@@ -64,7 +64,7 @@ from .._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
 from .._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
 from ..events import ActionProposed, ContextAdded, Decision, Event, ModelCalled, RunFinished
 from ..secrets import Redactor, SecretResolver
-from ..stores import Snapshot, SnapshotStore, TranscriptStore
+from ..stores import CancelAtAppend, CancelRequest, Snapshot, SnapshotStore, TranscriptStore
 from ..streaming import SINK, PartialTracker
 from ..tools import DepsFactory, Tool
 from . import _commands as commands
@@ -197,6 +197,9 @@ class Driver:
         store = setup.store
         self.snapshots = store if own is not None and isinstance(store, SnapshotStore) else None
         """Where snapshots go: the store, when it keeps them and this driver holds a lease."""
+        self.cancel_at_append = store if isinstance(store, CancelAtAppend) else None
+        """The store, when its appends read the cancel request as they commit: a call's
+        write-ahead commit then tells whether to start it (no read before it)."""
         self.log = get_logger().bind(run_id=state.run_id)
         self.obs = observer(state, self.log)
         """Logs, spans and metrics: told about the advance, each step, model call, tool call
@@ -302,6 +305,16 @@ class Driver:
             await asyncio.shield(self.flush())
             raise
         await self.flush()
+
+    async def cancel_at_intent(self) -> CancelRequest | None:
+        """Right after a call's ``tool_started`` committed: the cancel request its commit
+        saw (with a store that cannot tell, the read before the call covered it)."""
+        if self.cancel_at_append is None:
+            return None
+        try:
+            return self.cancel_at_append.cancel_at_append(self.state.run_id)
+        except LookupError:
+            return await self.setup.store.cancel_request(self.state.run_id)
 
     async def cancel_requested(self) -> bool:
         """At a safe point: cancel the run if someone asked for it (see :meth:`cancel`)."""
@@ -638,5 +651,5 @@ class Driver:
             case ToolAction():
                 if call.started is not None:
                     await recover_call(self, call)
-                elif not await self.cancel_requested():
-                    await run_call(self, call)
+                elif self.cancel_at_append is not None or not await self.cancel_requested():
+                    await run_call(self, call)  # a request is read as its intent commits

@@ -142,6 +142,21 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         # The append was fenced, but a renewal may have failed since: a worker that may
         # no longer own the run starts no side effect (the new owner settles the call).
         d.own.check()
+    if (request := await d.cancel_at_intent()) is not None:
+        # Someone asked to cancel the run before the intent committed: the call does not
+        # start, and its record says so.
+        d.record(
+            ToolFinished(
+                **d.fields(),
+                step=call.step,
+                call_id=call.call_id,
+                tool=tool.name,
+                ok=False,
+                error=f"not run: the run was cancelled by {request.by} before the call started",
+            )
+        )
+        d.cancel(request.by, request.reason)
+        return
     crash_point("after_intent_commit")
     ctx = call_context(d, call.step, call.call_id, key, deps)
     with extraction_log() as extractions:

@@ -15,6 +15,7 @@ from agentcore.contracts.errors import ConfigurationError
 from ._admin import SchemaStatus, schema_status, upgrade_schema
 from ._base import (
     FINISHED_STATUSES,
+    CancelAtAppend,
     CancelRequest,
     ChainVerifier,
     Lease,
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "FINISHED_STATUSES",
     "CallGuardStore",
+    "CancelAtAppend",
     "CancelRequest",
     "ChainReport",
     "ChainVerifier",

@@ -21,11 +21,14 @@ from agentcore.contracts.errors import (
 
 from .._status import FINISHED_STATUSES, RunStatus
 from ..events import Event
-from ._base import Lease, RunSummary, check_batch, check_truncate
+from ._base import CancelRequest, Lease, RunSummary, check_batch, check_truncate
 from ._chain import ChainReport
 from ._codec import encode_batch
 
 __all__ = ["Batch", "Listing", "Pruning", "StoreBase"]
+
+_SEEN_CANCELS = 4096
+"""Runs whose append-time cancel request a store keeps until their driver takes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ class StoreBase(ABC):
     over one hook of the store's."""
 
     url: str
+    _appended_cancel: dict[str, CancelRequest | None]
 
     async def append(
         self,
@@ -87,6 +91,35 @@ class StoreBase(ABC):
         event that would not read back as itself is refused before the store sees it)."""
         check_batch(run_id, expected_seq, events, lease)
         await self._append(Batch(run_id, expected_seq, events, encode_batch(run_id, events), lease))
+
+    def cancel_at_append(self, run_id: str) -> CancelRequest | None:
+        """See :meth:`CancelAtAppend.cancel_at_append`."""
+        seen = self._cancels()
+        if run_id not in seen:
+            raise LookupError(run_id)
+        return seen.pop(run_id)
+
+    def _cancels(self) -> dict[str, CancelRequest | None]:
+        """What appends read of their runs' cancel requests, not handed out yet (made on
+        first use: the stores' own ``__init__`` need not know of it)."""
+        try:
+            return self._appended_cancel
+        except AttributeError:
+            self._appended_cancel = {}
+            return self._appended_cancel
+
+    def _saw_cancel(self, run_id: str, request: CancelRequest | None) -> None:
+        """Keep what an append of ``run_id`` read of its cancel request as it committed
+        (the latest few thousand runs': a run's driver takes it right after its append)."""
+        seen = self._cancels()
+        seen.pop(run_id, None)
+        seen[run_id] = request
+        if len(seen) > _SEEN_CANCELS:
+            del seen[next(iter(seen))]
+
+    def _forget_cancel(self, run_id: str) -> None:
+        """Keep nothing for ``run_id``: its driver reads the request itself."""
+        self._cancels().pop(run_id, None)
 
     async def truncate(
         self, run_id: str, *, after: int, dry_run: bool = False

@@ -358,6 +358,24 @@ class SnapshotStore(Protocol):
 
 
 @runtime_checkable
+class CancelAtAppend(Protocol):
+    """A store whose ``append`` also reads the run's cancel request, in the append's own
+    transaction (the three built-in stores do). A worker then learns of a request made
+    before the write-ahead commit of a call's ``tool_started`` from that commit, not from
+    one more read per step."""
+
+    def cancel_at_append(self, run_id: str) -> CancelRequest | None:
+        """The cancel request the run's latest append through this store object saw when
+        it committed (``None``: none), handed out once.
+
+        Raises:
+            LookupError: no append of the run through this object since the last call
+                (read the request with :meth:`TranscriptStore.cancel_request`).
+        """
+        ...
+
+
+@runtime_checkable
 class ChainVerifier(Protocol):
     """A store that keeps each run's hash chain and can check it (``agentcore verify``):
     the three built-in stores do."""

@@ -78,6 +78,7 @@ class MemoryStore(StoreBase):
         for ev in events:
             status = status_after(status, ev)
         self._status[run_id] = status
+        self._saw_cancel(run_id, self._cancel.get(run_id))
 
     async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
         """See :meth:`TranscriptStore.load`."""

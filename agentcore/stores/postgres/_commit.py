@@ -55,6 +55,8 @@ class PgAppend:
     params: dict[str, Any]
     lease: Lease | None
     done: asyncio.Future[None] | None = field(default=None)
+    cancel: Sequence[Any] | None = field(default=None)
+    """The run's cancel columns as the append's statement read them (Any: a row)."""
 
     @property
     def where(self) -> str:
@@ -249,8 +251,7 @@ async def _pipelined(
             cur = await conn.execute(item.statement, item.params)
         except UnicodeError as exc:  # a lone surrogate: nothing was sent
             return [exc]
-        row = await cur.fetchone()
-        return [0 if row is None else int(row[0])]
+        return [await _count(cur, item)]
     sent: list[Any] = []  # Any: a cursor, or the error of a value that could not be sent
     async with conn.pipeline(), conn.transaction():
         for item in batch:
@@ -258,7 +259,10 @@ async def _pipelined(
                 sent.append(await conn.execute(item.statement, item.params))
             except UnicodeError as exc:
                 sent.append(exc)
-    return [s if isinstance(s, Exception) else await _count(s) for s in sent]
+    return [
+        s if isinstance(s, Exception) else await _count(s, item)
+        for s, item in zip(sent, batch, strict=True)
+    ]
 
 
 async def _one_by_one(
@@ -278,7 +282,7 @@ async def _one_by_one(
             try:
                 async with conn.transaction():  # a savepoint
                     cur = await conn.execute(item.statement, item.params)
-                    results.append(await _count(cur))
+                    results.append(await _count(cur, item))
             except (psycopg.Error, UnicodeError) as exc:
                 if conn.broken or conn.closed:
                     raise
@@ -286,9 +290,14 @@ async def _one_by_one(
     return results
 
 
-async def _count(cur: psycopg.AsyncCursor[Any]) -> int:
+async def _count(cur: psycopg.AsyncCursor[Any], item: PgAppend) -> int:
+    """Events an append wrote (no row: its run's condition refused it); its run's cancel
+    columns go to ``item.cancel``."""
     row = await cur.fetchone()
-    return 0 if row is None else int(row[0])
+    if row is None:
+        return 0
+    item.cancel = row[1:]
+    return int(row[0])
 
 
 def _caused(error: StoreError, cause: Exception) -> StoreError:

@@ -189,7 +189,9 @@ class Statements:
                 AS e (seq, type, at, body, chain)
             RETURNING 1
         )
-        SELECT count(*) FROM ins"""
+        SELECT (SELECT count(*) FROM ins), run.cancel_by, run.cancel_reason, run.cancel_at
+        FROM run"""
+        returned = "run_id, cancel_by, cancel_reason, cancel_at"
         columns = (
             "run_id, status, task, created_at, updated_at, next_seq, tenant, owner, "
             "extract(epoch FROM lease_until)::float8"
@@ -219,16 +221,17 @@ class Statements:
                     VALUES (%(run_id)s, %(status)s, %(task)s, %(created)s, %(updated)s, %(end)s,
                             %(tenant)s, %(metadata)s, %(head)s)
                     ON CONFLICT (run_id) DO NOTHING
-                    RETURNING run_id
+                    RETURNING run_id, cancel_by, cancel_reason, cancel_at
                 ), """
                 + insert_events
             ),
-            append_next=q("WITH run AS (" + advance + " RETURNING run_id), " + insert_events),
+            # Each append also returns the run's cancel request, read in its transaction.
+            append_next=q("WITH run AS (" + advance + f" RETURNING {returned}), " + insert_events),
             # The fencing check rides in the same UPDATE as the seq check: no round trip.
             append_leased=q(
                 "WITH run AS ("
                 + advance
-                + " AND owner = %(owner)s AND epoch = %(epoch)s RETURNING run_id), "
+                + f" AND owner = %(owner)s AND epoch = %(epoch)s RETURNING {returned}), "
                 + insert_events
             ),
             # Why an append wrote nothing (read after it failed).

@@ -318,6 +318,12 @@ class PostgresStore(StoreBase):
         if len(self._heads) > _KNOWN_HEADS:
             del self._heads[next(iter(self._heads))]
         await self._commits.append(item)
+        try:
+            request = None if item.cancel is None else self._cancel_of(run_id, item.cancel)
+        except StoreCorruptedError:
+            self._forget_cancel(run_id)  # the driver reads it, and is told why it cannot
+        else:
+            self._saw_cancel(run_id, request)
 
     async def _one_row(self, sql: Any, params: Any, where: str) -> Any:  # Any: a psycopg row
         """The first row of one statement on a pooled connection (``None``: no row), with
@@ -424,6 +430,14 @@ class PostgresStore(StoreBase):
         row = await self._one_row(self._sql.cancel_request, (run_id,), where)
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
+        return self._cancel_of(run_id, row)
+
+    def _cancel_of(self, run_id: str, row: Sequence[Any]) -> CancelRequest | None:  # Any: a row
+        """The cancel request of the run's ``(cancel_by, cancel_reason, cancel_at)``.
+
+        Raises:
+            StoreCorruptedError: the stored request cannot be read.
+        """
         by, reason, at = row
         if by is None:
             return None

@@ -190,7 +190,7 @@ class SQLiteStore(StoreBase):
         self._flocks = HeldFlocks(self.path)
         self._guards = FileGuards(self.path)
         self._key = ChainKey.configured(chain_key)
-        write = partial(_append_if_at, key=self._key, written=WrittenHeads())
+        write = partial(_append_if_at, key=self._key, written=WrittenHeads(), seen=self._saw_cancel)
         if read_only:  # _readonly: creates, migrates and locks nothing
             with self._translated("cannot open the file to read"):
                 self._conn = open_read_only(self.path, busy_timeout_s)
@@ -471,11 +471,17 @@ class SQLiteStore(StoreBase):
 
 
 def _append_if_at(
-    conn: sqlite3.Connection, batch: Batch, *, key: ChainKey | None, written: WrittenHeads
+    conn: sqlite3.Connection,
+    batch: Batch,
+    *,
+    key: ChainKey | None,
+    written: WrittenHeads,
+    seen: Callable[[str, CancelRequest | None], None],
 ) -> int:
     """Append ``events`` inside the caller's transaction if the run is at ``expected_seq``
     (and, with a lease, held by it); the caller commits or rolls back (``_commit``).
-    Their digests extend the chain head read here, in the same transaction (``_chain``).
+    Their digests extend the chain head read here, in the same transaction (``_chain``),
+    and the run's cancel request read with it is handed to ``seen``.
 
     Returns:
         The run's next seq before the call: ``expected_seq`` when the events were written,
@@ -489,10 +495,7 @@ def _append_if_at(
             is there already).
     """
     run_id, expected_seq, events = batch.run_id, batch.expected_seq, batch.events
-    row: tuple[int, str, str | None, int, float | None, str | None] | None = conn.execute(
-        "SELECT next_seq, status, owner, epoch, lease_until, chain_head FROM runs WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()
+    row: _AppendRow | None = conn.execute(_APPEND_STATE, (run_id,)).fetchone()
     if batch.lease is not None:
         check_lease(None if row is None else row[2:5], batch.lease, what="Nothing was written")
     current, before = (0, "running") if row is None else row[:2]
@@ -531,7 +534,16 @@ def _append_if_at(
         conn.execute(_ADVANCE_RUN_STATUS, (status, events[-1].at, end, head, run_id))
     else:
         conn.execute(_ADVANCE_RUN, (events[-1].at, end, head, run_id))
+    by, reason, at = (None, None, None) if row is None else row[6:]
+    seen(run_id, None if by is None or at is None else CancelRequest(by=by, reason=reason, at=at))
     return expected_seq
+
+
+_APPEND_STATE = """SELECT next_seq, status, owner, epoch, lease_until, chain_head,
+    cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = ?"""
+_AppendRow = tuple[
+    int, str, str | None, int, float | None, str | None, str | None, str | None, float | None
+]
 
 
 def _delete_after(

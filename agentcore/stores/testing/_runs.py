@@ -7,7 +7,7 @@ import pytest
 from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, StoreError
 from agentcore.events import RunFinished, encode_event_body
 
-from .._base import TranscriptStore
+from .._base import CancelAtAppend, TranscriptStore
 from ._builders import context, every_event_type, finished, folded_status, fresh_run_id, started
 
 
@@ -315,3 +315,27 @@ class RunChecks:
         other = fresh_run_id()
         await store.append(other, 0, [started(other)])
         assert await store.cancel_request(other) is None
+
+    async def test_an_append_reads_the_cancel_request_as_it_commits(
+        self, store: TranscriptStore, peer: TranscriptStore | None
+    ) -> None:
+        """A store that says it can (:class:`CancelAtAppend`) hands out, once, the cancel
+        request each append saw in its transaction, made through any store object."""
+        if not isinstance(store, CancelAtAppend):
+            pytest.skip(f"{type(store).__name__} does not read cancel requests as it appends")
+        run = fresh_run_id()
+        with pytest.raises(LookupError):
+            store.cancel_at_append(run)  # no append yet
+        await store.append(run, 0, [started(run)])
+        assert store.cancel_at_append(run) is None
+        with pytest.raises(LookupError):
+            store.cancel_at_append(run)  # handed out once
+        await (peer or store).request_cancel(run, by="bob ✓", reason="too slow \u0000 😀")
+        await store.append(run, 1, [context(run, 1)])
+        seen = store.cancel_at_append(run)
+        assert seen is not None and (seen.by, seen.reason) == ("bob ✓", "too slow \u0000 😀")
+        assert seen == await store.cancel_request(run)
+        with pytest.raises(StoreError):  # refused (the seq moved on): nothing is handed out
+            await store.append(run, 1, [context(run, 1)])
+        with pytest.raises(LookupError):
+            store.cancel_at_append(run)

@@ -7,6 +7,7 @@ worked example still validates against the action schema and the tools' current 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -46,15 +47,23 @@ class ExampleTool(_Doc):
     parameters: dict[str, JsonValue]
 
     def to_spec(self) -> ToolSpec:
-        """The tool as the contract compiler sees it."""
-        from ._jsonschema import model_from_json_schema  # on first use: not needed at import
+        """The tool as the contract compiler sees it: one shared spec per definition, so
+        the action schema compiled for an example is compiled once per process, not once
+        per agent (``lint`` runs in every ``Agent()``)."""
+        return _example_spec(self.model_dump_json())
 
-        return ToolSpec(
-            name=self.name,
-            description=self.description,
-            args_model=model_from_json_schema(f"{self.name}_args", self.parameters),
-            effect=self.effect,
-        )
+
+@functools.lru_cache(maxsize=256)
+def _example_spec(definition: str) -> ToolSpec:
+    from ._jsonschema import model_from_json_schema  # on first use: not needed at import
+
+    tool = ExampleTool.model_validate_json(definition)
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        args_model=model_from_json_schema(f"{tool.name}_args", tool.parameters),
+        effect=tool.effect,
+    )
 
 
 class ExampleTurn(_Doc):

@@ -658,3 +658,25 @@ async def test_a_thought_first_contract_orders_a_runs_schema_too() -> None:
     assert len(actions) >= 3, actions  # plan, finish and the tool's call
     for props in actions:
         assert props.index("thought") < props.index("type"), props
+
+
+def test_a_second_agent_compiles_no_action_schema_again(tools: Toolbox) -> None:
+    """``Agent()`` lints the contract's worked examples against their own tools: the
+    schemas that takes are compiled once per process, not once per agent (an agent made
+    per request cost ~13 ms before)."""
+    from agentcore import Agent
+    from agentcore.adapters import ScriptedModel
+    from agentcore.contracts import ExampleTool, _schema
+
+    Agent(tools=tools.all, model=ScriptedModel([]))
+    before = _schema._compile.cache_info()  # pyright: ignore[reportPrivateUsage]
+    Agent(tools=tools.all, model=ScriptedModel([]))
+    after = _schema._compile.cache_info()  # pyright: ignore[reportPrivateUsage]
+    assert after.misses == before.misses
+    assert after.hits > before.hits
+    example = ExampleTool(name="lookup", description="d", parameters={"type": "object"})
+    same = ExampleTool(name="lookup", description="d", parameters={"type": "object"})
+    assert example.to_spec() is same.to_spec()
+    other = ExampleTool(name="lookup", description="other", parameters={"type": "object"})
+    assert other.to_spec() is not example.to_spec()
+    assert other.to_spec().description == "other"

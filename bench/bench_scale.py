@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import functools
 import gc
 import itertools
 import json
@@ -66,6 +67,7 @@ import structlog
 from agentcore import Agent, Budget, tool
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.stores import PostgresStore, SQLiteStore, TranscriptStore
+from agentcore.stores._chain import WrittenHeads
 from agentcore.stores.sqlite._commit import Pending, SQLiteCommits
 from agentcore.stores.sqlite._store import _append_if_at  # the thread variant commits the same way
 
@@ -188,7 +190,11 @@ class WriterThreadCommits(SQLiteCommits):
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("PRAGMA synchronous = FULL")
-        super().__init__(conn, _append_if_at, self._as_store_error, group=True)
+        # The store's own statements: the chain unkeyed, cancel requests not kept.
+        write = functools.partial(
+            _append_if_at, key=None, written=WrittenHeads(), seen=lambda _run, _request: None
+        )
+        super().__init__(conn, write, self._as_store_error, group=True)
         self._ready = threading.Condition()
         self._items: list[Pending] = []
         threading.Thread(target=self._writer, daemon=True, name="bench-writer").start()

@@ -159,6 +159,7 @@ class Statements:
     reset_run: bytes
     request_cancel: bytes
     cancel_request: bytes
+    cancel_requests: bytes
     snapshot_target: bytes
     snapshots_from: bytes
     snapshot_insert: bytes
@@ -306,6 +307,11 @@ class Statements:
             ),
             cancel_request=q(
                 "SELECT cancel_by, cancel_reason, cancel_at FROM {runs} WHERE run_id = %s"
+            ),
+            # Several runs' requests in one statement (_reads.CancelReads).
+            cancel_requests=q(
+                "SELECT run_id, cancel_by, cancel_reason, cancel_at FROM {runs} "
+                "WHERE run_id = ANY(%s::text[])"
             ),
             # Snapshots (agentcore._snapshot): the run's lease and event seq's digest, the
             # run's row locked until the snapshot is in (an append waits, briefly).

@@ -96,6 +96,7 @@ from ._guards import PgGuards
 from ._integrity import chain_rows, save_snapshot, snapshot_rows
 from ._listing import list_statement, prune, summaries, text_in, text_out
 from ._pools import LoopPools
+from ._reads import CancelReads
 from ._retry import retried, retried_append
 from ._schema import Statements, upgrade
 
@@ -211,6 +212,9 @@ class PostgresStore(StoreBase):
         self._migrate(migrate)
         self._pools = LoopPools(
             dsn, min_size=min_connections, max_size=max_connections, timeout=connect_timeout_s
+        )
+        self._reads = CancelReads(
+            self._pool, self._sql.cancel_request, self._sql.cancel_requests, self._error
         )
         self._commits = PgCommits(
             self._pool, self._sql.run_state, self._error, self._refusal, group=group_commit
@@ -427,7 +431,10 @@ class PostgresStore(StoreBase):
     async def cancel_request(self, run_id: str) -> CancelRequest | None:
         """See :meth:`TranscriptStore.cancel_request`."""
         where = f"cannot read the cancel request of run {run_label(run_id)}"
-        row = await self._one_row(self._sql.cancel_request, (run_id,), where)
+        if _plain_text(run_id):  # read with the other runs' requests of this loop
+            row = await self._reads.read(run_id, where)
+        else:  # an id PostgreSQL cannot hold (NUL, a lone surrogate) fails its read alone
+            row = await self._one_row(self._sql.cancel_request, (run_id,), where)
         if row is None:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self._display}")
         return self._cancel_of(run_id, row)
@@ -663,3 +670,14 @@ class PostgresStore(StoreBase):
             f"Run {run_label(run_id)} in {self._display} is corrupted at seq {seq}: {why}. The "
             "transcript is not guessed at: repair or remove the bad event explicitly."
         )
+
+
+def _plain_text(text: str) -> bool:
+    """Whether PostgreSQL's text holds ``text`` as it is (no NUL, no lone surrogate)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

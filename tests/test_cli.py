@@ -430,6 +430,82 @@ def test_cancel_from_another_process_while_a_tool_runs(tmp_path: Path) -> None:
     assert cli(tmp_path, "check", "g1").returncode == 0
 
 
+SLOW_MODEL_MODULE = textwrap.dedent(
+    '''
+    import asyncio
+    from pathlib import Path
+
+    from agentcore import Agent, Policy, tool
+    from agentcore.adapters import ScriptedModel
+
+    @tool(effect="write")
+    def ship(order_id: str) -> dict:
+        """Ship an order."""
+        Path("shipped").write_text(order_id)
+        return {"shipped": order_id}
+
+    SHIP = {"type": "tool", "thought": "ship", "tool": "ship", "args": {"order_id": "A1"}}
+
+    async def answer(messages):
+        Path("asking").write_text("")
+        for _ in range(1200):
+            if Path("go").exists():
+                return SHIP
+            await asyncio.sleep(0.05)
+        raise TimeoutError("the test never let the model answer")
+
+    def make(model=None, store=None):
+        return Agent(
+            tools=[ship],
+            model=model or ScriptedModel([answer]),
+            store=store,
+            policy=Policy(plan_before_writes=False),
+        )
+    '''
+)
+
+
+def test_cancel_from_another_process_while_the_model_answers(tmp_path: Path) -> None:
+    """The request is read by the commit of the call's intent: the tool never runs, and
+    the transcript says the call did not run before it says the run was cancelled."""
+    (tmp_path / "slow.py").write_text(SLOW_MODEL_MODULE)
+    env = {k: v for k, v in os.environ.items() if k not in (*PROVIDER_KEYS, "AGENTCORE_MODEL")}
+    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp_path / 'runs.db'}", "COLUMNS": "200"}
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "agentcore.cli", "run", "slow:make", "ship", "--run-id", "s1"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "asking").exists():
+            assert runner.poll() is None, runner.communicate()
+            assert time.monotonic() < deadline, "the model was never asked"
+            time.sleep(0.05)
+        requested = cli(tmp_path, "cancel", "s1", "--by", "ops", "--reason", "customer called")
+        assert requested.returncode == 0, requested.stdout + requested.stderr
+        assert "cancel requested" in requested.stdout
+        (tmp_path / "go").write_text("")
+        stdout, stderr = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 7, stdout + stderr  # cancelled
+    assert not (tmp_path / "shipped").exists()  # the tool never ran
+    events = events_of(tmp_path, "s1")
+    assert [e["type"] for e in events][-3:] == ["tool_started", "tool_finished", "run_finished"]
+    assert events[-2]["ok"] is False
+    assert events[-2]["error"] == "not run: the run was cancelled by ops before the call started"
+    assert events[-1]["status"] == "cancelled"
+    assert events[-1]["reason"] == "cancelled by ops: customer called"
+    assert cli(tmp_path, "check", "s1").returncode == 0
+
+
 def test_cancel_a_waiting_run_now_and_a_completed_one_not(tmp_path: Path) -> None:
     assert cli(tmp_path, "demo").returncode == 0
     run_id = run_id_of(tmp_path)

@@ -103,3 +103,70 @@ async def test_a_run_reads_its_cancel_request_once_a_step(
     assert result.status is RunStatus.COMPLETED
     assert len(ran) == 5
     assert len(reads) == 6  # before each of the six model calls; none before a tool call
+
+
+class PlainStore:
+    """A store of one's own that does not read cancel requests as it appends (only the
+    protocol's methods, delegated to a MemoryStore)."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.url = "plain://"
+        self.reads = 0
+
+    async def append(
+        self, run_id: str, expected_seq: int, events: Any, *, lease: Any = None
+    ) -> None:  # Any: the protocol's types
+        await self.inner.append(run_id, expected_seq, events, lease=lease)
+
+    async def load(self, run_id: str, *, after: int = -1) -> Any:  # Any: events
+        return await self.inner.load(run_id, after=after)
+
+    async def cancel_request(self, run_id: str) -> Any:  # Any: CancelRequest | None
+        self.reads += 1
+        return await self.inner.cancel_request(run_id)
+
+    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
+        await self.inner.request_cancel(run_id, by=by, reason=reason)
+
+    async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Any:  # Any: a Lease
+        return await self.inner.acquire(run_id, owner=owner, ttl_s=ttl_s)
+
+    async def renew(self, lease: Any) -> Any:  # Any: a Lease
+        return await self.inner.renew(lease)
+
+    async def release(self, lease: Any) -> None:  # Any: a Lease
+        await self.inner.release(lease)
+
+    async def list_runs(self, **kwargs: Any) -> Any:  # Any: the protocol's filters
+        return await self.inner.list_runs(**kwargs)
+
+    async def prune(self, **kwargs: Any) -> Any:  # Any: the protocol's filters
+        return await self.inner.prune(**kwargs)
+
+    async def truncate(self, run_id: str, *, after: int, dry_run: bool = False) -> Any:  # Any: rows
+        return await self.inner.truncate(run_id, after=after, dry_run=dry_run)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_a_store_without_it_keeps_the_read_before_each_tool_call() -> None:
+    from agentcore.stores import CancelAtAppend
+
+    store = PlainStore()
+    assert not isinstance(store, CancelAtAppend)
+    ran: list[str] = []
+
+    async def answer_and_get_cancelled(messages: Sequence[Message]) -> dict[str, Any]:  # Any: JSON
+        await store.request_cancel("r1", by="ops")
+        return call("A2")
+
+    model = ScriptedModel([call("A1"), answer_and_get_cancelled])
+    agent = Agent(tools=[lookup_tool(ran)], model=model, store=store)  # pyright: ignore[reportArgumentType]
+    result = await agent.run("orders", run_id="r1", budget=Budget(max_steps=5))
+    assert result.status is RunStatus.CANCELLED
+    assert ran == ["A1"]
+    events = await agent.transcript("r1")
+    assert [e.type for e in events].count("tool_started") == 1  # the second call never started
+    assert store.reads == 4  # before each model call and before each tool call

@@ -10,6 +10,7 @@ from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers: True)
 if TYPE_CHECKING:
+    from ._gc import tune_gc
     from ._integrity import check_transcript
     from ._observability import configure_logging, configure_telemetry
     from ._run import ContextProvider, ContextRequest, UntrustedContext
@@ -67,6 +68,7 @@ __all__ = [
     "resolve_within",
     "run_until_signalled",
     "tool",
+    "tune_gc",
 ]
 
 __version__ = "0.1.0"
@@ -77,6 +79,7 @@ __version__ = "0.1.0"
 # above are the same names written the way they read, and tests/test_public_api.py checks
 # that both agree with this table.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_gc": ("tune_gc",),
     "_integrity": ("check_transcript",),
     "_observability": ("configure_logging", "configure_telemetry"),
     "_run": ("ContextProvider", "ContextRequest", "UntrustedContext"),

@@ -392,12 +392,24 @@ GATED_MODULE = textwrap.dedent(
 )
 
 
-def test_cancel_from_another_process_while_a_tool_runs(tmp_path: Path) -> None:
-    (tmp_path / "gated.py").write_text(GATED_MODULE)
+def run_then_cancel(tmp_path: Path, module: str, source: str, run_id: str, mark: str) -> str:
+    """``agentcore run MODULE:make`` in a process of its own; once it writes ``mark``,
+    ``agentcore cancel`` from another process, then let it go on (the file ``go``).
+    Returns its output; it must end cancelled (exit code 7)."""
+    (tmp_path / f"{module}.py").write_text(source)
     env = {k: v for k, v in os.environ.items() if k not in (*PROVIDER_KEYS, "AGENTCORE_MODEL")}
     env |= {"AGENTCORE_STORE": f"sqlite:///{tmp_path / 'runs.db'}", "COLUMNS": "200"}
     runner = subprocess.Popen(
-        [sys.executable, "-m", "agentcore.cli", "run", "gated:make", "ship", "--run-id", "g1"],
+        [
+            sys.executable,
+            "-m",
+            "agentcore.cli",
+            "run",
+            f"{module}:make",
+            "ship",
+            "--run-id",
+            run_id,
+        ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -407,11 +419,11 @@ def test_cancel_from_another_process_while_a_tool_runs(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 60
-        while not (tmp_path / "started").exists():
+        while not (tmp_path / mark).exists():
             assert runner.poll() is None, runner.communicate()
-            assert time.monotonic() < deadline, "the tool never started"
+            assert time.monotonic() < deadline, f"the run never wrote {mark}"
             time.sleep(0.05)
-        requested = cli(tmp_path, "cancel", "g1", "--by", "ops", "--reason", "customer called")
+        requested = cli(tmp_path, "cancel", run_id, "--by", "ops", "--reason", "customer called")
         assert requested.returncode == 0, requested.stdout + requested.stderr
         assert "cancel requested" in requested.stdout
         (tmp_path / "go").write_text("")
@@ -421,6 +433,11 @@ def test_cancel_from_another_process_while_a_tool_runs(tmp_path: Path) -> None:
             runner.kill()
             runner.communicate()
     assert runner.returncode == 7, stdout + stderr  # cancelled
+    return stdout
+
+
+def test_cancel_from_another_process_while_a_tool_runs(tmp_path: Path) -> None:
+    stdout = run_then_cancel(tmp_path, "gated", GATED_MODULE, "g1", "started")
     assert "cancelled by ops: customer called" in stdout
     events = events_of(tmp_path, "g1")
     assert [e["type"] for e in events][-3:] == ["tool_started", "tool_finished", "run_finished"]
@@ -468,34 +485,8 @@ SLOW_MODEL_MODULE = textwrap.dedent(
 def test_cancel_from_another_process_while_the_model_answers(tmp_path: Path) -> None:
     """The request is read by the commit of the call's intent: the tool never runs, and
     the transcript says the call did not run before it says the run was cancelled."""
-    (tmp_path / "slow.py").write_text(SLOW_MODEL_MODULE)
-    env = {k: v for k, v in os.environ.items() if k not in (*PROVIDER_KEYS, "AGENTCORE_MODEL")}
-    env |= {"AGENTCORE_STORE": f"sqlite:///{tmp_path / 'runs.db'}", "COLUMNS": "200"}
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "agentcore.cli", "run", "slow:make", "ship", "--run-id", "s1"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "asking").exists():
-            assert runner.poll() is None, runner.communicate()
-            assert time.monotonic() < deadline, "the model was never asked"
-            time.sleep(0.05)
-        requested = cli(tmp_path, "cancel", "s1", "--by", "ops", "--reason", "customer called")
-        assert requested.returncode == 0, requested.stdout + requested.stderr
-        assert "cancel requested" in requested.stdout
-        (tmp_path / "go").write_text("")
-        stdout, stderr = runner.communicate(timeout=60)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.communicate()
-    assert runner.returncode == 7, stdout + stderr  # cancelled
+    stdout = run_then_cancel(tmp_path, "slow", SLOW_MODEL_MODULE, "s1", "asking")
+    assert "cancelled by ops: customer called" in stdout
     assert not (tmp_path / "shipped").exists()  # the tool never ran
     events = events_of(tmp_path, "s1")
     assert [e["type"] for e in events][-3:] == ["tool_started", "tool_finished", "run_finished"]

@@ -125,16 +125,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         )
     )
     if problem is not None:  # nothing ran: a failure the model sees, like a tool's own
-        d.record(
-            ToolFinished(
-                **d.fields(),
-                step=call.step,
-                call_id=call.call_id,
-                tool=tool.name,
-                ok=False,
-                error=f"the call could not start (nothing ran): {problem}",
-            )
-        )
+        d.record(not_run(d, call, tool, f"the call could not start (nothing ran): {problem}"))
         await d.flush()
         return
     await d.flush()  # write-ahead: the intent is durable before the side effect
@@ -145,16 +136,8 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
     if (request := await d.cancel_at_intent()) is not None:
         # Someone asked to cancel the run before the intent committed: the call does not
         # start, and its record says so.
-        d.record(
-            ToolFinished(
-                **d.fields(),
-                step=call.step,
-                call_id=call.call_id,
-                tool=tool.name,
-                ok=False,
-                error=f"not run: the run was cancelled by {request.by} before the call started",
-            )
-        )
+        why = f"not run: the run was cancelled by {request.by} before the call started"
+        d.record(not_run(d, call, tool, why))
         d.cancel(request.by, request.reason)
         return
     crash_point("after_intent_commit")
@@ -181,6 +164,14 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
     d.record(finished(d, call.step, call.call_id, tool, outcome))
     if not tool.spec.idempotent:
         await d.flush()
+
+
+def not_run(d: Driver, call: OpenCall, tool: Tool, why: str) -> ToolFinished:
+    """The ``tool_finished`` of a started call that did not run (nothing happened): a
+    failure the model sees, saying why."""
+    return ToolFinished(
+        **d.fields(), step=call.step, call_id=call.call_id, tool=tool.name, ok=False, error=why
+    )
 
 
 def finished(d: Driver, step: int, call_id: str, tool: Tool, outcome: ToolOutcome) -> ToolFinished:
@@ -260,16 +251,7 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
             )
         )
         if problem is not None:
-            d.record(
-                ToolFinished(
-                    **d.fields(),
-                    step=m.step,
-                    call_id=m.call_id,
-                    tool=tool.name,
-                    ok=False,
-                    error=f"the call could not start (nothing ran): {problem}",
-                )
-            )
+            d.record(not_run(d, m, tool, f"the call could not start (nothing ran): {problem}"))
             continue
         todo.append((m, tool, key, deps))
     await d.flush()  # write-ahead: every intent is durable before any call runs

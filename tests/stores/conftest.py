@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from agentcore.stores import PostgresStore
 
 DSN_VARIABLE = "AGENTCORE_TEST_POSTGRES_DSN"
 LOCAL_DSN = "postgresql://postgres@127.0.0.1:5432/test"
@@ -65,3 +69,15 @@ def pg_schema(postgres_dsn: str) -> Iterator[str]:
         yield schema
     finally:
         drop_schema(postgres_dsn, schema)
+
+
+@pytest.fixture
+async def pg_store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
+    """A PostgresStore on a fresh schema of its own, closed afterwards."""
+    from agentcore.stores import PostgresStore
+
+    store = PostgresStore(postgres_dsn, schema=pg_schema)
+    try:
+        yield store
+    finally:
+        await store.close()

@@ -5,7 +5,6 @@ and one caller's trouble (cancelled, an id PostgreSQL cannot hold) is its own.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -17,12 +16,8 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-async def store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore(postgres_dsn, schema=pg_schema)
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(pg_store: PostgresStore) -> PostgresStore:
+    return pg_store
 
 
 async def test_concurrent_reads_share_statements_and_get_their_own_answers(

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,8 @@ def tagged(dsn: str, schema: str) -> str:
 
 
 @pytest.fixture
-async def store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore(postgres_dsn, schema=pg_schema)
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(pg_store: PostgresStore) -> PostgresStore:
+    return pg_store
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentcore.contracts.errors import SeqConflictError, StoreError
 
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PgAppend", "PgCommits"]
+__all__ = ["PgAppend", "PgCommits", "of_loop"]
+
+Q = TypeVar("Q")
 
 
 @dataclass(slots=True, eq=False)
@@ -75,6 +77,21 @@ owner, epoch, lease_until, now)``, or ``None`` when there is no such run (Any: a
 
 PoolFor = Callable[[str], Awaitable["AsyncConnectionPool[Any]"]]
 """The store's pool for the running loop (``where`` names the operation in errors)."""
+
+
+def of_loop(
+    entries: dict[asyncio.AbstractEventLoop, Q],
+    loop: asyncio.AbstractEventLoop,
+    make: Callable[[], Q],
+) -> Q:
+    """``loop``'s entry in a per-loop table, made on first use (the entries of loops closed
+    since are dropped then: a store outlives the ``asyncio.run`` calls that used it)."""
+    entry = entries.get(loop)
+    if entry is None:
+        for old in [lp for lp in entries if lp.is_closed()]:
+            del entries[old]
+        entry = entries[loop] = make()
+    return entry
 
 
 @dataclass(slots=True, eq=False)
@@ -129,11 +146,7 @@ class PgCommits:
                 raise outcome
             return
         loop = asyncio.get_running_loop()
-        queue = self._queues.get(loop)
-        if queue is None:
-            for old in [lp for lp in self._queues if lp.is_closed()]:
-                del self._queues[old]
-            queue = self._queues[loop] = _Queue()
+        queue = of_loop(self._queues, loop, _Queue)
         item.done = loop.create_future()
         queue.items.append(item)
         if queue.drainer is None:  # none in flight: start one now (next loop iteration)

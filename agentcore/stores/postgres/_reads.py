@@ -18,7 +18,7 @@ from typing import Any
 
 from agentcore.contracts.errors import StoreError
 
-from ._commit import ErrorFor, PoolFor
+from ._commit import ErrorFor, PoolFor, of_loop
 
 __all__ = ["CancelReads"]
 
@@ -73,11 +73,7 @@ class CancelReads:
                 is retried by the caller, as any read).
         """
         loop = asyncio.get_running_loop()
-        queue = self._queues.get(loop)
-        if queue is None:
-            for old in [lp for lp in self._queues if lp.is_closed()]:
-                del self._queues[old]
-            queue = self._queues[loop] = _Queue()
+        queue = of_loop(self._queues, loop, _Queue)
         if queue.busy:  # wait for the read in flight, then go with the others waiting
             item = _Read(run_id, where, loop.create_future())
             queue.items.append(item)

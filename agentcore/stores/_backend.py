@@ -90,6 +90,10 @@ class StoreBase(ABC):
         """See :meth:`TranscriptStore.append`: the batch is checked and encoded here (an
         event that would not read back as itself is refused before the store sees it)."""
         check_batch(run_id, expected_seq, events, lease)
+        # What an earlier append read of the run's cancel request is stale from now on: an
+        # append that ends without reading it (refused, failed, retried after a lost
+        # connection) leaves nothing, and the driver reads the request itself.
+        self._forget_cancel(run_id)
         await self._append(Batch(run_id, expected_seq, events, encode_batch(run_id, events), lease))
 
     def cancel_at_append(self, run_id: str) -> CancelRequest | None:

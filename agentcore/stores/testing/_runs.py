@@ -335,7 +335,8 @@ class RunChecks:
         seen = store.cancel_at_append(run)
         assert seen is not None and (seen.by, seen.reason) == ("bob ✓", "too slow \u0000 😀")
         assert seen == await store.cancel_request(run)
-        with pytest.raises(StoreError):  # refused (the seq moved on): nothing is handed out
-            await store.append(run, 1, [context(run, 1)])
+        await store.append(run, 2, [context(run, 2)])  # read, not taken
+        with pytest.raises(StoreError):  # refused (the seq moved on): nothing is handed out,
+            await store.append(run, 2, [context(run, 2)])  # not even the earlier append's
         with pytest.raises(LookupError):
             store.cancel_at_append(run)

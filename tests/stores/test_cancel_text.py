@@ -1,0 +1,87 @@
+"""Cancel requests under hostile text: any name and reason (control characters, NUL, lone
+surrogates, long text) is either refused with a StoreError, recording nothing, or read
+back exactly, by ``cancel_request`` and by the next append (``cancel_at_append``), on
+every built-in store."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentcore.errors import StoreError
+from agentcore.stores import CancelRequest, MemoryStore, PostgresStore, SQLiteStore
+from agentcore.stores.testing import context, started
+
+# Any code point: st.text() leaves out lone surrogates, so they are drawn on their own.
+_CHAR = st.characters() | st.integers(0xD800, 0xDFFF).map(chr) | st.sampled_from("\x00\n\x7f")
+TEXT = st.lists(_CHAR, max_size=200).map("".join)
+NAMES = st.lists(_CHAR, min_size=1, max_size=200).map("".join)
+_runs = itertools.count()
+
+
+async def _check(
+    store: MemoryStore | SQLiteStore | PostgresStore, by: str, reason: str | None
+) -> None:
+    run = f"cancel-text-{next(_runs)}"
+    await store.append(run, 0, [started(run)])
+    try:
+        await store.request_cancel(run, by=by, reason=reason)
+    except StoreError:
+        assert await store.cancel_request(run) is None  # refused: nothing recorded
+        await store.append(run, 1, [context(run, 1)])
+        assert store.cancel_at_append(run) is None
+        return
+    read = await store.cancel_request(run)
+    assert isinstance(read, CancelRequest)
+    assert (read.by, read.reason) == (by, reason)
+    await store.append(run, 1, [context(run, 1)])
+    assert store.cancel_at_append(run) == read
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(by=NAMES, reason=st.none() | TEXT)
+def test_any_request_is_refused_or_read_back_exactly(by: str, reason: str | None) -> None:
+    async def go() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            sqlite = SQLiteStore(Path(tmp) / "runs.db")
+            memory = MemoryStore()
+            try:
+                for store in (memory, sqlite):
+                    await _check(store, by, reason)
+            finally:
+                await sqlite.close()
+                await memory.close()
+
+    asyncio.run(go())
+
+
+@pytest.mark.postgres
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(by=NAMES, reason=st.none() | TEXT)
+def test_any_request_is_refused_or_read_back_exactly_on_postgres(
+    postgres_dsn: str, pg_schema: str, by: str, reason: str | None
+) -> None:
+    async def go() -> None:
+        store = PostgresStore(postgres_dsn, schema=pg_schema)
+        try:
+            await _check(store, by, reason)
+        finally:
+            await store.close()
+
+    asyncio.run(go())

@@ -294,25 +294,33 @@ def load_contract(source: str | Path | None = None) -> ContractDocument:
     Args:
         source: ``None`` for the built-in current version, a version such as ``"1"`` or
             ``"v1"`` (as ``agentcore contract lint`` and ``stats`` print it) for a built-in
-            one, or a path to a JSON document.
+            one, or a path to a JSON document (read again on every call). A built-in
+            version is read once per process and shared (the document is frozen).
 
     Raises:
         ConfigurationError: no such version, or the file is not a valid contract document.
     """
+    if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
+        try:
+            return ContractDocument.model_validate(
+                json.loads(Path(source).read_text(encoding="utf-8"))
+            )
+        except (OSError, ValueError, ValidationError) as exc:
+            raise ConfigurationError(f"Cannot load contract document {source!r}: {exc}") from exc
+    version = source or DEFAULT_CONTRACT_VERSION
+    if version[:1] in ("v", "V") and version[1:].isdigit():
+        version = version[1:]  # "v1", as the contract's name is printed
+    return _builtin(version)
+
+
+@functools.lru_cache(maxsize=8)
+def _builtin(version: str) -> ContractDocument:
+    # beside this module (a wheel, the link tree, a checkout alike); not through
+    # importlib.resources, whose import costs ~10% of ``import agentcore``
+    res = _DOCUMENTS / f"v{version}.json"
+    if not version.isdigit() or not res.is_file():
+        raise ConfigurationError(f"No built-in contract version {version!r}.")
     try:
-        if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
-            raw = Path(source).read_text(encoding="utf-8")
-        else:
-            version = source or DEFAULT_CONTRACT_VERSION
-            if version[:1] in ("v", "V") and version[1:].isdigit():
-                version = version[1:]  # "v1", as the contract's name is printed
-            # beside this module (a wheel, the link tree, a checkout alike); not through
-            # importlib.resources, whose import costs ~10% of ``import agentcore``
-            res = _DOCUMENTS / f"v{version}.json"
-            if not version.isdigit() or not res.is_file():
-                raise ConfigurationError(f"No built-in contract version {version!r}.")
-            raw = res.read_text(encoding="utf-8")
-        data: Any = json.loads(raw)
-        return ContractDocument.model_validate(data)
+        return ContractDocument.model_validate(json.loads(res.read_text(encoding="utf-8")))
     except (OSError, ValueError, ValidationError) as exc:
-        raise ConfigurationError(f"Cannot load contract document {source!r}: {exc}") from exc
+        raise ConfigurationError(f"Cannot load built-in contract v{version}: {exc}") from exc

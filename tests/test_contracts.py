@@ -680,3 +680,22 @@ def test_a_second_agent_compiles_no_action_schema_again(tools: Toolbox) -> None:
     other = ExampleTool(name="lookup", description="other", parameters={"type": "object"})
     assert other.to_spec() is not example.to_spec()
     assert other.to_spec().description == "other"
+
+
+def test_a_built_in_contract_is_read_once_and_shared_a_file_is_read_each_time(
+    tmp_path: Path,
+) -> None:
+    first = load_contract()
+    assert load_contract() is first
+    assert load_contract("v1") is load_contract("1")
+    assert load_contract("v1") == first
+    path = tmp_path / "mine.json"
+    path.write_text(first.model_dump_json())
+    mine = load_contract(path)
+    assert mine == first and mine is not first
+    data = json.loads(path.read_text())
+    data["system"] = "changed"
+    path.write_text(json.dumps(data))
+    assert load_contract(path).system == "changed"  # read again, not cached
+    with pytest.raises(ConfigurationError, match="No built-in contract version"):
+        load_contract("v99")

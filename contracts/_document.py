@@ -301,12 +301,7 @@ def load_contract(source: str | Path | None = None) -> ContractDocument:
         ConfigurationError: no such version, or the file is not a valid contract document.
     """
     if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
-        try:
-            return ContractDocument.model_validate(
-                json.loads(Path(source).read_text(encoding="utf-8"))
-            )
-        except (OSError, ValueError, ValidationError) as exc:
-            raise ConfigurationError(f"Cannot load contract document {source!r}: {exc}") from exc
+        return _read(Path(source), f"contract document {source!r}")
     version = source or DEFAULT_CONTRACT_VERSION
     if version[:1] in ("v", "V") and version[1:].isdigit():
         version = version[1:]  # "v1", as the contract's name is printed
@@ -320,7 +315,16 @@ def _builtin(version: str) -> ContractDocument:
     res = _DOCUMENTS / f"v{version}.json"
     if not version.isdigit() or not res.is_file():
         raise ConfigurationError(f"No built-in contract version {version!r}.")
+    return _read(res, f"built-in contract v{version}")
+
+
+def _read(path: Path, what: str) -> ContractDocument:
+    """The contract document in ``path``.
+
+    Raises:
+        ConfigurationError: it cannot be read, or is not a valid contract document.
+    """
     try:
-        return ContractDocument.model_validate(json.loads(res.read_text(encoding="utf-8")))
+        return ContractDocument.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, ValidationError) as exc:
-        raise ConfigurationError(f"Cannot load built-in contract v{version}: {exc}") from exc
+        raise ConfigurationError(f"Cannot load {what}: {exc}") from exc

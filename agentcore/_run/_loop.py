@@ -410,8 +410,10 @@ class Driver:
             if inspect.isawaitable(value):
                 value = await value
             if value:
-                untrusted = isinstance(provider, UntrustedContext)
-                inner = provider.provider if isinstance(provider, UntrustedContext) else provider
+                if isinstance(provider, UntrustedContext):
+                    inner, untrusted = provider.provider, True
+                else:
+                    inner, untrusted = provider, False
                 source = getattr(inner, "__name__", type(inner).__name__)
                 if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # user code
                     raise ConfigurationError(

@@ -10,12 +10,16 @@ dropped afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import strategies as st
 
 if TYPE_CHECKING:
     from agentcore.stores import PostgresStore
@@ -81,3 +85,31 @@ async def pg_store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresS
         yield store
     finally:
         await store.close()
+
+
+def hostile_text(*, min_size: int = 0, max_size: int = 200) -> st.SearchStrategy[str]:
+    """Any text: control characters, NUL and lone surrogates included (``st.text()``
+    leaves the surrogates out, so they are drawn on their own)."""
+    char = st.characters() | st.integers(0xD800, 0xDFFF).map(chr) | st.sampled_from("\x00\n\x7f")
+    return st.lists(char, min_size=min_size, max_size=max_size).map("".join)
+
+
+def on_memory_and_sqlite(check: Callable[[Any], Awaitable[None]]) -> None:
+    """Run ``check(store)`` on a fresh MemoryStore and a fresh SQLiteStore (in a temporary
+    folder), both closed afterwards: one example of a property test, where a fixture's
+    store would be shared by every example."""
+
+    async def go() -> None:
+        from agentcore.stores import MemoryStore, SQLiteStore
+
+        with tempfile.TemporaryDirectory() as tmp:
+            sqlite = SQLiteStore(Path(tmp) / "runs.db")
+            memory = MemoryStore()
+            try:
+                for store in (memory, sqlite):
+                    await check(store)
+            finally:
+                await sqlite.close()
+                await memory.close()
+
+    asyncio.run(go())

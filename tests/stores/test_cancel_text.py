@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import tempfile
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,10 +16,10 @@ from agentcore.errors import StoreError
 from agentcore.stores import CancelRequest, MemoryStore, PostgresStore, SQLiteStore
 from agentcore.stores.testing import context, started
 
-# Any code point: st.text() leaves out lone surrogates, so they are drawn on their own.
-_CHAR = st.characters() | st.integers(0xD800, 0xDFFF).map(chr) | st.sampled_from("\x00\n\x7f")
-TEXT = st.lists(_CHAR, max_size=200).map("".join)
-NAMES = st.lists(_CHAR, min_size=1, max_size=200).map("".join)
+from .conftest import hostile_text, on_memory_and_sqlite
+
+TEXT = hostile_text()
+NAMES = hostile_text(min_size=1)
 _runs = itertools.count()
 
 
@@ -52,18 +50,7 @@ async def _check(
 )
 @given(by=NAMES, reason=st.none() | TEXT)
 def test_any_request_is_refused_or_read_back_exactly(by: str, reason: str | None) -> None:
-    async def go() -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            sqlite = SQLiteStore(Path(tmp) / "runs.db")
-            memory = MemoryStore()
-            try:
-                for store in (memory, sqlite):
-                    await _check(store, by, reason)
-            finally:
-                await sqlite.close()
-                await memory.close()
-
-    asyncio.run(go())
+    on_memory_and_sqlite(lambda store: _check(store, by, reason))
 
 
 @pytest.mark.postgres

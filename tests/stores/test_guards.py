@@ -5,18 +5,15 @@ after, on every store that keeps guards; two different names never share a guard
 from __future__ import annotations
 
 import asyncio
-import tempfile
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from agentcore.stores import CallGuardStore, MemoryStore, PostgresStore, SQLiteStore
+from agentcore.stores import CallGuardStore, PostgresStore
 
-# Any code point: st.text() leaves out lone surrogates, so they are drawn on their own.
-_CHAR = st.characters() | st.integers(0xD800, 0xDFFF).map(chr) | st.sampled_from("\x00\n\x7f")
-NAMES = st.lists(_CHAR, min_size=1, max_size=300).map("".join)
+from .conftest import hostile_text, on_memory_and_sqlite
+
+NAMES = hostile_text(min_size=1, max_size=300)
 
 
 async def _check(store: CallGuardStore, run_id: str, key: str, other: str) -> None:
@@ -41,18 +38,7 @@ async def _check(store: CallGuardStore, run_id: str, key: str, other: str) -> No
 )
 @given(run_id=NAMES, key=NAMES, other=NAMES)
 def test_any_names_hold_and_free_one_guard(run_id: str, key: str, other: str) -> None:
-    async def go() -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            sqlite = SQLiteStore(Path(tmp) / "runs.db")
-            memory = MemoryStore()
-            try:
-                for store in (memory, sqlite):
-                    await _check(store, run_id, key, other)
-            finally:
-                await sqlite.close()
-                await memory.close()
-
-    asyncio.run(go())
+    on_memory_and_sqlite(lambda store: _check(store, run_id, key, other))
 
 
 @pytest.mark.postgres

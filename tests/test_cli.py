@@ -85,6 +85,10 @@ def test_demo_pauses_then_confirm_in_another_process_completes(tmp_path: Path) -
     assert demo.returncode == 0, demo.stderr  # the pause is the demo's expected end
     assert "scripted" in demo.stdout and "not a language model" in demo.stdout
     assert "needs_plan" in demo.stdout and "awaiting_confirmation" in demo.stdout
+    # Why it waits is said once, with the waiting call, not again as the run's reason.
+    why = "tool 'close_account' is destructive: a person must approve it"
+    assert demo.stdout.count(why) == 2  # the step's decision, then the pending call's "why:"
+    assert f"  why: {why}" in demo.stdout and f"reason: {why}" not in demo.stdout
     run_id = run_id_of(tmp_path)
     # The printed approval is bound to the call shown: its step and args hash.
     approve = printed_command(demo.stdout, "approve: ")

@@ -282,8 +282,9 @@ def report(
     out.print(f"[bold {style}]{status.value}[/]  run {result.run_id}", highlight=False)
     if result.answer:
         out.print(f"answer: {result.answer}", highlight=False)
-    if result.reason and status is not RunStatus.COMPLETED:
-        out.print(f"reason: {result.reason}", highlight=False)
+    said_below = result.pending is not None and result.pending.reason == result.reason
+    if result.reason and status is not RunStatus.COMPLETED and not said_below:
+        out.print(f"reason: {result.reason}", highlight=False)  # else the pending call's "why:"
     u = result.usage
     out.print(
         f"usage: {u.steps} steps, {u.tool_calls} tool calls, {u.model_calls} model calls, "

@@ -276,7 +276,8 @@ class TranscriptStore(Protocol):
 
         Raises:
             RunNotFoundError: no such run.
-            StoreError: the request cannot be recorded (names the run).
+            StoreError: the request cannot be recorded (names the run): the store failed, or
+                ``by`` or ``reason`` is not valid text (a lone surrogate), on every store.
         """
         ...
 
@@ -465,6 +466,23 @@ def check_lease_request(owner: str, ttl_s: float) -> None:
         raise ConfigurationError(
             f"Invalid lease ttl_s={ttl_s!r}: give a number of seconds above zero, e.g. 30.0"
         )
+
+
+def check_cancel_text(url: str, run_id: str, by: str, reason: str | None) -> None:
+    """Refuse a cancel request's text that UTF-8 cannot carry, as the SQL stores' drivers
+    do (the memory store checks it here, so a test on it sees what production would).
+
+    Raises:
+        StoreError: ``by`` or ``reason`` holds a lone surrogate.
+    """
+    for text in (by, reason or ""):
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            raise StoreError(
+                f"{url}: cannot record a cancel request for run {run_label(run_id)}: {exc} "
+                "(UnicodeEncodeError)"
+            ) from exc
 
 
 def _when(at: float | None, now: float) -> str:

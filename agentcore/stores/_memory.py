@@ -20,6 +20,7 @@ from ._base import (
     Lease,
     RunSummary,
     busy_error,
+    check_cancel_text,
     check_lease_request,
     lost_error,
     status_after,
@@ -179,6 +180,7 @@ class MemoryStore(StoreBase):
         """See :meth:`TranscriptStore.request_cancel`."""
         if run_id not in self._runs:
             raise RunNotFoundError(f"No run {run_label(run_id)} in {self.url}")
+        check_cancel_text(self.url, run_id, by, reason)
         self._cancel[run_id] = CancelRequest(by=by, reason=reason, at=time.time())
 
     async def cancel_request(self, run_id: str) -> CancelRequest | None:

@@ -5,22 +5,25 @@ a user gets (default logging, leases, group commit, snapshots every 512 events).
 Each round runs every case once, in a rotating order: a 1,000-tool-step run of the
 scripted model (``bench_steps.py``'s task and tools), timed as wall time and as this
 process's CPU time (``time.process_time``), per step. Floors are sampled in the same
-rounds: a bare thread hand-off, and ``bench_steps.py``'s floor (b) (validate the action,
-call the tool, append the step's bytes to a file and fsync it).
+rounds: a bare thread hand-off, ``bench_steps.py``'s floor (a) (validate the action, call
+the tool) and floor (b) ((a), then append the step's bytes to a file and fsync it). So is
+``--base`` (9c1a250: the code before the integrity, scale-out and security work): its own
+``bench_steps.py`` cases beside this tree's, each in a fresh process
+(``compare_revisions.py``'s way).
 
 Also, once: reading the 1,000-step run back (``agent.transcript``, SQLite), beside the
 OpenAI Agents SDK's session load of the same 1,000 tool steps (``SQLiteSession.get_items``,
 2,002 items: a function call and its output a step) in a separate interpreter given by
 ``--peer-python`` (its own venv: ``pip install openai-agents``); the bytes a 1,000-step
-run keeps in SQLite; and the CPU of ``Agent()`` itself.
+run keeps in SQLite; the CPU of ``Agent()`` itself; and group commit's gain at 1,000 runs
+in flight (``bench_scale.py --quick --ratio 1000``, without and with ``tune_gc()``). The
+report ends with every target of the issue against this run's medians.
 
 Usage::
 
-    python bench/bench_cpu.py                       # prints the report
+    python bench/bench_cpu.py                       # prints the report (~10 minutes)
     python bench/bench_cpu.py --peer-python /tmp/peers/bin/python --write
     python bench/bench_cpu.py --rounds 3 --postgres postgresql://postgres@127.0.0.1/test
-
-The 9c1a250 comparison is ``compare_revisions.py`` (its code, in its own process).
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import functools
 import gc
+import json
+import math
 import os
 import platform
 import sqlite3
@@ -45,12 +51,17 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_steps as steps  # noqa: E402  # after the path entry
+import compare_revisions as revisions  # noqa: E402
 
 from agentcore import Agent, Budget, RunStatus  # noqa: E402
 from agentcore.adapters import ScriptedModel  # noqa: E402
 from agentcore.stores import MemoryStore, SQLiteStore  # noqa: E402
 
 N = 1000
+BASE_CASES = ("memory_async", "memory_sync", "sqlite_normal", "sqlite_full")
+"""bench_steps.py cases timed with the base revision's code and this tree's, each in a fresh
+process of its own revision (``compare_revisions.py``'s way), in every round."""
+SCALE_RUNS = 1000
 PG_SCHEMA = f"agentcore_bench_cpu_{os.getpid()}"
 SECTION = "## Issue 26 targets in one run (bench_cpu.py)"
 PEER = r"""
@@ -108,7 +119,16 @@ async def one_run(
     return wall / (N + 1), cpu / (N + 1)
 
 
-async def rounds(args: argparse.Namespace, tmp: Path) -> dict[str, list[tuple[float, float]]]:
+async def _in_process_of(tree: Path, entry: Path | None, case: str) -> tuple[float, float]:
+    """A revision's own bench_steps.py, one 1,000-step case in a fresh process: its median
+    wall time per step (CPU is not reported by it: ``nan``)."""
+    samples = await asyncio.to_thread(revisions.time_case, tree, entry, f"{case}:{N}")
+    return statistics.median(samples) / 1e6, float("nan")
+
+
+async def rounds(
+    args: argparse.Namespace, tmp: Path, trees: dict[str, tuple[Path, Path | None]]
+) -> dict[str, list[tuple[float, float]]]:
     cases: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
         "memory, async tool": lambda: one_run(MemoryStore, steps.ASYNC_TOOL),
         "memory, sync tool": lambda: one_run(MemoryStore, steps.SYNC_TOOL),
@@ -132,13 +152,28 @@ async def rounds(args: argparse.Namespace, tmp: Path) -> dict[str, list[tuple[fl
         wall = await steps.bare_handoff(2000)
         return wall, (time.process_time() - cpu) / 2000
 
-    async def fsync_floor() -> tuple[float, float]:
-        cpu = time.process_time()
-        wall = await steps.sample_floor("floor_fsync", N, tmp)
-        return wall, (time.process_time() - cpu) / (N + 1)
+    texts = [json.dumps(item, ensure_ascii=False) for item in steps.script_for(N)]
+
+    async def floor(fsync: bool) -> tuple[float, float]:
+        """bench_steps.py's floor (a), or (b) with ``fsync``: its steps alone timed."""
+        fd = None
+        if fsync:
+            path = Path(tempfile.mkdtemp(dir=tmp)) / "floor.jsonl"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            cpu = time.process_time()
+            wall = await steps.floor_steps(texts, fd, fsync)
+            return wall / (N + 1), (time.process_time() - cpu) / (N + 1)
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     cases["floor: bare thread hand-off"] = handoff
-    cases["floor: validate + tool + write + fsync"] = fsync_floor
+    cases["floor: validate + tool (in memory)"] = functools.partial(floor, False)
+    cases["floor: validate + tool + write + fsync"] = functools.partial(floor, True)
+    for case in BASE_CASES if trees else ():
+        for name, (tree, entry) in trees.items():
+            cases[f"{name}: {case}"] = functools.partial(_in_process_of, tree, entry, case)
     names = list(cases)
     out: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     await steps.new_agent(MemoryStore(), steps.script_for(20)).run(steps.TASK)  # warm
@@ -173,8 +208,6 @@ async def transcript_read(tmp: Path, reps: int) -> tuple[list[float], int]:
 
 
 def peer_read(python: str, reps: int) -> tuple[list[float], int, str] | str:
-    import json
-
     try:
         out = subprocess.run(
             [python, "-c", PEER, str(reps)], capture_output=True, text=True, check=True, timeout=300
@@ -219,6 +252,17 @@ async def stored_bytes(tmp: Path) -> dict[str, int]:
     return out
 
 
+def group_commit(dsn: str | None, tune_gc: bool) -> dict[str, list[float]]:
+    """``bench_scale.py --quick --ratio 1000`` in its own process: steps/s at 1,000 runs in
+    flight, group commit on and off, SQLite FULL and PostgreSQL (with ``dsn``)."""
+    argv = [sys.executable, str(HERE / "bench_scale.py"), "--quick", "--ratio", str(SCALE_RUNS)]
+    argv += ["--postgres", dsn] if dsn else []
+    argv += ["--tune-gc"] if tune_gc else []
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=900).stdout
+    data: dict[str, list[float]] = json.loads(out.strip().splitlines()[-1])
+    return data
+
+
 def agent_construction(reps: int = 200) -> list[float]:
     store = MemoryStore()
     steps.new_agent(store, [])
@@ -250,6 +294,7 @@ def report(
     peer: tuple[list[float], int, str] | str,
     sizes: dict[str, int],
     agents: list[float],
+    scale: dict[str, dict[str, list[float]]],
     load: tuple[str, str],
     wall_s: float,
 ) -> str:
@@ -272,10 +317,30 @@ def report(
     ]
     for name, samples in timed.items():
         walls, cpus = [w for w, _ in samples], [c for _, c in samples]
-        lines.append(
-            f"| {name} | {us(med(walls))} ({us(min(walls))}-{us(max(walls))}) | "
-            f"{us(med(cpus))} ({us(min(cpus))}-{us(max(cpus))}) |"
+        cpu = (
+            "- (own process)"
+            if any(math.isnan(c) for c in cpus)  # a revision's bench_steps.py: wall only
+            else f"{us(med(cpus))} ({us(min(cpus))}-{us(max(cpus))})"
         )
+        lines.append(f"| {name} | {us(med(walls))} ({us(min(walls))}-{us(max(walls))}) | {cpu} |")
+    if args.base:
+        lines += [
+            "",
+            f"Rows `base {args.base}: ...` and `head: ...` are `bench_steps.py --only CASE:1000 "
+            "--reps 3` of that revision in a fresh process (`compare_revisions.py`'s way: the "
+            "base checked out into a git worktree, this interpreter's dependencies), in the same "
+            "rounds as the rest; each sample is the median of its 3.",
+        ]
+    for label, speeds in scale.items():
+        lines += [
+            "",
+            f"Group commit at {SCALE_RUNS:,} runs in flight ({label}; `bench_scale.py --quick "
+            f"--ratio {SCALE_RUNS}`, 2 rounds, steps/s): "
+            + "; ".join(
+                f"{k} {med(v):,.0f} ({min(v):,.0f}-{max(v):,.0f})" for k, v in speeds.items()
+            )
+            + ".",
+        ]
     times, count = read
     lines += [
         "",
@@ -298,17 +363,80 @@ def report(
         + ".",
         "",
         f"`Agent()` with one tool: {us(med(agents))} us of CPU (median of 5 x 200).",
+        "",
+        *targets(args, timed, read, peer, sizes, scale),
     ]
     return "\n".join(lines) + "\n"
 
 
-async def main_async(args: argparse.Namespace) -> str:
+def targets(
+    args: argparse.Namespace,
+    timed: dict[str, list[tuple[float, float]]],
+    read: tuple[list[float], int],
+    peer: tuple[list[float], int, str] | str,
+    sizes: dict[str, int],
+    scale: dict[str, dict[str, list[float]]],
+) -> list[str]:
+    """Issue 26's targets against this run's figures (medians), each met or not."""
+
+    def wall(name: str) -> float:
+        return med([w for w, _ in timed[name]])
+
+    rows: list[tuple[str, str, bool]] = []
+    if args.base:
+        for case, label, most in (
+            ("memory_async", "memory, async tool", 0.8),
+            ("sqlite_normal", "SQLite NORMAL", 1.0),
+        ):
+            ratio = wall(f"head: {case}") / wall(f"base {args.base}: {case}")
+            rows.append((f"{label} <= {most}x {args.base}", f"{ratio:.2f}x", ratio <= most))
+    floor = wall("memory, async tool") / wall("floor: validate + tool (in memory)")
+    rows.append(("memory, async tool <= 20x the in-memory floor", f"{floor:.0f}x", floor <= 20))
+    handoffs = (wall("memory, sync tool") - wall("memory, async tool")) / wall(
+        "floor: bare thread hand-off"
+    )
+    rows.append(
+        ("sync tool <= async + 1.2 bare hand-offs", f"+{handoffs:.2f} hand-offs", handoffs <= 1.2)
+    )
+    fsync = wall("SQLite FULL") / wall("floor: validate + tool + write + fsync")
+    rows.append(("SQLite FULL <= 1.5x its fsync floor", f"{fsync:.2f}x", fsync <= 1.5))
+    if "PostgreSQL" in timed:
+        pg = med([c for _, c in timed["PostgreSQL"]])
+        rows.append(("PostgreSQL CPU per step <= 0.3 ms", f"{pg * 1e3:.2f} ms", pg <= 3e-4))
+    for label, speeds in scale.items():
+        for store in ("SQLite FULL", "PostgreSQL"):
+            if f"{store} on" in speeds:
+                gain = med(speeds[f"{store} on"]) / med(speeds[f"{store} off"])
+                rows.append(
+                    (
+                        f"group commit at {SCALE_RUNS:,} runs >= 5x, {store} ({label})",
+                        f"{gain:.2f}x",
+                        gain >= 5,
+                    )
+                )
+    if not isinstance(peer, str):
+        ratio = med(read[0]) / med(peer[0])
+        rows.append(
+            ("transcript read <= the Agents SDK's session load", f"{ratio:.1f}x", ratio <= 1)
+        )
+    size = sizes["file with snapshots (default)"] / 1e6
+    rows.append(("bytes per 1,000-step run <= 1.4 MB", f"{size:.2f} MB", size <= 1.4))
+    return [
+        "Targets against this run's medians:",
+        "",
+        "| target | this run | met? |",
+        "|---|---|---|",
+        *(f"| {t} | {v} | {'yes' if ok else 'no'} |" for t, v, ok in rows),
+    ]
+
+
+async def main_async(args: argparse.Namespace, trees: dict[str, tuple[Path, Path | None]]) -> str:
     load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     started = time.perf_counter()
     steps.default_logging()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        timed = await rounds(args, tmp)
+        timed = await rounds(args, tmp, trees)
         log("transcript reads")
         read = await transcript_read(tmp, 9)
         peer: tuple[list[float], int, str] | str = (
@@ -319,6 +447,11 @@ async def main_async(args: argparse.Namespace) -> str:
         log("bytes")
         sizes = await stored_bytes(tmp)
     agents = agent_construction()
+    scale: dict[str, dict[str, list[float]]] = {}
+    if args.scale:
+        log("group commit at 1,000 runs")
+        scale["default"] = group_commit(args.postgres, tune_gc=False)
+        scale["`tune_gc()`"] = group_commit(args.postgres, tune_gc=True)
     if args.postgres:
         import psycopg
 
@@ -326,7 +459,15 @@ async def main_async(args: argparse.Namespace) -> str:
             conn.execute(f'DROP SCHEMA IF EXISTS "{PG_SCHEMA}" CASCADE'.encode())
     load1 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return report(
-        args, timed, read, peer, sizes, agents, (load0, load1), time.perf_counter() - started
+        args,
+        timed,
+        read,
+        peer,
+        sizes,
+        agents,
+        scale,
+        (load0, load1),
+        time.perf_counter() - started,
     )
 
 
@@ -347,8 +488,38 @@ def main() -> None:
     parser.add_argument("--postgres", default=os.environ.get("AGENTCORE_TEST_POSTGRES_DSN"))
     parser.add_argument("--peer-python", help="an interpreter with openai-agents installed")
     parser.add_argument("--write", action="store_true", help="put the report in RESULTS.md")
+    parser.add_argument(
+        "--base",
+        default="9c1a250",
+        help="the revision the memory and SQLite steps are compared with ('' for none)",
+    )
+    parser.add_argument(
+        "--no-scale",
+        dest="scale",
+        action="store_false",
+        help="skip group commit at 1,000 runs (bench_scale.py, ~2 minutes)",
+    )
     args = parser.parse_args()
-    text = asyncio.run(main_async(args))
+    with tempfile.TemporaryDirectory(prefix="agentcore-bench-cpu-") as tmp:
+        trees: dict[str, tuple[Path, Path | None]] = {}
+        if args.base:
+            tree = Path(tmp) / "base"
+            subprocess.run(
+                ["git", "worktree", "add", "--detach", "-q", str(tree), args.base],
+                cwd=HERE.parent,
+                check=True,
+            )
+            trees[f"base {args.base}"] = (tree, revisions.link_tree(tree, Path(tmp) / "site"))
+            trees["head"] = (HERE.parent, None)
+        try:
+            text = asyncio.run(main_async(args, trees))
+        finally:
+            if args.base:
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(Path(tmp) / "base")],
+                    cwd=HERE.parent,
+                    check=False,
+                )
     print(text)
     if args.write:
         write_section(text)

@@ -30,6 +30,7 @@ Usage::
     python bench/bench_scale.py --quick    # shorter windows, no 10,000-run memory point
     python bench/bench_scale.py --write    # also puts the report in bench/RESULTS.md
     python bench/bench_scale.py --postgres postgresql://postgres@127.0.0.1:5432/test
+    python bench/bench_scale.py --quick --ratio 1000   # only group commit's gain, as JSON
 
 PostgreSQL: ``--postgres DSN``, else ``$AGENTCORE_TEST_POSTGRES_DSN``; without one its rows
 are skipped. Each PostgreSQL configuration uses a fresh schema, dropped afterwards.
@@ -710,6 +711,26 @@ async def main_async(args: argparse.Namespace) -> str:
     return report(args, results, lone, memory, floors, info)
 
 
+async def measure_ratio(args: argparse.Namespace, runs: int) -> dict[str, list[float]]:
+    """Only group commit's gain at ``runs`` runs in flight: steps/s of SQLite FULL and
+    PostgreSQL (with a DSN), group commit on and off, interleaved, ``args.reps`` rounds."""
+    tmp = Path(tempfile.mkdtemp(prefix="agentcore-bench-scale-"))
+    dsn = args.postgres or os.environ.get("AGENTCORE_TEST_POSTGRES_DSN")
+    kinds: list[Callable[[], StoreKind]] = [lambda: sqlite_kind(tmp)]
+    if dsn:
+        kinds.append(lambda: postgres_kind(dsn))
+    out: dict[str, list[float]] = {}
+    try:
+        for _ in range(args.reps):
+            for make_kind in kinds:
+                for mode in ("on", "off"):
+                    r = await measure_throughput(make_kind(), mode, runs, args.warmup, args.window)
+                    out.setdefault(f"{r.store} {mode}", []).append(r.per_s)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def _pg_version(dsn: str) -> str:
     import psycopg
 
@@ -738,6 +759,12 @@ def main() -> None:
     parser.add_argument(
         "--tune-gc", action="store_true", help="call agentcore.tune_gc() first (a busy worker's)"
     )
+    parser.add_argument(
+        "--ratio",
+        type=int,
+        metavar="RUNS",
+        help="only group commit on and off at RUNS runs in flight, 2 rounds; prints JSON",
+    )
     args = parser.parse_args()
     args.warmup, args.window, args.window_1000 = (0.5, 1.5, 3.0) if args.quick else (1.0, 2.0, 4.0)
     args.reps = 1 if args.quick else 3
@@ -754,6 +781,10 @@ def main() -> None:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         print(json.dumps(asdict(point)))
+        return
+    if args.ratio:
+        args.window, args.reps = args.window_1000, 2
+        print(json.dumps(asyncio.run(measure_ratio(args, args.ratio))))
         return
     text = asyncio.run(main_async(args))
     print(text)

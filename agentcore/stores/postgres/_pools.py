@@ -99,6 +99,8 @@ class LoopPools:
         from psycopg import AsyncConnection
         from psycopg_pool import AsyncConnectionPool
 
+        from . import _arrays as arrays
+
         # Every connection the pool opens, to close them even when the pool cannot close
         # itself: a loop that shuts down cancels the pool's workers too, and then
         # ``pool.close()`` stops at their cancellation before closing its connections.
@@ -106,6 +108,7 @@ class LoopPools:
 
         async def track(conn: AsyncConnection[Any]) -> None:
             opened.add(conn)
+            arrays.register(conn.adapters)
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self._dsn,

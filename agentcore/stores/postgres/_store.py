@@ -91,6 +91,7 @@ from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, t
 from .._codec import decode_rows, run_label
 from .._commits import CommitStats
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
+from ._arrays import Byteas, Float8s, Int8s, Texts
 from ._commit import PgAppend, PgCommits
 from ._guards import PgGuards
 from ._integrity import chain_rows, save_snapshot, snapshot_rows
@@ -296,11 +297,11 @@ class PostgresStore(StoreBase):
             "tenant": first.tenant if isinstance(first, RunStarted) else None,
             "metadata": metadata_text(first),
             "created": first.at,
-            "seqs": [ev.seq for ev in events],
-            "types": [ev.type for ev in events],
-            "ats": [ev.at for ev in events],
-            "bodies": batch.bodies,
-            "chains": chains,
+            "seqs": Int8s([ev.seq for ev in events]),
+            "types": Texts([ev.type for ev in events]),
+            "ats": Float8s([ev.at for ev in events]),
+            "bodies": Texts(batch.bodies),
+            "chains": Byteas(chains),
             "head": head,
             "prev_head": prev_head,
         }

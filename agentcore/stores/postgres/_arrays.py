@@ -6,9 +6,11 @@ where :func:`register` put their dumpers)."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from psycopg.abc import Dumper
     from psycopg.adapt import AdaptersMap
 
 __all__ = ["Byteas", "Float8s", "Int8s", "Texts", "register"]
@@ -35,13 +37,20 @@ _ELEMENTS = ((Int8s, "int8"), (Texts, "text"), (Float8s, "float8"), (Byteas, "by
 
 def register(adapters: AdaptersMap) -> None:
     """Dump each class as its array type, in binary, with its element type fixed."""
+    for cls, dumper in _dumpers():
+        adapters.register_dumper(cls, dumper)
+
+
+@functools.cache
+def _dumpers() -> tuple[tuple[type, type[Dumper]], ...]:
+    """Each class's dumper: psycopg's binary list dumper with the array's and the element's
+    type ids of the built-in types set, made once per process."""
+    from psycopg import postgres
     from psycopg.types.array import ListBinaryDumper
 
+    out: list[tuple[type, type[Dumper]]] = []
     for cls, element in _ELEMENTS:
-        info = adapters.types[element]
-        dumper = type(
-            f"{cls.__name__}Dumper",
-            (ListBinaryDumper,),
-            {"oid": info.array_oid, "element_oid": info.oid},
-        )
-        adapters.register_dumper(cls, dumper)
+        info = postgres.types[element]
+        attributes = {"oid": info.array_oid, "element_oid": info.oid}
+        out.append((cls, type(f"{cls.__name__}Dumper", (ListBinaryDumper,), attributes)))
+    return tuple(out)

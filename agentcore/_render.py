@@ -7,7 +7,10 @@ and lazy (nothing is rendered until an adapter reads the messages).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import zlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import overload
@@ -54,6 +57,47 @@ def render_observation(value: object, limit: int) -> str:
     if len(text) > limit:
         return f"{text[:limit]}... [cut: {len(text) - limit} more characters]"
     return text
+
+
+_PACKED = "z1:"
+"""How a history chunk is kept: ``z1:<bytes>:`` and its UTF-8 JSON deflated (zlib, level
+1) in base64. A chunk's messages repeat themselves (roles, tool names, result shapes):
+5-15x smaller than the JSON, for ~0.04 ms per chunk of 512 events to deflate and 0.02 to
+inflate."""
+
+MAX_CHUNK_BYTES = 256 * 1024 * 1024
+"""The largest history chunk restored (its JSON); a larger one is not used (the run is
+read from its events), so a forged size cannot make a resume inflate without bound."""
+
+
+def _pack(text: str) -> str:
+    data = text.encode()
+    return f"{_PACKED}{len(data)}:{base64.b64encode(zlib.compress(data, 1)).decode('ascii')}"
+
+
+def _unpack(packed: str) -> str:
+    """The JSON of a chunk :func:`_pack` packed.
+
+    Raises:
+        ValueError: ``packed`` is not such a chunk (another format, a size it does not
+            inflate to exactly, data after its end, not UTF-8).
+    """
+    size_text, sep, body = packed.removeprefix(_PACKED).partition(":")
+    if not packed.startswith(_PACKED) or not sep:
+        raise ValueError("the history chunk is not in the packed format")
+    if not (size_text.isascii() and size_text.isdigit() and len(size_text) <= 10):
+        raise ValueError(f"the history chunk's size is not a number: {size_text[:20]!r}")
+    size = int(size_text)
+    if size > MAX_CHUNK_BYTES:
+        raise ValueError(f"the history chunk says {size} bytes, over {MAX_CHUNK_BYTES}")
+    inflate = zlib.decompressobj()
+    try:
+        data = inflate.decompress(base64.b64decode(body, validate=True), size + 1)
+    except (zlib.error, binascii.Error) as exc:
+        raise ValueError(f"the history chunk does not inflate: {exc}") from exc
+    if len(data) != size or not inflate.eof or inflate.unused_data:
+        raise ValueError(f"the history chunk does not inflate to its {size} bytes")
+    return data.decode()
 
 
 class Renderer:
@@ -128,7 +172,7 @@ class Renderer:
             "dropped": self._dropped,
         }
         self._uncut, self._cut = self._cut, (self._rendered, len(self.messages))
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return _pack(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
     def unchunk(self) -> None:
         """Take back the last :meth:`chunk` (it was not saved): the next one starts where
@@ -140,13 +184,14 @@ class Renderer:
         """A renderer holding the messages of ``chunks`` (consecutive, from seq 0).
 
         Raises:
-            ValueError: the chunks are not consecutive or not in the chunk format.
+            ValueError: the chunks are not consecutive or not in the chunk format (packed
+                as :meth:`chunk` packs them).
         """
         self = cls(max_observation_chars)
         messages = self.messages
         last: str | None = None
         for text in chunks:
-            data = json.loads(text)
+            data = json.loads(_unpack(text))
             if data["from"] != self._rendered or data["upto"] < self._rendered:
                 raise ValueError(
                     f"history chunk from seq {data['from']} does not follow seq "

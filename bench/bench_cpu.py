@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -287,17 +288,24 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f}"
 
 
-def report(
-    args: argparse.Namespace,
-    timed: dict[str, list[tuple[float, float]]],
-    read: tuple[list[float], int],
-    peer: tuple[list[float], int, str] | str,
-    sizes: dict[str, int],
-    agents: list[float],
-    scale: dict[str, dict[str, list[float]]],
-    load: tuple[str, str],
-    wall_s: float,
-) -> str:
+@dataclass
+class Figures:
+    """What one run measured."""
+
+    timed: dict[str, list[tuple[float, float]]]
+    """Per case, each round's (wall, CPU) seconds per step (CPU ``nan``: not measured)."""
+    read: tuple[list[float], int]
+    """Seconds of each transcript read, and the events read."""
+    peer: tuple[list[float], int, str] | str
+    """The Agents SDK's session loads (seconds, items, version), or why not measured."""
+    sizes: dict[str, int]
+    agents: list[float]
+    scale: dict[str, dict[str, list[float]]]
+    """Per garbage-collector setting, steps/s of each store and group-commit mode."""
+
+
+def report(args: argparse.Namespace, f: Figures, load: tuple[str, str], wall_s: float) -> str:
+    timed, read, peer, sizes, agents, scale = (f.timed, f.read, f.peer, f.sizes, f.agents, f.scale)
     lines = [
         SECTION,
         "",
@@ -364,20 +372,14 @@ def report(
         "",
         f"`Agent()` with one tool: {us(med(agents))} us of CPU (median of 5 x 200).",
         "",
-        *targets(args, timed, read, peer, sizes, scale),
+        *targets(args, f),
     ]
     return "\n".join(lines) + "\n"
 
 
-def targets(
-    args: argparse.Namespace,
-    timed: dict[str, list[tuple[float, float]]],
-    read: tuple[list[float], int],
-    peer: tuple[list[float], int, str] | str,
-    sizes: dict[str, int],
-    scale: dict[str, dict[str, list[float]]],
-) -> list[str]:
+def targets(args: argparse.Namespace, f: Figures) -> list[str]:
     """Issue 26's targets against this run's figures (medians), each met or not."""
+    timed, read, peer, sizes, scale = f.timed, f.read, f.peer, f.sizes, f.scale
 
     def wall(name: str) -> float:
         return med([w for w, _ in timed[name]])
@@ -458,17 +460,8 @@ async def main_async(args: argparse.Namespace, trees: dict[str, tuple[Path, Path
         with psycopg.connect(args.postgres, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{PG_SCHEMA}" CASCADE'.encode())
     load1 = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return report(
-        args,
-        timed,
-        read,
-        peer,
-        sizes,
-        agents,
-        scale,
-        (load0, load1),
-        time.perf_counter() - started,
-    )
+    figures = Figures(timed, read, peer, sizes, agents, scale)
+    return report(args, figures, (load0, load1), time.perf_counter() - started)
 
 
 def write_section(text: str) -> None:

@@ -24,7 +24,8 @@ DEFAULT_THRESHOLD = 10_000
 def tune_gc(*, threshold: int = DEFAULT_THRESHOLD, freeze: bool = True) -> tuple[int, int, int]:
     """Set the garbage collector for a worker or service that advances many runs at once.
     Call it once, after the imports and the set-up (agents built, stores opened); it is
-    process-wide, and agentcore never calls it itself.
+    process-wide, and agentcore calls it only when asked to (the Celery integration's
+    ``install(..., tune_gc=True)``).
 
     - ``freeze``: everything alive now moves to the permanent generation
       (``gc.freeze()``), so the modules, validators and agents of the start-up are not

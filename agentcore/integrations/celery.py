@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -436,6 +437,7 @@ def install(
     sweep_every: float | None = 60.0,
     idle_after: float = 120.0,
     max_retries: int = 5,
+    tune_gc: bool = False,
 ) -> Registry:
     """Register ``agents`` and the ``agentcore.advance`` and ``agentcore.sweep`` tasks in
     ``app`` (the worker's app; the web process needs only a :class:`CeleryQueue`).
@@ -451,6 +453,12 @@ def install(
             service beat``, one per deployment; ``None``: no schedule).
         idle_after: see :func:`find_orphans`.
         max_retries: retries (with backoff) of a turn that failed with a store error.
+        tune_gc: call :func:`agentcore.tune_gc` when the worker starts (Celery's
+            ``worker_init``, in the worker's main process after the app is loaded: before
+            the prefork pool forks, so its children inherit it; the same process with
+            ``--pool threads``). A worker advancing hundreds of runs spends much of its CPU
+            in the garbage collector otherwise (docs/scale.md). Process-wide: leave it off
+            where the worker process runs other work that relies on the defaults.
 
     Returns:
         The worker's :class:`Registry`.
@@ -506,6 +514,24 @@ def install(
     def on_shutdown(**_: object) -> None:
         registry.close()
 
+    if tune_gc:
+        tuned: list[int] = []  # the young generation's threshold before
+
+        def on_worker_init(**_: object) -> None:
+            from agentcore import tune_gc as tune
+
+            tuned.append(tune()[0])
+
+        def on_worker_ready(**_: object) -> None:  # logging is set up by now
+            log.info(
+                "agentcore.tune_gc threshold=%d before=%s frozen=%d",
+                gc.get_threshold()[0],
+                tuned[0] if tuned else "?",
+                gc.get_freeze_count(),
+            )
+
+        signals.worker_init.connect(on_worker_init, weak=False)  # pyright: ignore[reportUnknownMemberType]  # celery ships no type information
+        signals.worker_ready.connect(on_worker_ready, weak=False)  # pyright: ignore[reportUnknownMemberType]  # celery ships no type information
     signals.worker_shutting_down.connect(on_shutting_down, weak=False)  # pyright: ignore[reportUnknownMemberType]  # celery ships no type information
     signals.worker_shutdown.connect(on_shutdown, weak=False)  # pyright: ignore[reportUnknownMemberType]  # celery ships no type information
     return registry

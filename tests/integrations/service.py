@@ -39,6 +39,7 @@ registry = install(
     turn_seconds=10.0,
     sweep_every=None,
     idle_after=float(env.get("AGENTCORE_TEST_IDLE_AFTER", "120")),
+    tune_gc=env.get("AGENTCORE_TEST_TUNE_GC") == "1",
 )
 
 

@@ -76,6 +76,23 @@ async def test_a_submitted_run_is_completed_by_a_worker(
     # Turns of two steps: 2 + 2 + (1 tool step and the finish); each handed back in between.
     assert [o for _, o, _ in workers.outcomes("w1")] == ["running", "running", "completed"]
     assert effects(tmp_path / "effects.txt") == [f"{run_id}:3"]  # the one charge, once
+    assert "agentcore.tune_gc" not in workers.log("w1")  # off unless asked for
+
+
+async def test_install_with_tune_gc_tunes_the_workers_collector_at_start(
+    workers: Workers, store: PostgresStore, app: Celery, tmp_path: Path
+) -> None:
+    workers.start("w1", AGENTCORE_TEST_TUNE_GC="1")
+    workers.wait_for("w1", "agentcore.tune_gc")  # logged once the worker is ready
+    line = next(ln for ln in workers.log("w1").splitlines() if "agentcore.tune_gc" in ln)
+    assert "threshold=10000 before=700" in line  # CPython's default before
+    frozen = int(line.rsplit("frozen=", 1)[1].split()[0])
+    assert frozen > 10_000  # the app, agentcore and the agents, out of every collection
+    agent = make_agent(store, queue=CeleryQueue(app))
+    run_id = await agent.submit("count steps=5", budget=Budget(max_steps=10))
+    result = await settled(agent, run_id)
+    assert result.status is RunStatus.COMPLETED and result.answer == "took 5 steps"
+    assert effects(tmp_path / "effects.txt") == [f"{run_id}:3"]
 
 
 async def test_a_confirmation_is_carried_out_through_the_queue(

@@ -8,29 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 from starlette.types import Message, Scope
-from stores.conftest import pg_schema, postgres_dsn
+from stores.conftest import pg_schema, pg_store, postgres_dsn
 
 from agentcore.console import create_app
 from agentcore.stores.postgres import PostgresStore
 
 from ._support import make_agent, seed
 
-__all__ = ["pg_schema", "postgres_dsn"]  # the store tests' fixtures, used here too
+__all__ = ["pg_schema", "pg_store", "postgres_dsn"]  # the store tests' fixtures, used here too
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-async def store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
-    store = PostgresStore(postgres_dsn, schema=pg_schema)
-    try:
-        yield store
-    finally:
-        await store.close()
+def store(pg_store: PostgresStore) -> PostgresStore:
+    return pg_store  # a fresh schema's store, closed afterwards (tests/stores/conftest.py)
 
 
 async def test_leaving_a_live_page_mid_read_logs_no_error(

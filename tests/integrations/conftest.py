@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 # The store tests' PostgreSQL fixtures and their skip-or-fail rule, shared.
-from stores.conftest import pg_schema, postgres_dsn, unavailable
+from stores.conftest import pg_schema, pg_store, postgres_dsn, unavailable
 
-__all__ = ["pg_schema", "postgres_dsn"]
+__all__ = ["pg_schema", "pg_store", "postgres_dsn"]
 
 HERE = Path(__file__).resolve().parent
 AMQP_VARIABLE = "AGENTCORE_TEST_AMQP_URL"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,12 +29,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.subprocess]
 
 
 @pytest.fixture
-async def store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore(postgres_dsn, schema=pg_schema)
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(pg_store: PostgresStore) -> PostgresStore:
+    return pg_store  # a fresh schema's store, closed afterwards (tests/stores/conftest.py)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import re
 import signal
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,12 +42,8 @@ LEASE_S = "2"
 
 
 @pytest.fixture
-async def store(postgres_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore(postgres_dsn, schema=pg_schema)
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(pg_store: PostgresStore) -> PostgresStore:
+    return pg_store  # a fresh schema's store, closed afterwards (tests/stores/conftest.py)
 
 
 @pytest.fixture

@@ -113,3 +113,19 @@ def on_memory_and_sqlite(check: Callable[[Any], Awaitable[None]]) -> None:
                 await memory.close()
 
     asyncio.run(go())
+
+
+def on_postgres(dsn: str, schema: str, check: Callable[[Any], Awaitable[None]]) -> None:
+    """Run ``check(store)`` on a fresh PostgresStore on ``schema``, closed afterwards: one
+    example of a property test (see :func:`on_memory_and_sqlite`)."""
+
+    async def go() -> None:
+        from agentcore.stores import PostgresStore
+
+        store = PostgresStore(dsn, schema=schema)
+        try:
+            await check(store)
+        finally:
+            await store.close()
+
+    asyncio.run(go())

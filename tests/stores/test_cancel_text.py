@@ -5,7 +5,6 @@ every built-in store; text with a lone surrogate is refused by every one of them
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 
 import pytest
@@ -16,7 +15,7 @@ from agentcore.errors import StoreError
 from agentcore.stores import CancelRequest, MemoryStore, PostgresStore, SQLiteStore
 from agentcore.stores.testing import context, started
 
-from .conftest import hostile_text, on_memory_and_sqlite
+from .conftest import hostile_text, on_memory_and_sqlite, on_postgres
 
 TEXT = hostile_text()
 NAMES = hostile_text(min_size=1)
@@ -77,11 +76,4 @@ def test_any_request_is_refused_or_read_back_exactly(by: str, reason: str | None
 def test_any_request_is_refused_or_read_back_exactly_on_postgres(
     postgres_dsn: str, pg_schema: str, by: str, reason: str | None
 ) -> None:
-    async def go() -> None:
-        store = PostgresStore(postgres_dsn, schema=pg_schema)
-        try:
-            await _check(store, by, reason)
-        finally:
-            await store.close()
-
-    asyncio.run(go())
+    on_postgres(postgres_dsn, pg_schema, lambda store: _check(store, by, reason))

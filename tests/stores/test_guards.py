@@ -4,14 +4,12 @@ after, on every store that keeps guards; two different names never share a guard
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from agentcore.stores import CallGuardStore, PostgresStore
+from agentcore.stores import CallGuardStore
 
-from .conftest import hostile_text, on_memory_and_sqlite
+from .conftest import hostile_text, on_memory_and_sqlite, on_postgres
 
 NAMES = hostile_text(min_size=1, max_size=300)
 
@@ -52,11 +50,4 @@ def test_any_names_hold_and_free_one_guard(run_id: str, key: str, other: str) ->
 def test_any_names_hold_and_free_one_guard_on_postgres(
     postgres_dsn: str, pg_schema: str, run_id: str, key: str, other: str
 ) -> None:
-    async def go() -> None:
-        store = PostgresStore(postgres_dsn, schema=pg_schema)
-        try:
-            await _check(store, run_id, key, other)
-        finally:
-            await store.close()
-
-    asyncio.run(go())
+    on_postgres(postgres_dsn, pg_schema, lambda store: _check(store, run_id, key, other))

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import re
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,7 @@ __all__ = [
     "ApprovalRequest",
     "Authorize",
     "OnPending",
+    "sign",
     "verify_signature",
     "webhook",
 ]
@@ -99,9 +101,36 @@ async def notify(hook: OnPending | None, request: ApprovalRequest) -> None:
         )
 
 
-def _sign(secret: bytes, timestamp: int, body: bytes) -> str:
-    mac = hmac.new(secret, str(timestamp).encode() + b"." + body, hashlib.sha256)
-    return f"t={timestamp},v1={mac.hexdigest()}"
+def _key(secret: str | bytes) -> bytes:
+    """The HMAC key of ``secret``.
+
+    Raises:
+        ConfigurationError: ``secret`` is empty, or neither text nor bytes (an unset
+            setting): an empty key signs what anyone can sign.
+    """
+    if isinstance(secret, str):
+        secret = secret.encode()
+    if not isinstance(secret, bytes | bytearray) or not secret:  # pyright: ignore[reportUnnecessaryIsInstance]  # a caller's setting
+        raise ConfigurationError(
+            "The webhook secret must be a non-empty string or bytes (the same on both sides)."
+        )
+    return bytes(secret)
+
+
+def _mac(key: bytes, timestamp: int, body: bytes) -> str:
+    return hmac.new(key, str(timestamp).encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def sign(body: bytes, secret: str | bytes, *, timestamp: int | None = None) -> str:
+    """The :data:`SIGNATURE_HEADER` value :func:`webhook` sends with ``body``
+    (``t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">``); ``timestamp`` defaults to now.
+    For a receiver's own tests.
+
+    Raises:
+        ConfigurationError: an empty ``secret``.
+    """
+    at = int(time.time()) if timestamp is None else timestamp
+    return f"t={at},v1={_mac(_key(secret), at, body)}"
 
 
 def webhook(url: str, secret: str | bytes, *, timeout: float = 5.0) -> OnPending:
@@ -117,9 +146,7 @@ def webhook(url: str, secret: str | bytes, *, timeout: float = 5.0) -> OnPending
     """
     if not url.startswith(("http://", "https://")):
         raise ConfigurationError(f"webhook url must be http:// or https://, got {url!r}")
-    key = secret.encode() if isinstance(secret, str) else secret
-    if not key:
-        raise ConfigurationError("webhook secret must not be empty")
+    key = _key(secret)
 
     def post(request: ApprovalRequest) -> None:
         body = json.dumps(request.to_json(), separators=(",", ":")).encode()
@@ -129,7 +156,7 @@ def webhook(url: str, secret: str | bytes, *, timeout: float = 5.0) -> OnPending
             method="POST",
             headers={
                 "Content-Type": "application/json",
-                SIGNATURE_HEADER: _sign(key, int(time.time()), body),
+                SIGNATURE_HEADER: sign(body, key),
             },
         )
         with urllib.request.urlopen(req, timeout=timeout):
@@ -142,18 +169,43 @@ def webhook(url: str, secret: str | bytes, *, timeout: float = 5.0) -> OnPending
 
 
 def verify_signature(
-    body: bytes, header: str, secret: str | bytes, *, tolerance_s: float = 300.0
+    body: bytes, header: str | None, secret: str | bytes, *, tolerance_s: float = 300.0
 ) -> bool:
     """Whether ``header`` (the :data:`SIGNATURE_HEADER` value) signs ``body`` with
-    ``secret`` and is at most ``tolerance_s`` old (a replayed request is refused)."""
-    key = secret.encode() if isinstance(secret, str) else secret
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    try:
-        timestamp = int(parts["t"])
-    except (KeyError, ValueError):
+    ``secret`` and is at most ``tolerance_s`` old (a replayed request is refused).
+
+    It fails closed: anything that is not exactly a header :func:`webhook` could have sent
+    (a missing or non-text header, a repeated or missing ``t`` or ``v1``, a timestamp that
+    is not a short decimal number, a ``v1`` that is not 64 lowercase hex digits, a body
+    that is not bytes, a ``tolerance_s`` that is not a number >= 0) is ``False``, never an
+    exception.
+
+    Raises:
+        ConfigurationError: an empty ``secret`` (the receiver's setting, not the request's).
+    """
+    key = _key(secret)
+    if not isinstance(body, bytes | bytearray | memoryview) or not isinstance(header, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a request's data
         return False
-    if abs(time.time() - timestamp) > tolerance_s:
+    if len(header) > _MAX_HEADER_CHARS:
         return False
-    return hmac.compare_digest(
-        _sign(key, timestamp, body), f"t={timestamp},v1={parts.get('v1', '')}"
-    )
+    fields: dict[str, str] = {}
+    for part in header.split(","):
+        name, equals, value = part.partition("=")
+        if not equals or name in fields:
+            return False  # a part without a value, or a repeated one: not what was sent
+        fields[name] = value
+    t, v1 = fields.get("t"), fields.get("v1")
+    if t is None or v1 is None or not _TIMESTAMP.fullmatch(t) or not _HEX_MAC.fullmatch(v1):
+        return False
+    timestamp = int(t)
+    if not abs(time.time() - timestamp) <= tolerance_s:  # also False for a NaN tolerance
+        return False
+    return hmac.compare_digest(_mac(key, timestamp, bytes(body)), v1)
+
+
+_MAX_HEADER_CHARS = 512
+"""A header :func:`webhook` sends is about 80 characters; a longer one is refused unread."""
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+"""Unix seconds, ASCII digits only (``str.isdigit`` also accepts other scripts' digits)."""
+_HEX_MAC = re.compile(r"[0-9a-f]{64}")
+"""A SHA-256 hex digest as ``hexdigest()`` writes it."""

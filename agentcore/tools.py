@@ -27,6 +27,7 @@ import inspect
 import json
 import re
 import time
+import types
 from collections.abc import (
     Awaitable,
     Callable,
@@ -37,7 +38,9 @@ from dataclasses import dataclass, replace
 from typing import (
     Annotated,
     Any,
+    Final,
     Literal,
+    Union,
     get_args,
     get_origin,
     get_type_hints,
@@ -180,9 +183,27 @@ class ToolOutcome:
     """The call may or may not have happened (the tool raised
     :class:`~agentcore.errors.ToolOutcomeUnknownError`: a remote server's connection broke
     mid-call). Recorded like a timeout."""
+    still_running: asyncio.Future[Any] | None = None  # Any: the call's result, unused
+    """A timed-out sync call whose thread is still running: done when the thread returns.
+    Its call guard is held until then."""
 
 
 _MAX_ERROR_CHARS = 8_000
+
+
+_TIMED_OUT: Final = object()
+
+
+async def _within(running: asyncio.Future[Any], seconds: float) -> Any:  # Any: the result
+    """The outcome of ``running`` (a sync call in its thread), or :data:`_TIMED_OUT` after
+    ``seconds``, leaving it to run; cancelling the wait cancels it (a call not yet
+    started in its thread then never starts)."""
+    try:
+        finished, _ = await asyncio.wait((running,), timeout=seconds)
+    except asyncio.CancelledError:
+        running.cancel()
+        raise
+    return running.result() if finished else _TIMED_OUT
 
 
 def recordable_result(
@@ -230,22 +251,97 @@ _ARGS_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
 _ARG_LINE = re.compile(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 
 
-def _bound_of(annotation: object) -> FromRun | None:
-    if get_origin(annotation) is not Annotated:
-        return None
-    return next((m for m in get_args(annotation)[1:] if isinstance(m, FromRun)), None)
+Binding = FromRun | Secret
+"""What fills a parameter instead of the model: the run's record, or a secret."""
+
+
+def _binding_of(annotation: object, tool_name: str, pname: str) -> tuple[Binding | None, Any]:
+    """The binding of a parameter and its type without it: ``(None, annotation)`` for a
+    parameter the model fills.
+
+    A binding applies to the whole parameter, in any annotation form that says so:
+    ``Annotated[str, FromRun("k")]``, that in a union (``... | None``, ``Optional[...]``),
+    or inside another ``Annotated``; the parameter's type is the annotation with the
+    binding taken out (``str | None``).
+
+    Raises:
+        ToolDefinitionError: a binding that cannot bind the parameter: inside a container
+            (``list[Annotated[str, FromRun("k")]]``), two different bindings, or one on a
+            :class:`ToolContext` parameter. Never left silently unbound: an unbound
+            parameter is one the model fills.
+    """
+    found, base = _take_bindings(annotation)
+    if not found:
+        if _holds_binding(annotation):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: parameter {pname!r} has a FromRun or Secret inside its "
+                f"type ({_type_name(annotation)}), where it cannot bind it: a binding fills "
+                f"the whole parameter. Write `{pname}: Annotated[T, FromRun(...)]` (or "
+                "Secret(...)), optionally `| None`, with T the parameter's type."
+            )
+        return None, annotation
+    distinct = list(dict.fromkeys(found))
+    if len(distinct) > 1:
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: parameter {pname!r} has {len(distinct)} bindings "
+            f"({', '.join(map(repr, distinct))}); a parameter is filled from one place: "
+            "keep one."
+        )
+    if _holds_binding(base):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: parameter {pname!r} is bound by {distinct[0]!r} and has "
+            "another FromRun or Secret inside its type: a binding fills the whole parameter; "
+            "keep the outer one."
+        )
+    return distinct[0], base
+
+
+def _take_bindings(annotation: object) -> tuple[list[Binding], Any]:
+    """The bindings on ``annotation`` itself or on a member of its union, and the
+    annotation without them (other metadata kept: ``Field`` constraints still apply)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        inner, *meta = get_args(annotation)
+        found: list[Binding] = [m for m in meta if isinstance(m, FromRun | Secret)]
+        rest = [m for m in meta if not isinstance(m, FromRun | Secret)]
+        inside, base = _take_bindings(inner)
+        return found + inside, Annotated[(base, *rest)] if rest else base  # pyright: ignore[reportInvalidTypeArguments]  # built at run time
+    if origin in (Union, types.UnionType):
+        found = []
+        members: list[Any] = []  # Any: the union's member types
+        for member in get_args(annotation):
+            inside, base = _take_bindings(member)
+            found.extend(inside)
+            members.append(base)
+        return found, Union[tuple(members)] if found else annotation  # pyright: ignore[reportInvalidTypeArguments]  # noqa: UP007  # built at run time
+    return [], annotation
+
+
+def _holds_binding(annotation: object, depth: int = 0) -> bool:
+    """Whether a FromRun or Secret appears anywhere in ``annotation``."""
+    if depth > _MAX_TYPE_DEPTH:
+        return False
+    if get_origin(annotation) is Annotated:
+        inner, *meta = get_args(annotation)
+        if any(isinstance(m, FromRun | Secret) for m in meta):
+            return True
+        return _holds_binding(inner, depth + 1)
+    return any(_holds_binding(arg, depth + 1) for arg in get_args(annotation))
+
+
+_MAX_TYPE_DEPTH = 32  # a type nested deeper than this is not a tool parameter's
+
+
+def _type_name(annotation: object) -> str:
+    if get_args(annotation):  # list[...] also has a __name__: "list"
+        return repr(annotation).replace("typing.", "")
+    return getattr(annotation, "__name__", None) or repr(annotation)
 
 
 def _is_context(annotation: object) -> bool:
     """``ToolContext``, ``ToolContext[D]``, or either in an ``Optional``/union."""
     found = (annotation, *get_args(annotation))
     return any(a is ToolContext or get_origin(a) is ToolContext for a in found)
-
-
-def _secret_of(annotation: object) -> Secret | None:
-    if get_origin(annotation) is not Annotated:
-        return None
-    return next((m for m in get_args(annotation)[1:] if isinstance(m, Secret)), None)
 
 
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -415,17 +511,20 @@ class Tool:
                     "one to know what to send."
                 )
             annotation = hints[pname]
+            binding, base = _binding_of(annotation, tool_name, pname)
             if _is_context(annotation):
+                if binding is not None:
+                    raise ToolDefinitionError(
+                        f"Tool {tool_name!r}: parameter {pname!r} is a ToolContext and cannot "
+                        f"also be bound by {binding!r}."
+                    )
                 self._ctx_param = pname
                 continue
-            bound = _bound_of(annotation)
-            if bound is not None:  # filled from the run's record, never shown to the model
-                base = get_args(annotation)[0]
-                self.run_params[pname] = (bound, TypeAdapter(base))
+            if isinstance(binding, FromRun):  # from the run's record, never shown to the model
+                self.run_params[pname] = (binding, TypeAdapter(base))
                 continue
-            secret = _secret_of(annotation)
-            if secret is not None:  # filled at execution, never shown to the model
-                self.secret_params[pname] = secret.name
+            if isinstance(binding, Secret):  # filled at execution, never shown to the model
+                self.secret_params[pname] = binding.name
                 continue
             default = ... if param.default is param.empty else param.default
             fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
@@ -554,7 +653,18 @@ class Tool:
         try:
             with current_context(ctx):  # seen by agentcore.net's clients inside the call
                 call = self._call(model, ctx, secrets) if secrets else self._call(model, ctx)
-                value = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+                if self.timeout is None:
+                    value = await call
+                elif self.runs_in_thread:
+                    running = asyncio.ensure_future(call)
+                    value = await _within(running, self.timeout)
+                    if value is _TIMED_OUT:
+                        # The thread cannot be stopped: whoever guards the call is told when
+                        # it returns.
+                        timed_out = done(False, error=f"timed out after {self.timeout:g}s")
+                        return replace(timed_out, timed_out=True, still_running=running)
+                else:
+                    value = await asyncio.wait_for(call, self.timeout)
         except TimeoutError:
             return replace(done(False, error=f"timed out after {self.timeout:g}s"), timed_out=True)
         except ToolOutcomeUnknownError as exc:

@@ -9,6 +9,12 @@ tool whose outcome can be lost:
 - the tool is non-idempotent with ``reconcile``: a parent that lost the call's outcome (a
   crash) asks the child's run; a completed child's answer is adopted, and otherwise the
   call runs again, which re-attaches to the child and resumes it;
+- a child that another worker is advancing right now (it holds the child's lease) is a
+  call in progress: the parent waits for it, up to the parent's ``lost_call_wait_s``, and
+  adopts its outcome; still running after that, the parent's call is lost (the parent
+  stops as ``needs_attention`` saying so, and a later ``resume`` adopts the child's
+  answer). It is never a failure the parent's model reads, which would invite a second
+  child;
 - a child that stops for a person (a call waiting for approval, a lost call of its own)
   makes the parent's call lost too: the parent stops as ``needs_attention`` with the
   child's run and what it waits for. A call waiting for approval in the child is the
@@ -17,38 +23,58 @@ tool whose outcome can be lost:
   then resumes the parent, which adopts the child's answer; a lost call of the child is
   settled in the child, then ``resume`` of the parent adopts its answer.
 
+A run tree is governed as one. A parent binds each sub-agent it is given
+(:func:`bind_subagents`, at construction and in ``Agent.configured``): the child runs in
+the parent's store, under the parent's approval rules and ``authorize`` as well as its own
+(the larger count of people per rule; both must authorise) and the stricter of their
+rules on untrusted text. A child's tools that take values bound to the run (``FromRun``)
+are checked when the parent's run starts, as the parent's own are.
+
 The child runs with its own scope and tools, its budget carved from what the parent has
 left (tokens, cost, tool calls, deadline), its tenant and a ``parent`` link in its
 metadata; its model usage is recorded in the parent (as ``model_called`` events with role
 ``child``), so it counts in both. Its effect towards the parent is the strongest effect
-among its tools: a child that may delete is a destructive tool.
+among its tools: a child that may delete is a destructive tool. Its answer is untrusted
+output (``@tool(output="untrusted")``) when the child can read untrusted text (a tool in
+its scope, a sub-agent of its own or a context provider whose output is untrusted): the
+child's answer may quote what a third party wrote.
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import hashlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentcore.contracts import MAX_RUN_ID_CHARS, Effect, Usage
 from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, ToolOutcomeUnknownError
 
 from ._extract import LoggedExtraction, current_log
+from ._observability import get_logger
+from ._run import UntrustedContext
+from ._run._tool_calls import GUARD_POLL_S
 from ._state import PendingCall, RunResult, RunState, RunStatus
-from .policy import Budget
+from .policy import Budget, Policy
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .approvals import Authorize
+    from .approvals import PendingCall as Pending
+    from .stores import TranscriptStore
 
-__all__ = ["PARENT_KEY", "child_run_id", "subagent_tool"]
+__all__ = ["PARENT_KEY", "SubagentTool", "bind_subagents", "child_run_id", "subagent_tool"]
 
 PARENT_KEY = "agentcore.parent"
 """The child's metadata key naming its parent: ``{"run_id": ..., "call_id": ..., "step":
 ...}``; ``agentcore runs --search PARENT_RUN_ID`` lists a run's children."""
 
 _RANK: dict[str, int] = {"read": 0, "write": 1, "destructive": 2}
+_STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
 
 
 def child_run_id(idempotency_key: str, name: str) -> str:
@@ -67,7 +93,7 @@ def subagent_tool(
     *,
     scope: list[str] | None,
     budget: Budget | None,
-) -> Tool:
+) -> SubagentTool:
     """The tool that runs ``child`` (see the module's text).
 
     Raises:
@@ -76,28 +102,160 @@ def subagent_tool(
     in_scope = child.resolve_scope(scope)
     if not in_scope:
         raise ConfigurationError(f"Sub-agent {name!r} has no tools in its scope.")
-    effect: Effect = "read"
-    for t in in_scope:
-        if _RANK[child.tools[t].spec.effect] > _RANK[effect]:
-            effect = child.tools[t].spec.effect
+    return SubagentTool(child, name, description, scope, budget, in_scope=in_scope)
 
-    async def answer_of(key: str) -> object | None:
+
+class SubagentTool(Tool):
+    """A tool that runs a sub-agent (``Agent.as_tool``); :attr:`child` is that agent, in
+    the tool a parent holds bound to the parent (its store and governance)."""
+
+    def __init__(
+        self,
+        child: Agent[Any],
+        name: str,
+        description: str,
+        scope: list[str] | None,
+        budget: Budget | None,
+        *,
+        in_scope: tuple[str, ...],
+        parent: Agent[Any] | None = None,
+        tree_store: Callable[[], TranscriptStore] | None = None,
+        origin: SubagentTool | None = None,
+    ) -> None:
+        self._child = child
+        self.scope = scope
+        self.budget = budget
+        self.description_text = description
+        self.in_scope = in_scope
+        self.parent = parent
+        """The agent this tool was bound to (``None``: not bound, as ``as_tool`` made it)."""
+        self.origin: SubagentTool = origin or self
+        """The tool as ``as_tool`` made it, before any parent bound it."""
+        self._tree_store = tree_store
+        effect: Effect = "read"
+        for t in in_scope:
+            if _RANK[child.tools[t].spec.effect] > _RANK[effect]:
+                effect = child.tools[t].spec.effect
+
+        async def run_child(task: str, ctx: ToolContext) -> str | None:
+            return await self._run(task, ctx)
+
+        run_child.__doc__ = f"""{description}
+
+        Args:
+            task: what the sub-agent is to do, in words it can act on alone.
+        """
+        super().__init__(
+            run_child,
+            effect=effect,
+            idempotent=False,
+            timeout=None,
+            reconcile=self._answer_of,
+            name=name,
+            description=None,
+            output="untrusted" if _reads_untrusted(child, in_scope) else "trusted",
+        )
+
+    @property
+    def child(self) -> Agent[Any]:
+        """The sub-agent; bound to a parent, it uses the run tree's one store."""
+        child = self._child
+        if self._tree_store is not None and child._store is None:  # pyright: ignore[reportPrivateUsage]
+            store = self._tree_store()
+            child._store_arg = store  # pyright: ignore[reportPrivateUsage]  # not the child's to close
+            child._store = store  # pyright: ignore[reportPrivateUsage]
+        return child
+
+    def bound(
+        self,
+        parent: Agent[Any],
+        *,
+        check_store: bool = True,
+        tree_store: Callable[[], TranscriptStore] | None = None,
+    ) -> SubagentTool:
+        """This sub-agent as a tool of ``parent``: its runs in the parent's store (or
+        ``tree_store``'s: a sub-agent of a sub-agent uses the root's), under the parent's
+        governance as well as its own (see the module's text).
+
+        Raises:
+            ConfigurationError: the sub-agent was given a store of its own that is not its
+                parent's (``check_store``).
+        """
+        origin = self.origin
+        child = origin._child
+        if check_store:
+            _check_same_store(origin.name, child, parent)
+        root = tree_store or (lambda: parent.store)
+        governed = copy.copy(child)
+        governed.policy = governed_policy(child.policy, parent.policy)
+        governed._store_arg = None  # pyright: ignore[reportPrivateUsage]  # set on first use
+        governed._store = None  # pyright: ignore[reportPrivateUsage]
+        governed._schema_cache = {}  # pyright: ignore[reportPrivateUsage]
+        governed._system_cache = {}  # pyright: ignore[reportPrivateUsage]
+        tool = SubagentTool(
+            governed,
+            origin.name,
+            origin.description_text,
+            origin.scope,
+            origin.budget,
+            in_scope=origin.in_scope,
+            parent=parent,
+            tree_store=root,
+            origin=origin,
+        )
+        governed.tools = {
+            name: t.origin.bound(governed, check_store=False, tree_store=root)
+            if isinstance(t, SubagentTool)
+            else t
+            for name, t in child.tools.items()
+        }
+        return tool
+
+    def bound_args(
+        self, tenant: str | None, metadata: Mapping[str, Any]
+    ) -> dict[str, Any]:  # Any: JSON values from the run's record
+        """Nothing of its own is bound to the run; checks that the child's tools find what
+        they take from the run (``FromRun``) in the parent's tenant and metadata, which the
+        child's run is given, so a run that lacks one is refused when it starts.
+
+        Raises:
+            ConfigurationError: a tool of the child (or of its sub-agents) takes a value
+                the run does not carry.
+        """
+        child = self._child
+        for name in self.in_scope:
+            try:
+                child.tools[name].bound_args(tenant, metadata)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"Sub-agent {self.name!r}: {exc}") from exc
+        return {}
+
+    async def _answer_of(self, key: str) -> object | None:
         """``reconcile``: the child's answer once it completed, else ``None``."""
         try:
-            found = await child.result(child_run_id(key, name))
+            found = await self.child.result(child_run_id(key, self.name))
         except RunNotFoundError:
             return None
         return found.answer if found.status is RunStatus.COMPLETED else None
 
-    async def run_child(task: str, ctx: ToolContext) -> str | None:
+    async def _run(self, task: str, ctx: ToolContext) -> str | None:
+        child, name = self.child, self.name
         run_id = child_run_id(ctx.idempotency_key, name)
         before = await _usage_of(child, run_id)
         try:
-            result = await _attach(child, run_id, task, ctx, scope, _carved(budget, ctx))
+            result = await _attach(child, run_id, task, ctx, self.scope, _carved(self.budget, ctx))
+            if result.status is RunStatus.RUNNING:
+                result = await self._wait_for(child, result)
         finally:
             _log_usage(name, before, await _usage_of(child, run_id))
         if result.status is RunStatus.COMPLETED:
             return result.answer
+        if result.status is RunStatus.RUNNING:
+            raise ToolOutcomeUnknownError(
+                f"sub-agent {name!r} (run {run_id}) is still running in another worker "
+                f"{self._wait_s():g}s after this call began waiting for it; resume this run "
+                "once it has stopped: the sub-agent's answer is taken from its run"
+            )
         if result.status in (RunStatus.AWAITING_CONFIRMATION, RunStatus.NEEDS_ATTENTION):
             raise ToolOutcomeUnknownError(_waiting(name, result))
         raise RuntimeError(  # failed, cancelled, out of budget: the parent's model decides
@@ -105,29 +263,106 @@ def subagent_tool(
             f"{result.reason or 'no reason given'}"
         )
 
-    run_child.__doc__ = f"""{description}
+    def _wait_s(self) -> float:
+        """How long a call waits for its child that another worker is advancing."""
+        return (self.parent or self._child).lost_call_wait_s
 
-    Args:
-        task: what the sub-agent is to do, in words it can act on alone.
+    async def _wait_for(self, child: Agent[Any], result: RunResult) -> RunResult:
+        """Wait while another worker advances the child (bounded by :meth:`_wait_s`),
+        taking it over when that worker is gone; the child's result when it stopped, or
+        its last (``running``) one."""
+        deadline = time.monotonic() + self._wait_s()
+        get_logger().warning(
+            "subagent_running_elsewhere",
+            run_id=result.run_id,
+            tool=self.name,
+            wait_s=self._wait_s(),
+        )
+        while result.status is RunStatus.RUNNING and time.monotonic() < deadline:
+            await asyncio.sleep(min(GUARD_POLL_S, max(0.0, deadline - time.monotonic())))
+            if child.queue is None:  # a worker that died leaves it to this one
+                result = await child.resume(result.run_id)
+            else:  # a queue's worker has it
+                result = await child.result(result.run_id)
+        return result
+
+
+def bind_subagents(agent: Agent[Any], *, check_store: bool = True) -> dict[str, Tool]:
+    """``agent``'s tools with each sub-agent bound to it (:meth:`SubagentTool.bound`).
+
+    Raises:
+        ConfigurationError: a sub-agent was given a store of its own that is not
+            ``agent``'s (``check_store``).
     """
-    return SubagentTool(
+    return {
+        name: t.bound(agent, check_store=check_store) if isinstance(t, SubagentTool) else t
+        for name, t in agent.tools.items()
+    }
+
+
+def governed_policy(child: Policy, parent: Policy) -> Policy:
+    """The policy a child's runs record under ``parent``: every approval rule of both (the
+    larger count of people where both name one), both ``authorize`` hooks, the stricter
+    rules on untrusted text."""
+    approvals = dict(child.approvals)
+    for key, count in parent.approvals.items():
+        approvals[key] = max(approvals.get(key, 0), count)
+    untrusted_arguments = max(
+        child.untrusted_arguments, parent.untrusted_arguments, key=_STRICTNESS.__getitem__
+    )
+    writes_after: Literal["confirm", "allow"] = (
+        "confirm"
+        if "confirm" in (child.writes_after_untrusted, parent.writes_after_untrusted)
+        else "allow"
+    )
+    return replace(
         child,
-        run_child,
-        effect=effect,
-        idempotent=False,
-        timeout=None,
-        reconcile=answer_of,
-        name=name,
-        description=None,
+        approvals=approvals,
+        authorize=_both(parent.authorize, child.authorize),
+        untrusted_arguments=untrusted_arguments,
+        writes_after_untrusted=writes_after,
     )
 
 
-class SubagentTool(Tool):
-    """A tool that runs a sub-agent (``Agent.as_tool``); :attr:`child` is that agent."""
+def _both(first: Authorize | None, second: Authorize | None) -> Authorize | None:
+    if first is None or second is None or first is second:
+        return first or second
 
-    def __init__(self, child: Agent[Any], *args: Any, **kwargs: Any) -> None:  # Any: Tool's
-        super().__init__(*args, **kwargs)
-        self.child = child
+    def authorize(by: str, pending: Pending) -> bool:
+        return first(by, pending) and second(by, pending)
+
+    return authorize
+
+
+def _check_same_store(name: str, child: Agent[Any], parent: Agent[Any]) -> None:
+    """A sub-agent given a store of its own must be given its parent's.
+
+    Raises:
+        ConfigurationError: it is another.
+    """
+    own = child._store_arg  # pyright: ignore[reportPrivateUsage]
+    theirs = parent._store_arg  # pyright: ignore[reportPrivateUsage]
+    if own is None or own is theirs or (isinstance(own, str) and own == theirs):
+        return
+    raise ConfigurationError(
+        f"Sub-agent {name!r} was given a store of its own ({_named(own)}) and its parent "
+        f"another ({_named(theirs)}): a run tree lives in one store. Leave the sub-agent's "
+        "store unset (it then uses its parent's), or give both the same store."
+    )
+
+
+def _named(store: object) -> str:
+    if store is None:
+        return "the default store"
+    return repr(store) if isinstance(store, str) else type(store).__name__
+
+
+def _reads_untrusted(child: Agent[Any], in_scope: tuple[str, ...]) -> bool:
+    """Whether the child can read untrusted text: a tool in scope whose output is
+    untrusted (a sub-agent's, recursively), or an untrusted context provider."""
+    if any(child.tools[t].output == "untrusted" for t in in_scope):
+        return True
+    return any(isinstance(p, UntrustedContext) for p in child._context)  # pyright: ignore[reportPrivateUsage]
 
 
 async def child_waiting(

@@ -27,6 +27,7 @@ from ._ownership import DEFAULT_LEASE_S, default_owner
 from ._run import LOST_CALL_WAIT_S, ContextProvider, Turn, commands
 from ._snapshot import snapshot_interval
 from ._state import OutputT, RunResult, RunStatus
+from ._subagent import bind_subagents
 from ._twins import StreamTwin, SyncTwin
 from .policy import Budget, Policy
 from .queue import RunQueue
@@ -161,6 +162,7 @@ class Agent(RunOperations[OutputT], Extractor):
         self._store = store if not isinstance(store, str | None) else None
         self._schema_cache = {}
         self._system_cache = {}
+        self.tools = bind_subagents(self)  # a run tree: one store, governed as one
 
     def configured(
         self, *, model: ModelSpec | None = None, store: str | None = None
@@ -175,6 +177,7 @@ class Agent(RunOperations[OutputT], Extractor):
             clone._store = None
         clone._schema_cache = {}
         clone._system_cache = {}
+        clone.tools = bind_subagents(clone, check_store=False)  # they follow its store
         return clone
 
     def as_tool(

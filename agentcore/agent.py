@@ -27,6 +27,7 @@ from ._ownership import DEFAULT_LEASE_S, default_owner
 from ._run import LOST_CALL_WAIT_S, ContextProvider, Turn, commands
 from ._snapshot import snapshot_interval
 from ._state import OutputT, RunResult, RunStatus
+from ._subagent import SubagentTool
 from ._subagent import bind_subagents
 from ._twins import StreamTwin, SyncTwin
 from .policy import Budget, Policy
@@ -37,6 +38,22 @@ from .stores import TranscriptStore
 from .tools import DepsFactory, Tool
 
 __all__ = ["Agent", "ModelSpec"]
+
+
+def _rule_targets(tools: Mapping[str, Tool]) -> tuple[set[str], set[str]]:
+    """The tool names and labels an approvals rule may name: the agent's tools', and
+    those its sub-agents can call (their scopes), at any depth."""
+    names: set[str] = set()
+    labels: set[str] = set()
+    for tool in tools.values():
+        names.add(tool.name)
+        labels.update(tool.labels)
+        if isinstance(tool, SubagentTool):
+            child = tool.child.tools
+            more_names, more_labels = _rule_targets({n: child[n] for n in tool.in_scope})
+            names |= more_names
+            labels |= more_labels
+    return names, labels
 
 
 class Agent(RunOperations[OutputT], Extractor):
@@ -136,6 +153,7 @@ class Agent(RunOperations[OutputT], Extractor):
             self.route = resolve_route(model)
             self.plan_route = ()
         self.policy = policy or Policy()
+        self.policy.check_rules(*_rule_targets(self.tools))
         self._output = output_spec(output)
         doc = contract if isinstance(contract, ContractDocument) else load_contract(contract)
         self.contract = doc.with_examples(examples)

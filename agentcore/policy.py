@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -295,6 +296,35 @@ class Policy:
                 f"Invalid schema_form {self.schema_form!r}. Valid forms: 'typed', 'generic'."
             )
 
+    def check_rules(self, tools: Collection[str], labels: Collection[str]) -> None:
+        """Check that each ``tool:`` and ``label:`` rule of :attr:`approvals` names one of
+        ``tools`` or ``labels`` (an agent's, its sub-agents' included), exactly: a rule that
+        names nothing never applies, and the call it was meant for would run without it.
+
+        Raises:
+            ConfigurationError: a rule names no tool or label; the message suggests the
+                closest name.
+        """
+        problems: list[str] = []
+        for key in self.approvals:
+            kind, _, name = key.partition(":")
+            known = tools if kind == "tool" else labels if kind == "label" else None
+            if known is None or name in known:
+                continue
+            close = _closest(name, known)
+            hint = f": did you mean '{kind}:{close}'?" if close else ""
+            listed = ", ".join(sorted(known)[:20]) or "none"
+            problems.append(
+                f"{key!r} names no {kind} of this agent or its sub-agents{hint} "
+                f"(its {kind}s: {listed})"
+            )
+        if problems:
+            raise ConfigurationError(
+                f"Policy(approvals=...) has a rule that would never apply, so the call it was "
+                f"meant for would run without the approvals: {'; '.join(problems)}. Rules "
+                "name a tool or label exactly (case and spaces count)."
+            )
+
     def approvals_needed(self, keys: Sequence[str]) -> int:
         """People a call matching these rule keys needs (0: no rule names it)."""
         return max((self.approvals.get(k, 0) for k in keys), default=0)
@@ -328,6 +358,17 @@ class Policy:
         if "compensate_on" in known:
             known["compensate_on"] = tuple(known["compensate_on"])
         return cls(**known)
+
+
+def _closest(name: str, known: Collection[str]) -> str | None:
+    """The name in ``known`` that ``name`` most likely meant: the same once spaces and
+    case are ignored, else the closest spelling; ``None`` when none is close."""
+    folded = {k.strip().casefold(): k for k in known}
+    exact = folded.get(name.strip().casefold())
+    if exact is not None:
+        return exact
+    near = difflib.get_close_matches(name.strip().casefold(), list(folded), n=1, cutoff=0.6)
+    return folded[near[0]] if near else None
 
 
 _HOOKS = frozenset({"authorize", "on_pending"})

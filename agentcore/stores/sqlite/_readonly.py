@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentcore.contracts.errors import StoreError
 
-from ._schema import SCHEMA_VERSION, check_ours, read_version
+from ._schema import SCHEMA_VERSION, read_checked
 
 __all__ = ["open_read_only"]
 
@@ -47,8 +47,7 @@ def open_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
 
 
 def _check_version(conn: sqlite3.Connection, path: str) -> None:
-    version = read_version(conn)
-    check_ours(conn, path, version)
+    version = read_checked(conn, path)
     if version != SCHEMA_VERSION:
         what = "has no agentcore tables yet" if version == 0 else f"is at version {version}"
         raise StoreError(

@@ -6,16 +6,21 @@ an empty file becomes a store; a file of another application (tables of its own 
 user_version 0, a foreign application id, or a version without our tables) is refused; a
 file of a newer agentcore is refused. Everything else is upgraded in one ``BEGIN IMMEDIATE``
 transaction, which re-reads the version first, so concurrent openers upgrade once.
+
+Opening waits for the file's lock as a write does, up to the connection's busy timeout: SQLite
+answers SQLITE_BUSY at once, without waiting, when a new file's journal mode is switched to WAL
+while another process is opening it too, so the whole open is retried until that bound.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from agentcore.contracts.errors import StoreError
 
 from .._migrations import Migration, numbered, pending
-from ._transaction import immediate
+from ._transaction import immediate, rollback
 
 __all__ = [
     "APPLICATION_ID",
@@ -23,6 +28,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "check_ours",
     "open_schema",
+    "read_checked",
     "read_version",
 ]
 
@@ -154,6 +160,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this code writes, recorded in ``PRAGMA user_version``."""
 
 _OUR_TABLES = frozenset({"events", "runs"})
+_FIRST_PAUSE_S = 0.002
+_LONGEST_PAUSE_S = 0.05
 
 
 def open_schema(
@@ -170,13 +178,37 @@ def open_schema(
 
     Raises:
         StoreError: the file belongs to another application or to a newer agentcore, or
-            is older and ``migrate`` is false; it was not modified.
+            is older and ``migrate`` is false, or another connection held its lock for
+            longer than this connection's busy timeout; it was not modified.
         sqlite3.Error: the file cannot be read or written (the caller names the cause).
     """
+    (timeout_ms,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    deadline = time.monotonic() + int(timeout_ms) / 1000
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            return _open_schema(conn, path, synchronous, migrate)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreError(
+                    f"SQLite store {path}: cannot open the database: another connection held "
+                    f"its lock for longer than the busy timeout ({int(timeout_ms) / 1000:g} s) "
+                    f"({exc}). The file was not changed by this open: retry, or give the store "
+                    "a longer busy_timeout_s."
+                ) from exc
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _LONGEST_PAUSE_S)
+
+
+def _open_schema(conn: sqlite3.Connection, path: str, synchronous: str, migrate: bool) -> int:
+    """One attempt of :func:`open_schema`; SQLITE_BUSY leaves nothing half done (the
+    migrations' transaction is rolled back)."""
     # Reads only, so a refused file stays byte for byte as it was. The first statement that
     # reads the file fails on a non-database (SQLITE_NOTADB).
-    version = read_version(conn)
-    check_ours(conn, path, version)
+    version = read_checked(conn, path)
     if pending(MIGRATIONS, version, store=path) and version and not migrate:
         raise StoreError(
             f"SQLite store {path} has schema version {version}, older than this agentcore's "
@@ -199,6 +231,24 @@ def open_schema(
                 conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return current
+
+
+def read_checked(conn: sqlite3.Connection, path: str) -> int:
+    """The file's version, once :func:`check_ours` accepted it, both read in one read
+    transaction: another process creating the store meanwhile is seen wholly or not at all
+    (never its tables with the version still 0).
+
+    Raises:
+        StoreError: it is not an agentcore store.
+        sqlite3.Error: the file cannot be read.
+    """
+    conn.execute("BEGIN DEFERRED")
+    try:
+        version = read_version(conn)
+        check_ours(conn, path, version)
+    finally:
+        rollback(conn)  # it only read
+    return version
 
 
 def read_version(conn: sqlite3.Connection) -> int:

@@ -104,7 +104,6 @@ async def test_a_call_runs_once_two_different_people_approved_it(rule: dict[str,
 
 async def test_one_approval_is_enough_without_a_rule_and_records_as_before() -> None:
     ledger: list[dict[str, Any]] = []
-    agent = make_agent(ledger, approvals={"tool:other": 3})
 
     @tool(effect="destructive")
     def wipe() -> str:
@@ -121,7 +120,7 @@ async def test_one_approval_is_enough_without_a_rule_and_records_as_before() -> 
             ]
         ),
         store=MemoryStore(),
-        policy=Policy(plan_before_writes=False, approvals={"tool:other": 3}),
+        policy=Policy(plan_before_writes=False, approvals={"effect:read": 3}),  # not this call
     )
     paused = await agent.run("wipe")
     assert paused.pending is not None and paused.pending.approvals_needed == 1

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._state import FINAL_STATUSES, RunState, RunStatus
+from ._state import FINAL_STATUSES, UNDO_SUFFIX, RunState, RunStatus
 from .events import (
     ActionProposed,
+    Approval,
     CompensationFinished,
     CompensationStarted,
     Confirmation,
@@ -55,7 +56,9 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
         if ev.seq != i:
             problems.append(f"{where}: expected seq {i}")
             break
-        undo = isinstance(ev, CompensationStarted | CompensationFinished)
+        undo = isinstance(ev, CompensationStarted | CompensationFinished) or (
+            isinstance(ev, Approval) and ev.call_id.endswith(UNDO_SUFFIX)
+        )
         if final_at is not None and not undo and not (compensating and ev.type == "run_finished"):
             problems.append(f"{where}: follows the final run_finished at seq {final_at}")
         if undo:

@@ -49,8 +49,13 @@ UNTRUSTED_TEXT_CAP = 4_000_000
 """Characters of untrusted output a run keeps for provenance; later output is not matched
 (documented: an argument copied from it is labelled ``model``)."""
 
+UNDO_SUFFIX = ":undo"
+"""Ends the ``call_id`` of an ``approval`` of the undo of that call (a compensation that
+needs several people), and the idempotency key of the undo itself."""
+
 __all__ = [
     "FINAL_STATUSES",
+    "UNDO_SUFFIX",
     "OpenCall",
     "PendingCall",
     "RunResult",
@@ -321,6 +326,8 @@ class RunState:
                     self.confirmed_plan = normalise("\n".join(call.action.steps))
                 if not event.approved and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
+            case Approval() if event.call_id.endswith(UNDO_SUFFIX):
+                self.compensating = True  # a person's approval of an undo (``_compensation``)
             case Approval():
                 self._call(event.call_id).approvals.append(event)
             case ApprovalExpired():

@@ -27,8 +27,7 @@ from ._ownership import DEFAULT_LEASE_S, default_owner
 from ._run import LOST_CALL_WAIT_S, ContextProvider, Turn, commands
 from ._snapshot import snapshot_interval
 from ._state import OutputT, RunResult, RunStatus
-from ._subagent import SubagentTool
-from ._subagent import bind_subagents
+from ._subagent import SubagentTool, bind_subagents
 from ._twins import StreamTwin, SyncTwin
 from .policy import Budget, Policy
 from .queue import RunQueue

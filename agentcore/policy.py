@@ -210,6 +210,10 @@ class Policy:
         compensate_on: run endings after which the run's committed effects are undone
             at once (``Agent.compensate`` by ``policy``): any of ``failed``, ``cancelled``,
             ``budget_exhausted``, ``needs_attention``. Default: none (a person decides).
+        compensate_completed: ``Agent.compensate`` may undo a ``completed`` run (it then
+            ends ``cancelled`` and its answer is no longer its result). Default ``False``:
+            a completed run's compensation is refused. Read from the agent that compensates,
+            not from the run's recorded policy.
         max_batch: the most calls one ``batch`` action may hold (0, the default: the model
             is offered no batch). With 2 or more, and a read-only, idempotent tool in
             scope, the model may make several calls of such tools in one step; they run
@@ -235,6 +239,7 @@ class Policy:
     approval_expiry: Literal["wait", "deny", "escalate"] = "wait"
     approvals: Mapping[str, int] = field(default_factory=dict[str, int])
     compensate_on: tuple[str, ...] = ()
+    compensate_completed: bool = False
     untrusted_arguments: Literal["confirm", "deny", "allow"] = "confirm"
     writes_after_untrusted: Literal["confirm", "allow"] = "confirm"
     max_batch: int = 0
@@ -286,6 +291,10 @@ class Policy:
             raise ConfigurationError(
                 f"Invalid compensate_on {self.compensate_on!r}: a tuple of "
                 f"{', '.join(sorted(_COMPENSABLE_ENDINGS))}."
+            )
+        if type(self.compensate_completed) is not bool:
+            raise ConfigurationError(
+                f"compensate_completed must be True or False, got {self.compensate_completed!r}"
             )
         if type(self.max_batch) is not int or self.max_batch < 0 or self.max_batch == 1:
             raise ConfigurationError(
@@ -339,6 +348,7 @@ class Policy:
             "approvals": {},
             "approval_expiry": "wait",
             "compensate_on": [],
+            "compensate_completed": False,
             "untrusted_arguments": "confirm",
             "writes_after_untrusted": "confirm",
             "max_batch": 0,

@@ -137,10 +137,10 @@ async def test_what_cannot_be_undone_is_named_and_failed_calls_are_left_alone() 
     bank = Bank()
     agent = bank.make_agent(
         plan=[call("pay", to="a", amount=1), call("note", text="hi"), call("flaky", n=1)],
-        policy=Policy(plan_before_writes=False),
+        policy=Policy(plan_before_writes=False, compensate_completed=True),
     )
     result = await agent.run("go", run_id="r1")
-    assert result.status is RunStatus.COMPLETED  # a finished run can be undone too
+    assert result.status is RunStatus.COMPLETED  # a finished run can be undone, when allowed
     done = await agent.compensate("r1", by="ops")
     assert "could not undo (no compensate): note at step 2" in (done.reason or "")
     assert "undo flaky" not in bank.log and "refund a 1" in bank.log

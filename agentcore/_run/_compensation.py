@@ -17,9 +17,25 @@ newer is in doubt:
 - an undo that fails stops the run as ``needs_attention``; calling ``compensate`` again
   (after fixing the cause) retries it and goes on.
 
+An undo is an effect, governed like the call it undoes:
+
+- ``Policy.authorize(by, pending)`` of the agent that compensates is asked about every undo
+  still to do before anything is recorded (``pending.kind`` is ``"undo"``, ``pending.tool``
+  the tool whose call is undone); a refusal raises :class:`NotAuthorizedError`;
+- an undo of a call whose tool needs N approvals (``Policy.approvals`` by tool, label or
+  effect, the larger of the run's recorded rules and the agent's; a destructive tool at
+  least one) needs N distinct people. Each person's ``compensate`` approves every undo
+  still to do; until an undo has its N people an ``approval`` (call id ``<call>:undo``)
+  records each one and the run stops as ``needs_attention`` saying who approved and how
+  many more are needed. People are compared as confirm compares them (NFKC, whitespace
+  stripped); the same person twice raises :class:`AlreadyApprovedError`. ``compensate_on``
+  (``by="policy"``) is no person: it stops at the first undo that needs one;
+- a ``completed`` run is compensated only when the agent's ``Policy.compensate_completed``
+  is set.
+
 When every effect is undone the run ends ``cancelled``, with a reason that lists what was
 undone and what could not be (a tool without ``compensate``). A run that began
-compensating never advances again.
+compensating (or whose undo a person approved) never advances again.
 """
 
 from __future__ import annotations
@@ -28,15 +44,22 @@ import asyncio
 import contextlib
 import inspect
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentcore.contracts.errors import RunError, StoreError
+from agentcore.contracts.errors import (
+    AlreadyApprovedError,
+    NotAuthorizedError,
+    RunError,
+    StoreError,
+)
 
 from .._faults import crash_point
-from .._state import RunStatus
+from .._state import UNDO_SUFFIX, PendingCall, RunStatus
 from ..events import (
+    Approval,
     CompensationFinished,
     CompensationStarted,
     Event,
@@ -44,6 +67,7 @@ from ..events import (
     ToolFinished,
     ToolStarted,
 )
+from ..policy import Policy
 from ..stores import CallGuardStore
 from ..tools import (
     CommittedCall,
@@ -74,6 +98,8 @@ class _Effect:
     finished: ToolFinished | None = None
     undo_started: CompensationStarted | None = None
     undo_finished: CompensationFinished | None = None
+    undo_approvals: list[Approval] = field(default_factory=list[Approval])
+    """People's approvals of its undo, before the last (it needs several people)."""
 
     @property
     def outcome_known(self) -> bool:
@@ -106,6 +132,10 @@ def _effects(events: Sequence[Event], effects_of: Mapping[str, str]) -> list[_Ef
                 by_call[ev.call_id].undo_started = ev
             case CompensationFinished() if ev.call_id in by_call:
                 by_call[ev.call_id].undo_finished = ev
+            case Approval() if (
+                ev.call_id.endswith(UNDO_SUFFIX) and ev.call_id.removesuffix(UNDO_SUFFIX) in by_call
+            ):
+                by_call[ev.call_id.removesuffix(UNDO_SUFFIX)].undo_approvals.append(ev)
             case _:
                 pass
     return sorted(by_call.values(), key=lambda e: e.started.seq, reverse=True)
@@ -130,12 +160,26 @@ async def compensate(
     *,
     by: str,
     settle: Mapping[str, Settle],
+    policy: Policy | None = None,
+    person: bool = True,
 ) -> None:
     """Undo the run's committed effects newest first (see the module's text).
 
+    Args:
+        policy: the policy of the agent that compensates (its ``authorize``, its
+            ``approvals`` beside the run's recorded ones, ``compensate_completed``);
+            ``None``: the run's recorded policy alone, with no ``authorize``.
+        person: ``by`` is a person (``False`` for ``Policy.compensate_on``: it approves
+            no undo that needs people).
+
     Raises:
-        RunError: the run is running or waiting for a person (cancel it first), or
-            ``settle`` names a call that has nothing in doubt.
+        RunError: the run is running or waiting for a person (cancel it first), it is
+            completed and ``policy.compensate_completed`` is not set, or ``settle`` names
+            a call that has nothing in doubt.
+        NotAuthorizedError: ``policy.authorize`` refuses ``by`` for an undo still to do
+            (nothing is recorded).
+        AlreadyApprovedError: ``by`` approved every undo that still needs people already
+            (nothing is recorded).
     """
     st = d.state
     last = events[-1] if events else None
@@ -146,13 +190,16 @@ async def compensate(
             f"Run {st.run_id} is {st.status.value}: cancel it first (agentcore cancel "
             f"{st.run_id}), then compensate it."
         )
-    lost = outcomes_unknown(st, f"a compensation by {by} began")
-    for event in lost:  # the open call's outcome is unknown: say so before undoing
-        d.record(event)
-    events = [*events, *lost]
+    if st.status is RunStatus.COMPLETED and not (policy and policy.compensate_completed):
+        raise RunError(
+            f"Run {st.run_id} is completed: undoing its effects would cancel it and its answer "
+            "would no longer be its result, and this agent's policy does not allow that. To "
+            "allow it, give the agent Policy(compensate_completed=True). Nothing was recorded."
+        )
     tools = d.setup.tools
     recorded = {name: str(entry.get("effect", "read")) for name, entry in st.tools.items()}
-    effects = _effects(events, {**recorded, **{n: t.spec.effect for n, t in tools.items()}})
+    effect_of = {**recorded, **{n: t.spec.effect for n, t in tools.items()}}
+    effects = _effects([*events, *outcomes_unknown(st, "")], effect_of)
     doubtful = {e.started.call_id for e in effects if not e.outcome_known or e.undo_in_doubt}
     stray = sorted(set(settle) - doubtful)
     if stray:
@@ -161,6 +208,14 @@ async def compensate(
             "names calls or undos whose outcome is unknown: "
             f"{', '.join(sorted(doubtful)) or 'none'}."
         )
+    gate = _Gate(d, effects, effect_of, by=by, policy=policy, person=person)
+    gate.check()  # raises before anything is recorded
+    lost = outcomes_unknown(st, f"a compensation by {by} began")
+    for event in lost:  # the open call's outcome is unknown: say so before undoing
+        d.record(event)
+    added = [*lost, *gate.approve()]
+    effects = _effects([*events, *added], effect_of)
+    gate.effects = effects
     undone: list[str] = []
     kept: list[str] = []
     try:
@@ -169,7 +224,7 @@ async def compensate(
                 if effect.undo_finished is not None and effect.undo_finished.outcome == "undone":
                     undone.append(_label(effect))
                 continue
-            await _one(d, effect, tools.get(effect.started.tool), by, settle, undone, kept)
+            await _one(d, effect, tools.get(effect.started.tool), by, settle, undone, kept, gate)
     except _StopError as stop:
         d.finish(RunStatus.NEEDS_ATTENTION, reason=str(stop))
         await d.flush()
@@ -185,6 +240,158 @@ def _label(effect: _Effect) -> str:
     return f"{effect.started.tool} at step {effect.started.step}"
 
 
+def _person(name: str) -> str:
+    """A person's name as approvals compare it: NFKC-normalised, whitespace stripped."""
+    return unicodedata.normalize("NFKC", name).strip()
+
+
+class _Gate:
+    """Who may undo what: the agent's ``authorize`` and the approval rules, applied to
+    each undo still to do (see the module's text)."""
+
+    def __init__(
+        self,
+        d: Driver,
+        effects: list[_Effect],
+        effect_of: Mapping[str, str],
+        *,
+        by: str,
+        policy: Policy | None,
+        person: bool,
+    ) -> None:
+        self.d, self.by, self.policy, self.person = d, by, policy, person
+        self.effect_of = effect_of
+        self.effects = effects
+
+    def _todo(self) -> list[_Effect]:
+        """The effects an undo may still run for, newest first."""
+        todo: list[_Effect] = []
+        for e in self.effects:
+            tool = self.d.setup.tools.get(e.started.tool)
+            if e.settled or tool is None or tool.compensation is None:
+                continue
+            if e.outcome_known and not (e.finished is not None and e.finished.ok):
+                continue  # it failed: nothing to undo
+            todo.append(e)
+        return todo
+
+    def needed(self, e: _Effect) -> int:
+        """How many distinct people the undo of ``e`` needs (0: anyone who may ask)."""
+        name = e.started.tool
+        effect = self.effect_of.get(name, "read")
+        tool = self.d.setup.tools.get(name)
+        labels = sorted(tool.labels) if tool is not None else []
+        keys = (f"tool:{name}", f"effect:{effect}", *(f"label:{lb}" for lb in labels))
+        count = self.d.state.policy.approvals_needed(keys)
+        if self.policy is not None:
+            count = max(count, self.policy.approvals_needed(keys))
+        return max(count, 1) if effect == "destructive" else count
+
+    def approved(self, e: _Effect) -> list[str]:
+        """Who approved the undo of ``e`` so far (each person once, as recorded)."""
+        seen: dict[str, str] = {}
+        for a in e.undo_approvals:
+            seen.setdefault(_person(a.by), a.by)
+        return list(seen.values())
+
+    def _with_me(self, e: _Effect) -> int:
+        people = {_person(b) for b in self.approved(e)}
+        if self.person:
+            people.add(_person(self.by))
+        return len(people)
+
+    def ready(self, e: _Effect) -> bool:
+        """Whether the undo of ``e`` may run on this request: it began before (it was
+        approved then), or enough people approved it, ``by`` included."""
+        return e.undo_started is not None or self._with_me(e) >= self.needed(e)
+
+    def pending(self, e: _Effect) -> PendingCall:
+        """The undo of ``e`` as ``authorize`` is asked about it."""
+        s = e.started
+        return PendingCall(
+            step=s.step,
+            call_id=s.call_id,
+            kind="undo",
+            thought="",
+            tool=s.tool,
+            args=dict(s.args),
+            effect=self.effect_of.get(s.tool),
+            approvals=tuple(self.approved(e)),
+            approvals_needed=max(1, self.needed(e)),
+            reason=f"the undo of {_label(e)}, asked for by {self.by}",
+        )
+
+    def check(self) -> None:
+        """Refuse, before anything is recorded, a person ``authorize`` refuses for an undo
+        still to do, and a person who has nothing left to approve.
+
+        Raises:
+            NotAuthorizedError: ``authorize`` refused.
+            AlreadyApprovedError: ``by`` approved every undo still waiting for people, and
+                none can run.
+        """
+        todo = self._todo()
+        if not self.person or not todo:
+            return
+        authorize = self.policy.authorize if self.policy is not None else None
+        run_id = self.d.state.run_id
+        for e in todo:
+            if authorize is not None and not authorize(self.by, self.pending(e)):
+                raise NotAuthorizedError(
+                    f"Run {run_id}: {self.by!r} may not undo {_label(e)} (Policy.authorize "
+                    "refused); nothing recorded."
+                )
+        me = _person(self.by)
+        if not self.ready(todo[0]) and all(
+            me in {_person(b) for b in self.approved(e)} for e in todo if not self.ready(e)
+        ):
+            e = todo[0]
+            raise AlreadyApprovedError(
+                f"Run {run_id}: {self.by!r} approved the undo of {_label(e)} already; it "
+                f"needs {self.needed(e)} different people ({len(self.approved(e))} so far: "
+                f"{', '.join(self.approved(e))}). Nothing recorded."
+            )
+
+    def approve(self) -> list[Approval]:
+        """Record ``by``'s approval of each undo that needs more people than it has with
+        them (the last approver's is the undo's ``compensation_started``)."""
+        if not self.person:
+            return []
+        me = _person(self.by)
+        recorded: list[Approval] = []
+        for e in self._todo():
+            if e.undo_started is not None or self.ready(e):
+                continue
+            if me in {_person(b) for b in self.approved(e)}:
+                continue
+            s = e.started
+            approval = Approval(
+                **self.d.fields(),
+                step=s.step,
+                call_id=f"{s.call_id}{UNDO_SUFFIX}",
+                by=self.by,
+                reason=f"approves the undo of {_label(e)}",
+            )
+            self.d.record(approval)
+            recorded.append(approval)
+        return recorded
+
+    def why_not(self, e: _Effect) -> str:
+        """Why the undo of ``e`` waits: the people it needs and who approved it so far."""
+        so_far = self.approved(e)
+        who = f"{len(so_far)} so far: {', '.join(so_far)}" if so_far else "none so far"
+        asker = (
+            "another person approves it"
+            if so_far
+            else "a person approves it (Policy.compensate_on approves nothing that needs people)"
+        )
+        return (
+            f"compensation stopped: the undo of {_label(e)} ({e.started.call_id}) needs the "
+            f"approval of {self.needed(e)} different people ({who}); nothing older is undone "
+            f"until {asker}: agentcore compensate {self.d.state.run_id} --by NAME"
+        )
+
+
 async def _one(
     d: Driver,
     effect: _Effect,
@@ -193,8 +400,10 @@ async def _one(
     settle: Mapping[str, Settle],
     undone: list[str],
     kept: list[str],
+    gate: _Gate,
 ) -> None:
-    """Settle one effect: find whether it happened, then undo it once."""
+    """Settle one effect: find whether it happened, then undo it once (when the people it
+    needs approved it)."""
     started = effect.started
     call_id = started.call_id
     result: Any = None  # Any: the call's JSON result
@@ -215,7 +424,9 @@ async def _one(
         kept.append(_label(effect))
         return
     comp = tool.compensation
-    key = f"{started.idempotency_key}:undo"
+    if not gate.ready(effect):
+        raise _StopError(gate.why_not(effect))
+    key = f"{started.idempotency_key}{UNDO_SUFFIX}"
     if effect.undo_in_doubt:
         word = settle.get(call_id)
         if word == "done":

@@ -312,7 +312,7 @@ class Session:
             events = await self.store.load(run_id)  # every call, before any snapshot too
             driver = Driver(self.setup, state, history, own)
             try:
-                await compensate(driver, events, by=by, settle=settle)
+                await compensate(driver, events, by=by, settle=settle, policy=self.policy)
             except (SeqConflictError, LeaseLostError) as exc:
                 driver.log.info("lost_the_run", error=str(exc))
                 state, _ = await self.load(run_id)
@@ -364,7 +364,9 @@ class Session:
             return
         events = await self.store.load(state.run_id)
         if compensation_needed(events, self.setup.tools):
-            await compensate(driver, events, by="policy", settle={})
+            await compensate(
+                driver, events, by="policy", settle={}, policy=self.policy, person=False
+            )
 
 
 _Waiting = tuple[PendingCall, int] | None

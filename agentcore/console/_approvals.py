@@ -169,8 +169,10 @@ class Approvals:
         (``Agent.compensate``), as ``by``.
 
         Raises:
-            ConsoleError: 409 (running, waiting, busy, in doubt: the error says what a
-                person must do), 404 (no such run), 422 (a bad argument).
+            ConsoleError: 409 (running, waiting, busy, in doubt, approved by ``by``
+                already, a completed run the policy keeps: the error says what a person
+                must do), 403 (``Policy.authorize`` refuses ``by`` for an undo), 404 (no
+                such run), 422 (a bad argument).
         """
         first = events[0]
         assert isinstance(first, RunStarted)
@@ -179,6 +181,8 @@ class Approvals:
             return await agent.compensate(first.run_id, by=by)
         except RunNotFoundError as exc:
             raise ConsoleError(404, str(exc)) from exc
+        except NotAuthorizedError as exc:
+            raise ConsoleError(403, str(exc)) from exc
         except RunError as exc:  # RunBusyError included
             raise ConsoleError(409, str(exc)) from exc
         except ConfigurationError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -48,6 +49,7 @@ from agentcore.cli._common import (
     run_async,
     store_hint,
     valid_run_id,
+    valid_tenant,
     who_decides,
 )
 from agentcore.contracts.errors import (
@@ -173,9 +175,24 @@ def run_cmd(
         typer.Option(help="A caller-chosen run id (idempotent start).", callback=valid_run_id),
     ] = None,
     show: Annotated[bool, typer.Option(help="Also print the transcript table at the end.")] = False,
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            help="The run's tenant (recorded; what FromRun.tenant() parameters receive).",
+            callback=valid_tenant,
+        ),
+    ] = None,
+    metadata: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metadata",
+            help="The run's metadata (recorded; what FromRun(KEY) parameters receive): "
+            "KEY=VALUE (VALUE is a string), or a JSON object for other types. Repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Start a run of an agent and advance it until it completes, stops or waits."""
-
+    given = parse_metadata(metadata or ())
     where: list[str | None] = [None]  # the --store printed commands need
 
     async def go() -> tuple[RunResult, list[Event]]:
@@ -183,14 +200,15 @@ def run_cmd(
         try:
             where[0] = store_hint(agent.store.url)
             names = [s.strip() for s in scope.split(",") if s.strip()] if scope else None
-            metadata = {"agent": target} | ({"model": model} if model else {})
+            recorded = given | {"agent": target} | ({"model": model} if model else {})
             result = await live(
                 agent.stream(
                     task,
                     scope=names,
                     budget=Budget(max_steps=max_steps, max_tokens=max_tokens),
                     run_id=run_id,
-                    metadata=metadata,
+                    metadata=recorded,
+                    tenant=tenant,
                 ),
                 store=where[0],
             )
@@ -202,6 +220,54 @@ def run_cmd(
     if show:
         print_transcript(events)
     report(result, store=where[0])
+
+
+_CLI_METADATA = ("agent", "model")
+"""Metadata keys the CLI records itself (the agent and model that continue the run)."""
+
+
+def parse_metadata(items: Sequence[str]) -> dict[str, Any]:  # Any: JSON values
+    """``--metadata`` values as one mapping: each ``KEY=VALUE`` (a string value) or a JSON
+    object (its values as they are typed).
+
+    Raises:
+        typer.Exit: a usage error (exit 2) naming the item that is neither, an empty key, a
+            key given twice, or a key the CLI records itself.
+    """
+    found: dict[str, Any] = {}  # Any: JSON values
+    for item in items:
+        pairs: dict[str, Any]  # Any: JSON values
+        if item.lstrip().startswith("{"):
+            try:
+                parsed: object = json.loads(item)
+            except json.JSONDecodeError as exc:
+                abort(f"--metadata {item!r} is not a valid JSON object: {exc}", EXIT_USAGE)
+            if not isinstance(parsed, dict):
+                abort(f"--metadata {item!r} must be a JSON object", EXIT_USAGE)
+            pairs = cast("dict[str, Any]", parsed)
+        else:
+            key, equals, value = item.partition("=")
+            if not equals:
+                abort(
+                    f"--metadata {item!r} is neither KEY=VALUE nor a JSON object, e.g. "
+                    "--metadata customer_id=c-42 or --metadata '{\"limit\": 5}'",
+                    EXIT_USAGE,
+                )
+            pairs = {key.strip(): value}
+        for key, value in pairs.items():
+            if not key:
+                abort(f"--metadata {item!r} has an empty key", EXIT_USAGE)
+            if key in _CLI_METADATA:
+                abort(
+                    f"--metadata {key!r}: the CLI records {key!r} itself (the "
+                    f"{'agent' if key == 'agent' else 'model'} that continues the run); "
+                    "use another key",
+                    EXIT_USAGE,
+                )
+            if key in found:
+                abort(f"--metadata {key!r} is given twice; give each key once", EXIT_USAGE)
+            found[key] = value
+    return found
 
 
 RUN_FIELDS = ("run_id", "status", "task", "created_at", "updated_at", "events", "tenant")

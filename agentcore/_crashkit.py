@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -234,7 +235,9 @@ def crash_test(
     model calls ``tool`` with ``args``, then finishes) and SIGKILLs itself at the boundary;
     a second child resumes the run as any worker would, with the tool's ``idempotent`` and
     ``reconcile`` as declared, and approves the call when it waits for a person. Each run
-    has its own id, so each call its own idempotency key (``f"{run_id}:1"``).
+    has an id of its own, fresh on every invocation (``crash-<boundary>-<random hex>``), so
+    each call its own idempotency key (``f"{run_id}:1"``): the kit can run again and again
+    against one ledger, one test database or one provider's sandbox.
 
     The children import the tool by reference and see this process's import path, working
     directory and environment (plus ``env``): point the tool at a test's ledger, database
@@ -321,7 +324,9 @@ def _one(
     undone: Callable[[], int] | None,
     env: dict[str, str],
 ) -> BoundaryResult:
-    run_id = f"crash-{boundary.replace('_', '-')}"
+    # Fresh on every invocation: the system the tool acts on outlives the kit's store, and a
+    # tool that reconciles by key would find an earlier invocation's effect under a reused one.
+    run_id = f"crash-{boundary.replace('_', '-')}-{uuid.uuid4().hex[:12]}"
     spec = {
         "tool": tool,
         "args": args,
@@ -439,7 +444,8 @@ def _agent(spec: dict[str, Any]) -> tuple[Agent, Tool]:  # Any: the spec's JSON
         [tool],
         action,
         finish,
-        policy=Policy(plan_before_writes=False),
+        # The undo boundaries compensate the completed run: the kit allows that explicitly.
+        policy=Policy(plan_before_writes=False, compensate_completed=True),
         store=f"sqlite:///{spec['db']}",
     )
     return agent, tool

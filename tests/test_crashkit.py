@@ -284,3 +284,26 @@ def test_undo_boundaries_need_a_compensation_and_a_counter(ledgers: Counter) -> 
             effects=ledgers("refund"),
             boundaries=["undo_after_effect"],
         )
+
+
+def test_the_kit_run_twice_against_one_ledger_gives_every_call_a_key_of_its_own(
+    ledgers: Counter,
+) -> None:
+    # A provider's ledger outlives a test session: ``refund`` reconciles by idempotency key,
+    # as a payment provider does, so a key reused by a second invocation would find the first
+    # invocation's refund and adopt it (the run completed with no effect of its own).
+    reports = [
+        crash_test(
+            f"{HERE}:refund",
+            {"order_id": "A-1"},
+            effects=ledgers("refund"),
+            boundaries=["after_intent", "after_effect"],
+        )
+        for _ in range(2)
+    ]
+    for report in reports:
+        report.assert_at_most_once()
+    run_ids = [r.run_id for report in reports for r in report]
+    keys = _lines(_ledger("refund"))
+    assert len(set(run_ids)) == 4
+    assert sorted(keys) == sorted(f"{run_id}:1" for run_id in run_ids)

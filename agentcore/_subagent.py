@@ -58,6 +58,7 @@ from ._observability import get_logger
 from ._run import UntrustedContext
 from ._run._tool_calls import GUARD_POLL_S
 from ._state import PendingCall, RunResult, RunState, RunStatus
+from .events import ToolStarted
 from .policy import Budget, Policy
 from .tools import Tool, ToolContext
 
@@ -243,7 +244,7 @@ class SubagentTool(Tool):
         run_id = child_run_id(ctx.idempotency_key, name)
         before = await _usage_of(child, run_id)
         try:
-            result = await _attach(child, run_id, task, ctx, self.scope, _carved(self.budget, ctx))
+            result = await self._attach(child, run_id, task, ctx)
             if result.status is RunStatus.RUNNING:
                 result = await self._wait_for(child, result)
         finally:
@@ -285,6 +286,98 @@ class SubagentTool(Tool):
             else:  # a queue's worker has it
                 result = await child.result(result.run_id)
         return result
+
+    async def _attach(
+        self, child: Agent[Any], run_id: str, task: str, ctx: ToolContext
+    ) -> RunResult:
+        """Start the child run, or continue the one this call started before.
+
+        Raises:
+            RuntimeError: the run tree has no tool calls or steps left for a new child.
+        """
+        try:
+            found = await child.result(run_id)
+        except RunNotFoundError:
+            parent = {"run_id": ctx.run_id, "call_id": ctx.call_id, "step": ctx.step}
+            metadata: Mapping[str, Any] = {**ctx.metadata, PARENT_KEY: parent}  # Any: JSON
+            budget = await self._carved(ctx)
+            return await child.run(
+                task,
+                scope=self.scope,
+                budget=budget,
+                run_id=run_id,
+                metadata=metadata,
+                tenant=ctx.tenant,
+            )
+        if found.status is RunStatus.RUNNING:  # its worker (this call, before) died: go on
+            return await child.resume(run_id)
+        return found
+
+    async def _carved(self, ctx: ToolContext) -> Budget:
+        """The child's budget: its own (or a default), cut to what the parent's run tree
+        has left: the parent's tokens, cost and deadline, and its tool calls and steps less
+        those of the children its earlier calls started.
+
+        Raises:
+            RuntimeError: no tool call or no step is left for the child.
+        """
+        own = self.budget or Budget()
+        left = ctx.budget_left
+        if left is None:
+            return own
+
+        def least(a: float | None, b: float | None) -> float | None:
+            return b if a is None else a if b is None else min(a, b)
+
+        calls_left, steps_left = await self._tree_left(ctx)
+        for what, count in (("tool calls", calls_left), ("steps", steps_left)):
+            if count is not None and count < 1:
+                raise RuntimeError(
+                    f"sub-agent {self.name!r} did not run: this run has no {what} left for "
+                    "it (a sub-agent's tool calls and steps count in this run's budget); "
+                    "finish with what you have"
+                )
+        tokens = least(own.max_tokens, left.max_tokens)
+        calls = least(own.max_tool_calls, calls_left)
+        steps = least(own.max_steps, steps_left)
+        return replace(
+            own,
+            max_steps=None if steps is None else int(steps),
+            max_tokens=None if tokens is None else max(1, int(tokens)),
+            max_tool_calls=None if calls is None else int(calls),
+            max_cost=least(own.max_cost, left.max_cost),
+            deadline=least(own.deadline, left.deadline),
+        )
+
+    async def _tree_left(self, ctx: ToolContext) -> tuple[int | None, int | None]:
+        """The tool calls and steps the parent's budget has left (``None``: no limit),
+        counting the parent's own and those of the children of its earlier calls."""
+        parent = self.parent
+        if parent is None:  # not bound to a parent: what the call was told
+            left = ctx.budget_left
+            return (None if left is None else left.max_tool_calls), None
+        events = await parent.store.load(ctx.run_id)
+        state = RunState(ctx.run_id)
+        children: dict[str, SubagentTool] = {}
+        for event in events:
+            state.apply(event)
+            if not isinstance(event, ToolStarted) or event.idempotency_key == ctx.idempotency_key:
+                continue
+            tool = parent.tools.get(event.tool)
+            if isinstance(tool, SubagentTool):
+                children[child_run_id(event.idempotency_key, event.tool)] = tool
+        calls, steps = state.tool_calls, state.steps
+        for run_id, tool in children.items():
+            try:
+                used = (await tool.child.result(run_id)).usage
+            except RunNotFoundError:  # the call never got as far as starting it
+                continue
+            calls, steps = calls + used.tool_calls, steps + used.steps
+        budget = state.budget
+        return (
+            None if budget.max_tool_calls is None else budget.max_tool_calls - calls,
+            None if budget.max_steps is None else budget.max_steps - steps,
+        )
 
 
 def bind_subagents(agent: Agent[Any], *, check_store: bool = True) -> dict[str, Tool]:
@@ -385,49 +478,6 @@ async def child_waiting(
     if found.pending is None:
         return None
     return child, replace(found.pending, run_id=run_id)
-
-
-async def _attach(
-    child: Agent[Any],
-    run_id: str,
-    task: str,
-    ctx: ToolContext,
-    scope: list[str] | None,
-    budget: Budget,
-) -> RunResult:
-    """Start the child run, or continue the one this call started before."""
-    try:
-        found = await child.result(run_id)
-    except RunNotFoundError:
-        parent = {"run_id": ctx.run_id, "call_id": ctx.call_id, "step": ctx.step}
-        metadata: Mapping[str, Any] = {**ctx.metadata, PARENT_KEY: parent}  # Any: JSON
-        return await child.run(
-            task, scope=scope, budget=budget, run_id=run_id, metadata=metadata, tenant=ctx.tenant
-        )
-    if found.status is RunStatus.RUNNING:  # its worker (this call, before) died: go on
-        return await child.resume(run_id)
-    return found
-
-
-def _carved(budget: Budget | None, ctx: ToolContext) -> Budget:
-    """The child's budget: its own (or a default), cut to what the parent has left."""
-    own = budget or Budget()
-    left = ctx.budget_left
-    if left is None:
-        return own
-
-    def least(a: float | None, b: float | None) -> float | None:
-        return b if a is None else a if b is None else min(a, b)
-
-    tokens = least(own.max_tokens, left.max_tokens)
-    calls = least(own.max_tool_calls, left.max_tool_calls)
-    return replace(
-        own,
-        max_tokens=None if tokens is None else max(1, int(tokens)),
-        max_tool_calls=None if calls is None else max(1, int(calls)),
-        max_cost=least(own.max_cost, left.max_cost),
-        deadline=least(own.deadline, left.deadline),
-    )
 
 
 async def _usage_of(child: Agent[Any], run_id: str) -> Usage:

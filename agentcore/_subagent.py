@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import inspect
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -64,7 +65,7 @@ from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from .agent import Agent
-    from .approvals import Authorize
+    from .approvals import ApprovalRequest, Authorize, OnPending
     from .approvals import PendingCall as Pending
     from .stores import TranscriptStore
 
@@ -395,8 +396,9 @@ def bind_subagents(agent: Agent[Any], *, check_store: bool = True) -> dict[str, 
 
 def governed_policy(child: Policy, parent: Policy) -> Policy:
     """The policy a child's runs record under ``parent``: every approval rule of both (the
-    larger count of people where both name one), both ``authorize`` hooks, the stricter
-    rules on untrusted text."""
+    larger count of people where both name one), both ``authorize`` hooks (each must
+    allow), both ``on_pending`` hooks (each is told), the stricter rules on untrusted
+    text."""
     approvals = dict(child.approvals)
     for key, count in parent.approvals.items():
         approvals[key] = max(approvals.get(key, 0), count)
@@ -412,6 +414,7 @@ def governed_policy(child: Policy, parent: Policy) -> Policy:
         child,
         approvals=approvals,
         authorize=_both(parent.authorize, child.authorize),
+        on_pending=_all_told(parent.on_pending, child.on_pending),
         untrusted_arguments=untrusted_arguments,
         writes_after_untrusted=writes_after,
     )
@@ -425,6 +428,19 @@ def _both(first: Authorize | None, second: Authorize | None) -> Authorize | None
         return first(by, pending) and second(by, pending)
 
     return authorize
+
+
+def _all_told(first: OnPending | None, second: OnPending | None) -> OnPending | None:
+    if first is None or second is None or first is second:
+        return first or second
+
+    async def on_pending(request: ApprovalRequest) -> None:
+        for hook in (first, second):
+            told = hook(request)
+            if inspect.isawaitable(told):
+                await told
+
+    return on_pending
 
 
 def _check_same_store(name: str, child: Agent[Any], parent: Agent[Any]) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from agentcore import Agent, Budget, FromRun, Policy, RunStatus, tool
 from agentcore.adapters import Message, ScriptedModel
+from agentcore.approvals import ApprovalRequest
 from agentcore.errors import ConfigurationError, NotAuthorizedError
 from agentcore.events import RunStarted, ToolFinished, ToolStarted
 from agentcore.stores import MemoryStore, SQLiteStore
@@ -157,6 +158,19 @@ async def test_a_parents_authorize_decides_who_answers_its_childs_call() -> None
         "p1", approve=True, by="boss", step=pending.step, args_hash=pending.args_hash
     )
     assert done.status is RunStatus.COMPLETED and paid == ["X-1"]
+
+
+async def test_a_parents_on_pending_hears_of_its_childs_waiting_call() -> None:
+    told: list[ApprovalRequest] = []
+    parent = paying_family(
+        MemoryStore(),
+        [],
+        Policy(plan_before_writes=False, approvals={"tool:pay": 1}, on_pending=told.append),
+    )
+    await parent.run("pay X-1", run_id="p1")
+    assert [(r.run_id, r.occasion, r.pending.tool) for r in told] == [
+        ("p1:1/payer", "waiting", "pay")
+    ]
 
 
 def looking_family(store: MemoryStore, calls_per_child: int, children: int) -> Agent:

@@ -29,6 +29,7 @@ from ._run import ContextProvider, RunSetup, Session, Settle, commands
 from ._state import OutputT, RunResult, RunStatus
 from ._subagent import SubagentTool, child_waiting
 from ._twins import StreamTwin, SyncTwin
+from .approvals import person_name
 from .events import Event
 from .policy import Policy
 from .queue import RunQueue
@@ -167,7 +168,8 @@ class RunOperations(Generic[OutputT]):
             ToolManifestChangedError: a tool the run used changed or is gone.
         """
         check_run_id(run_id)
-        if not by.strip():
+        by = person_name(by)  # recorded normalised; see agentcore.approvals
+        if not by:
             raise ConfigurationError("resolve() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "resolution's by/reason")
         options: tuple[tuple[commands.Settlement, bool], ...] = (
@@ -248,7 +250,8 @@ class RunOperations(Generic[OutputT]):
             RunBusyError: another worker is advancing the run right now.
         """
         check_run_id(run_id)
-        if not by.strip():
+        by = person_name(by)  # recorded normalised; see agentcore.approvals
+        if not by:
             raise ConfigurationError("confirm() needs by=<who decided>; it is recorded.")
         check_text(by + (reason or ""), "confirmation's by/reason")
         state, _ = await self._session().load(run_id)
@@ -315,7 +318,8 @@ class RunOperations(Generic[OutputT]):
             ConfigurationError: ``by`` is empty, or the run id is invalid.
         """
         check_run_id(run_id)
-        if not by.strip():
+        by = person_name(by)  # recorded normalised; see agentcore.approvals
+        if not by:
             raise ConfigurationError("compensate() needs by=<who asks>; it is recorded.")
         check_text(by, "compensation's by")
         for call_id, word in (settle or {}).items():
@@ -370,7 +374,8 @@ class RunOperations(Generic[OutputT]):
                 (:class:`LimitExceededError`).
         """
         check_run_id(run_id)
-        if not by.strip():
+        by = person_name(by)  # recorded normalised; see agentcore.approvals
+        if not by:
             raise ConfigurationError("cancel() needs by=<who cancels>; it is recorded.")
         check_text(by + (reason or ""), "cancellation's by/reason")
         return self._typed(await self._session().cancel(run_id, by=by, reason=reason))

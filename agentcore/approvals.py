@@ -26,6 +26,7 @@ import inspect
 import json
 import re
 import time
+import unicodedata
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -41,6 +42,8 @@ __all__ = [
     "ApprovalRequest",
     "Authorize",
     "OnPending",
+    "person_key",
+    "person_name",
     "sign",
     "verify_signature",
     "webhook",
@@ -76,8 +79,28 @@ class ApprovalRequest:
         return data
 
 
+def person_name(by: str) -> str:
+    """A person's name as it is recorded (``by`` of every answer: approve, deny, resolve,
+    cancel, compensate, resume): NFKC-normalised (full-width and other compatibility forms
+    become their plain letters), invisible format characters (zero-width spaces, direction
+    marks) removed, surrounding whitespace stripped; case kept as given."""
+    normal = unicodedata.normalize("NFKC", by)
+    return "".join(c for c in normal if unicodedata.category(c) != "Cf").strip()
+
+
+def person_key(by: str) -> str:
+    """What names are compared by (two approvals by one person, who approved already): the
+    recorded name (:func:`person_name`) case-folded, with each run of whitespace as one
+    space. ``"Alice"``, ``"alice "``, full-width ``"\uff41lice"`` and ``"ali\u200bce"`` are
+    one person; letters of different scripts that only look alike (Latin ``a``, Cyrillic
+    ``\u0430``) are not: map names to accounts in ``authorize``."""
+    folded = unicodedata.normalize("NFKC", person_name(by).casefold())
+    return " ".join(folded.split())
+
+
 Authorize = Callable[[str, PendingCall], bool]
-"""``authorize(by, pending)``: whether ``by`` may approve or deny ``pending``."""
+"""``authorize(by, pending)``: whether ``by`` (as recorded: :func:`person_name`) may approve
+or deny ``pending``."""
 
 OnPending = Callable[[ApprovalRequest], Awaitable[None] | None]
 """``on_pending(request)``: told when a call waits for people (sync or async)."""

@@ -38,7 +38,7 @@ from agentcore.contracts.errors import (
 
 from .._manifest import manifest_entry, output_change, tool_changes
 from .._state import FINAL_STATUSES, OpenCall, PendingCall, RunState, RunStatus, args_hash
-from ..approvals import Authorize
+from ..approvals import Authorize, person_key, person_name
 from ..events import (
     Approval,
     ApprovalExpired,
@@ -291,7 +291,7 @@ def resumed(
         at=time.time(),
         budget=budget.to_json() if budget else None,
         recovery=recovery,
-        by=by,
+        by=None if by is None else person_name(by),
         accepted_tool_changes=list(accepted),
         accepted_tools=dict(pinned or {}),
     )
@@ -448,6 +448,7 @@ def confirm(
             this agent's.
     """
     run_id = state.run_id
+    by = person_name(by)  # recorded as normalised, compared case-folded (person_key)
     pending = state.pending()
     if pending is None:
         raise NotAwaitingConfirmationError(
@@ -470,7 +471,7 @@ def confirm(
         )
     if approve:
         check_approval_window(state)
-        if by in pending.approvals:
+        if person_key(by) in {person_key(name) for name in pending.approvals}:
             raise AlreadyApprovedError(
                 f"Run {run_id}: {by!r} approved the call at step {pending.step} already; it "
                 f"needs {pending.approvals_needed} different people "
@@ -624,6 +625,7 @@ def cancel(state: RunState, by: str, reason: str | None) -> list[Event]:
     """End the run as ``cancelled`` by ``by``. A call that started and has no recorded
     outcome (its process died, or it was lost to a timeout) is never dropped silently: a
     ``tool_finished`` first says its outcome is unknown, with its idempotency key."""
+    by = person_name(by)
     why = f"cancelled by {by}" + (f": {reason}" if reason else "")
     call, now, seq = state.call, time.time(), state.next_seq
     events: list[Event] = []

@@ -1,4 +1,4 @@
-"""Sub-agents (issue 23, part 3), through the public API: an Agent as a tool of another.
+"""Sub-agents through the public API: an Agent as a tool of another.
 
 The child is a run of its own, linked to the parent's call, re-attached (never started
 twice) when the parent's call runs again; its budget is carved from the parent's, its usage

@@ -9,7 +9,8 @@ rounds: a bare thread hand-off, ``bench_steps.py``'s floor (a) (validate the act
 the tool) and floor (b) ((a), then append the step's bytes to a file and fsync it). So is
 ``--base`` (9c1a250: the code before the integrity, scale-out and security work): its own
 ``bench_steps.py`` cases beside this tree's, each in a fresh process
-(``compare_revisions.py``'s way).
+(``compare_revisions.py``'s way), each case under the name that revision gives it: a case the
+base has under no name stops the run before anything is timed.
 
 Also, once: reading the 1,000-step run back (``agent.transcript``, SQLite), beside the
 OpenAI Agents SDK's session load of the same 1,000 tool steps (``SQLiteSession.get_items``,
@@ -59,9 +60,10 @@ from agentcore.adapters import ScriptedModel  # noqa: E402
 from agentcore.stores import MemoryStore, SQLiteStore  # noqa: E402
 
 N = 1000
-BASE_CASES = ("memory_async", "memory_sync", "sqlite_normal", "sqlite_full")
+BASE_CASES = ("memory_async", "sqlite_normal", "sqlite_full")
 """bench_steps.py cases timed with the base revision's code and this tree's, each in a fresh
-process of its own revision (``compare_revisions.py``'s way), in every round."""
+process of its own revision (``compare_revisions.py``'s way), in every round. 9c1a250 has no
+sync-tool case: its ``memory`` is this tree's ``memory_async``."""
 SCALE_RUNS = 1000
 PG_SCHEMA = f"agentcore_bench_cpu_{os.getpid()}"
 SECTION = "## Issue 26 targets in one run (bench_cpu.py)"
@@ -121,15 +123,29 @@ async def one_run(
 
 
 async def _in_process_of(tree: Path, entry: Path | None, case: str) -> tuple[float, float]:
-    """A revision's own bench_steps.py, one 1,000-step case in a fresh process: its median
-    wall time per step (CPU is not reported by it: ``nan``)."""
-    samples = await asyncio.to_thread(revisions.time_case, tree, entry, f"{case}:{N}")
+    """A revision's own bench_steps.py, one case (``KIND:N``, the revision's own name) in a
+    fresh process: its median wall time per step (CPU is not reported by it: ``nan``)."""
+    samples = await asyncio.to_thread(revisions.time_case, tree, entry, case)
     return statistics.median(samples) / 1e6, float("nan")
 
 
 async def rounds(
     args: argparse.Namespace, tmp: Path, trees: dict[str, tuple[Path, Path | None]]
-) -> dict[str, list[tuple[float, float]]]:
+) -> tuple[dict[str, list[tuple[float, float]]], list[str]]:
+    """Each round's (wall, CPU) per step of every case, and the cases a revision times under
+    another name.
+
+    Raises:
+        SystemExit: a revision has no case of ``BASE_CASES`` (before anything is timed).
+    """
+    renamed: list[str] = []
+    own: dict[tuple[str, str], str] = {}
+    for name, (tree, entry) in trees.items():
+        known = await asyncio.to_thread(revisions.case_names, tree, entry)
+        for case in BASE_CASES:
+            own[(name, case)] = revisions.own_case(f"{case}:{N}", known, name)
+            if not own[(name, case)].startswith(f"{case}:"):
+                renamed.append(f"`{name}: {case}` is that revision's `{own[(name, case)]}`")
     cases: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
         "memory, async tool": lambda: one_run(MemoryStore, steps.ASYNC_TOOL),
         "memory, sync tool": lambda: one_run(MemoryStore, steps.SYNC_TOOL),
@@ -174,7 +190,9 @@ async def rounds(
     cases["floor: validate + tool + write + fsync"] = functools.partial(floor, True)
     for case in BASE_CASES if trees else ():
         for name, (tree, entry) in trees.items():
-            cases[f"{name}: {case}"] = functools.partial(_in_process_of, tree, entry, case)
+            cases[f"{name}: {case}"] = functools.partial(
+                _in_process_of, tree, entry, own[(name, case)]
+            )
     names = list(cases)
     out: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     await steps.new_agent(MemoryStore(), steps.script_for(20)).run(steps.TASK)  # warm
@@ -183,7 +201,7 @@ async def rounds(
         for name in order:
             out[name].append(await cases[name]())
         log(f"round {r + 1}/{args.rounds} done")
-    return out
+    return out, renamed
 
 
 async def transcript_read(tmp: Path, reps: int) -> tuple[list[float], int]:
@@ -302,6 +320,8 @@ class Figures:
     agents: list[float]
     scale: dict[str, dict[str, list[float]]]
     """Per garbage-collector setting, steps/s of each store and group-commit mode."""
+    renamed: list[str]
+    """The base cases a revision names otherwise, and its name for them."""
 
 
 def report(args: argparse.Namespace, f: Figures, load: tuple[str, str], wall_s: float) -> str:
@@ -337,7 +357,8 @@ def report(args: argparse.Namespace, f: Figures, load: tuple[str, str], wall_s: 
             f"Rows `base {args.base}: ...` and `head: ...` are `bench_steps.py --only CASE:1000 "
             "--reps 3` of that revision in a fresh process (`compare_revisions.py`'s way: the "
             "base checked out into a git worktree, this interpreter's dependencies), in the same "
-            "rounds as the rest; each sample is the median of its 3.",
+            "rounds as the rest; each sample is the median of its 3."
+            + (" " + "; ".join(f.renamed) + "." if f.renamed else ""),
         ]
     for label, speeds in scale.items():
         lines += [
@@ -438,7 +459,7 @@ async def main_async(args: argparse.Namespace, trees: dict[str, tuple[Path, Path
     steps.default_logging()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        timed = await rounds(args, tmp, trees)
+        timed, renamed = await rounds(args, tmp, trees)
         log("transcript reads")
         read = await transcript_read(tmp, 9)
         peer: tuple[list[float], int, str] | str = (
@@ -460,7 +481,7 @@ async def main_async(args: argparse.Namespace, trees: dict[str, tuple[Path, Path
         with psycopg.connect(args.postgres, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{PG_SCHEMA}" CASCADE'.encode())
     load1 = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    figures = Figures(timed, read, peer, sizes, agents, scale)
+    figures = Figures(timed, read, peer, sizes, agents, scale, renamed)
     return report(args, figures, (load0, load1), time.perf_counter() - started)
 
 
@@ -476,7 +497,7 @@ def write_section(text: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--postgres", default=os.environ.get("AGENTCORE_TEST_POSTGRES_DSN"))
     parser.add_argument("--peer-python", help="an interpreter with openai-agents installed")

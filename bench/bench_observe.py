@@ -206,7 +206,7 @@ def level_check() -> list[tuple[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--case", help="run one case in this process (internal)")
+    parser.add_argument("--case", choices=CASES, help="run one case in this process (internal)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--before", type=Path, help="a source tree to measure as 'before'")
     parser.add_argument("--levels", action="store_true", help="only the log level check")

@@ -1311,6 +1311,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         help=f"time one case, e.g. memory_async:1000 ({', '.join([*FLOOR_LABELS, *AGENT_CASES])})",
     )
     args = parser.parse_args(argv)
+    if args.only:
+        kind, _, n_text = args.only.partition(":")
+        if kind not in (*FLOOR_LABELS, *AGENT_CASES):
+            # Never another case under this name: a figure must be the case it names.
+            parser.error(
+                f"--only: no case {kind!r}; the cases: {', '.join([*FLOOR_LABELS, *AGENT_CASES])}"
+            )
+        if n_text and not (n_text.isdigit() and int(n_text) > 0):
+            parser.error(f"--only: N must be a positive number of steps, got {n_text!r}")
     reps = args.reps or (2 if args.quick else 5)
     with tempfile.TemporaryDirectory(prefix="agentcore-bench-") as tmp:
         asyncio.run(main_async(args, reps, Path(tmp)))

@@ -12,7 +12,13 @@ Usage::
 
     python bench/compare_revisions.py --base 8ceee31
     python bench/compare_revisions.py --base 8ceee31 --cases memory_async:1000 --rounds 9
-    python bench/compare_revisions.py --base 9c1a250 --base main   # two bases, one run
+    python bench/compare_revisions.py --base 9c1a250 --base main \
+        --cases memory_async:1000,sqlite_normal:1000   # two bases, one run
+
+A case is timed under the name each revision's own bench_steps.py gives it: a name a revision
+lacks is taken from ``SAME_CASE`` when that revision has the same case under an older name
+(the mapping is printed), and otherwise stops the comparison before anything is timed, never
+timing another case in its place.
 
 Prints, per case, the median and spread (min-max) of the per-step time (3 samples per
 process, every round) for each revision and the ratio of the medians (working tree / each
@@ -32,6 +38,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = re.compile(r"([0-9.]+) ms/step")
+SAME_CASE = {"memory_async": "memory"}
+"""This tree's cases that older revisions named otherwise: up to the split of the in-memory
+case by tool kind, ``memory`` was the MemoryStore case with the async ``get_order``."""
+_CASES_OF = """
+import sys
+sys.path.insert(0, "bench")
+import bench_steps as b
+if hasattr(b, "AGENT_CASES"):
+    print(*b.FLOOR_LABELS, *b.AGENT_CASES)
+else:  # before the cases were a table: one label per case
+    print(*b.LABELS)
+"""
 
 
 def link_tree(source: Path, into: Path) -> Path:
@@ -43,6 +61,43 @@ def link_tree(source: Path, into: Path) -> Path:
     (pkg / "contracts").symlink_to(source / "contracts")
     (pkg / "adapters").symlink_to(source / "adapters")
     return into
+
+
+def case_names(tree: Path, path_entry: Path | None) -> frozenset[str]:
+    """The case names ``tree``'s bench_steps.py accepts with ``--only``."""
+    env = dict(os.environ)
+    if path_entry is not None:
+        env["PYTHONPATH"] = str(path_entry)
+    # -P: the tree's own agentcore/ (not laid out as installed) must not shadow path_entry's.
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", _CASES_OF],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        check=False,
+    )
+    if out.returncode != 0 or not out.stdout.split():
+        raise SystemExit(f"cannot list the cases of {tree}'s bench_steps.py:\n{out.stderr}")
+    return frozenset(out.stdout.split())
+
+
+def own_case(case: str, names: frozenset[str], revision: str) -> str:
+    """``case`` (``KIND:N``) under the name ``revision`` gives it (its ``names``).
+
+    Raises:
+        SystemExit: ``revision`` has no such case, under this name or an older one.
+    """
+    kind, colon, n = case.partition(":")
+    if kind in names:
+        return case
+    older = SAME_CASE.get(kind)
+    if older in names:
+        return f"{older}{colon}{n}"
+    raise SystemExit(
+        f"{revision}'s bench_steps.py has no case {kind!r} (its cases: "
+        f"{', '.join(sorted(names))}); time only cases every revision has (--cases)."
+    )
 
 
 def time_case(tree: Path, path_entry: Path | None, case: str) -> list[float]:
@@ -102,13 +157,21 @@ def main() -> None:
                 added.append(tree)
                 trees[name] = (tree, link_tree(tree, Path(tmp) / f"site{i}"))
             names = [*bases, "head"]
+            own: dict[tuple[str, str], str] = {}
+            for name in names:  # every name checked before anything is timed
+                known = case_names(*trees[name])
+                for case in cases:
+                    own[(name, case)] = own_case(case, known, name)
+                    if own[(name, case)] != case:
+                        print(f"{name}: {case} is its {own[(name, case)]}", file=sys.stderr)
             times: dict[tuple[str, str], list[float]] = {}
             for r in range(args.rounds):
                 for case in cases:
                     shift = r % len(names)
                     for name in names[shift:] + names[:shift]:
                         tree, entry = trees[name]
-                        times.setdefault((name, case), []).extend(time_case(tree, entry, case))
+                        samples = time_case(tree, entry, own[(name, case)])
+                        times.setdefault((name, case), []).extend(samples)
         finally:
             for tree in added:
                 subprocess.run(

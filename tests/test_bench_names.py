@@ -41,7 +41,7 @@ def _has(revision: str) -> bool:
 def test_bench_steps_refuses_a_case_it_does_not_have(case: str) -> None:
     out = _bench("bench_steps.py", "--only", case, "--reps", "1")
     assert out.returncode == 2
-    assert f"no case {case.split(':')[0]!r}" in out.stderr
+    assert f"no case {case.partition(':')[0]!r}" in out.stderr
     assert "memory_async" in out.stderr  # the valid names, to pick from
     assert "ms/step" not in out.stdout
 

@@ -2,12 +2,17 @@
 
 ``run_started.tools[name]`` holds each tool's full definition as the run saw it:
 ``hash`` (of everything below), ``description``, ``schema`` (the arguments' JSON Schema),
-``effect`` and ``idempotent``, and for a tool defined elsewhere ``source`` (an MCP server's
+``effect``, ``idempotent``, ``bindings`` (the parameters the model neither sees nor sets,
+and what fills each: ``{"customer_id": "metadata:customer_id"}``; see
+:attr:`ToolSpec.bindings`), and for a tool defined elsewhere ``source`` (an MCP server's
 listing of it: server, remote name, title, description, input schema, annotations; see
 :attr:`ToolSpec.source`). A continuation (resume, confirm, resolve) compares the tools
 it is about to use with it; a person or a console can validate edited arguments against
 the schema the run started with. Transcripts written before ``description`` and
 ``schema`` were recorded are compared by hash (and by effect and idempotency, which were).
+An entry recorded before ``bindings`` were (it has no such key) is compared as it was
+then: by :attr:`ToolSpec.unbound_hash`, the bindings left out, so a run paused before
+an upgrade still continues; a binding changed since cannot be seen in such a run.
 
 ``run_started.output_hash`` pins the run's output type the same way
 (:func:`output_change`): a run is continued only by an agent with the same output type.
@@ -48,6 +53,7 @@ def manifest_entry(spec: ToolSpec) -> dict[str, Any]:  # Any: JSON values
         "schema": spec.args_schema,
         "effect": spec.effect,
         "idempotent": spec.idempotent,
+        "bindings": dict(spec.bindings),
     }
     if spec.source is not None:
         entry["source"] = spec.source
@@ -73,7 +79,7 @@ def manifest_differences(
 ) -> list[str]:
     """What changed in a tool since the run recorded ``recorded``, one phrase per change;
     empty when nothing did (or the tool was not recorded: outside the run's scope)."""
-    if recorded is None or recorded.get("hash") in (None, current.manifest_hash):
+    if recorded is None or recorded.get("hash") in (None, _hash_as_recorded(recorded, current)):
         return []  # not recorded (a tool outside the run's scope), or unchanged
     parts: list[str] = []
     if "description" in recorded and recorded["description"] != current.description:
@@ -87,10 +93,41 @@ def manifest_differences(
         if key in recorded and recorded[key] != now:
             before = _word(recorded[key])
             parts.append(f"{label} changed from {before} to {_word(now)}")
+    parts.extend(_binding_changes(recorded.get("bindings"), current.bindings))
     parts.extend(_source_changes(recorded.get("source"), current.source))
     if not parts:
         # An older transcript without description and schema: only the hash tells.
         parts.append("description or argument schema changed")
+    return parts
+
+
+def _hash_as_recorded(
+    recorded: Mapping[str, Any],  # Any: JSON values from run_started
+    current: ToolSpec,
+) -> str:
+    """The hash of ``current`` by the rule ``recorded`` was written under: with the
+    bindings, or, for an entry recorded before they were part of the manifest, without."""
+    return current.manifest_hash if "bindings" in recorded else current.unbound_hash
+
+
+def _binding_changes(before: object, now: Mapping[str, str]) -> list[str]:
+    """What changed in what fills the parameters the model does not set, parameter by
+    parameter (``customer_id bound to metadata:referrer_id, was metadata:customer_id``);
+    nothing for an entry recorded before bindings were (``before`` is ``None``)."""
+    if before is None:
+        return []
+    old: Mapping[str, Any] = before if isinstance(before, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]  # JSON data
+    parts: list[str] = []
+    for param in sorted(set(old) | set(now)):
+        was, is_now = old.get(param), now.get(param)
+        if was == is_now:
+            continue
+        if was is None:
+            parts.append(f"{param} now bound to {is_now}")
+        elif is_now is None:
+            parts.append(f"{param} no longer bound (was {was})")
+        else:
+            parts.append(f"{param} bound to {is_now}, was {was}")
     return parts
 
 
@@ -141,6 +178,8 @@ def changed_since_pinned(state: RunState, tool: Tool) -> str | None:
     recorded = state.tools.get(tool.name)
     if recorded is None or recorded.get("hash") == tool.spec.manifest_hash:
         return None  # the usual case, one comparison
+    if recorded.get("hash") == _hash_as_recorded(recorded, tool.spec):
+        return None  # recorded before bindings were part of the manifest, and unchanged
     return "; ".join(manifest_differences(recorded, tool.spec)) or None
 
 

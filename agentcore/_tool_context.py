@@ -64,6 +64,12 @@ class FromRun:
         """The run's tenant (``agent.run(..., tenant=...)``)."""
         return cls("tenant", "tenant")
 
+    @property
+    def pinned(self) -> str:
+        """Where the value comes from, as the run's tool manifest records it
+        (``metadata:customer_id``, ``tenant``)."""
+        return "tenant" if self.source == "tenant" else f"metadata:{self.key}"
+
     def describe(self) -> str:
         """Where the value comes from, in words."""
         return "the run's tenant" if self.source == "tenant" else f"metadata[{self.key!r}]"

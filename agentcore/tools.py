@@ -467,16 +467,21 @@ class Tool:
         self.compensation: Compensation | None = compensate
         self._ctx_param: str | None = None
         self.secret_params: dict[str, str] = {}
+        """Parameters marked :class:`~agentcore.secrets.Secret`: parameter -> secret name."""
         self.run_params: dict[str, tuple[FromRun, TypeAdapter[Any]]] = {}
         """Parameters bound to the run (:class:`FromRun`): parameter -> (where from, its
         type's validator)."""
-        """Parameters marked :class:`~agentcore.secrets.Secret`: parameter -> secret name."""
+        args_model = self._args_model(tool_name, arg_docs)  # fills the two tables above
         self.spec = ToolSpec(
             name=tool_name,
             description=desc,
-            args_model=self._args_model(tool_name, arg_docs),
+            args_model=args_model,
             effect=effect,
             idempotent=(effect == "read") if idempotent is None else idempotent,
+            bindings={
+                **{p: bound.pinned for p, (bound, _) in self.run_params.items()},
+                **{p: f"secret:{name}" for p, name in self.secret_params.items()},
+            },
         )
         functools.update_wrapper(self, fn)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -35,6 +36,9 @@ class ToolSpec:
             lists it (server, name, description, input schema, annotations): untrusted data,
             pinned in the run's manifest so that a change there is a changed tool. ``None``
             for a local tool.
+        bindings: the parameters the model neither sees nor sets, and what fills each
+            (``metadata:customer_id``, ``tenant``, ``secret:NAME``): part of the manifest,
+            so a deploy that binds a parameter elsewhere is a changed tool.
     """
 
     name: str
@@ -43,6 +47,7 @@ class ToolSpec:
     effect: Effect = "read"
     idempotent: bool = field(default=True)
     source: dict[str, Any] | None = None  # Any: JSON values
+    bindings: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_PATTERN.match(self.name):
@@ -64,7 +69,18 @@ class ToolSpec:
     @cached_property
     def manifest_hash(self) -> str:
         """A hash of what the model and the dispatcher see: name, schema, effect, idempotency
-        (and the source's definition, for a tool that has one)."""
+        (and the source's definition, for a tool that has one; the bindings, for a tool
+        that has some)."""
+        if not self.bindings:
+            return self.unbound_hash
+        doc = {"unbound": self.unbound_hash, "bindings": dict(self.bindings)}
+        blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    @cached_property
+    def unbound_hash(self) -> str:
+        """:attr:`manifest_hash` without the bindings: what a manifest recorded before
+        bindings were part of it holds."""
         doc: dict[str, Any] = {
             "name": self.name,
             "description": self.description,

@@ -111,6 +111,7 @@ async def test_run_started_records_each_tools_full_definition() -> None:
         "schema": spec.args_schema,
         "effect": "destructive",
         "idempotent": False,
+        "bindings": {},
     }
     assert "amount" in str(entry["schema"])
 

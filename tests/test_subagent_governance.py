@@ -10,11 +10,13 @@ tests/faults/test_subagents.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from test_cli import cli
 
 from agentcore import Agent, Budget, FromRun, Policy, RunStatus, tool
 from agentcore.adapters import Message, ScriptedModel
@@ -314,3 +316,57 @@ async def test_a_child_another_worker_holds_is_waited_for_then_left_open() -> No
     done = await parent.resume("p1")
     assert done.status is RunStatus.COMPLETED, done.reason
     assert [r.run_id for r in await store.list_runs()] == ["p1", "p1:1/research"]
+
+
+FAMILY = '''
+from agentcore import Agent, Policy, tool
+from agentcore.adapters import ScriptedModel
+
+
+@tool(effect="read")
+def lookup(order_id: str) -> str:
+    """Look an order up."""
+    return f"{order_id} shipped"
+
+
+def step(first):
+    def reply(messages):
+        if any("returned" in m.content for m in messages if m.role == "user"):
+            return {"type": "finish", "thought": "done", "answer": "done"}
+        return first
+
+    return ScriptedModel(reply)
+
+
+child = Agent(
+    tools=[lookup],
+    model=step({"type": "tool", "thought": "t", "tool": "lookup", "args": {"order_id": "A-1"}}),
+)
+parent = Agent(
+    tools=[child.as_tool("research", "Research.")],
+    model=step({"type": "tool", "thought": "t", "tool": "research", "args": {"task": "A-1?"}}),
+    policy=Policy(plan_before_writes=False),
+)
+'''
+
+
+def test_the_clis_store_moves_the_whole_run_tree(tmp_path: Path) -> None:
+    """``agentcore run --store``: the child's run goes to that store, with its parent's,
+    not to the default store (``$AGENTCORE_STORE``)."""
+    (tmp_path / "family.py").write_text(FAMILY)
+    moved = tmp_path / "moved.db"
+    ran = cli(
+        tmp_path, "run", "family:parent", "A-1?", "--run-id", "p1", "--store", f"sqlite:///{moved}"
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+    async def runs(path: Path) -> list[str]:
+        store = SQLiteStore(path)
+        try:
+            return sorted(r.run_id for r in await store.list_runs())
+        finally:
+            await store.close()
+
+    assert asyncio.run(runs(moved)) == ["p1", "p1:1/research"]
+    default = tmp_path / "runs.db"  # the cli helper's $AGENTCORE_STORE
+    assert not default.exists() or asyncio.run(runs(default)) == []

@@ -149,11 +149,15 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
         trusted = f"{trusted}\n{state.confirmed_plan}"
     judged = judge_arguments(action.args, trusted, state.untrusted_text, urls_only=effect == "read")
     origins = {path: origin for path, (origin, _) in judged.items()}
-    return replace(_stop_or_run(state, tool, action, judged), provenance=origins)
+    return replace(_stop_or_run(state, tool, action, judged, tools), provenance=origins)
 
 
 def _stop_or_run(
-    state: RunState, tool: Tool, action: ToolAction, judged: Mapping[str, tuple[str, int]]
+    state: RunState,
+    tool: Tool,
+    action: ToolAction,
+    judged: Mapping[str, tuple[str, int]],
+    tools: Mapping[str, Tool],
 ) -> Ruling:
     """The last rules: arguments from untrusted output, a write no confirmed plan covers
     after untrusted output, approvers, destructive."""
@@ -165,7 +169,7 @@ def _stop_or_run(
     rule = state.policy.untrusted_arguments
     if from_output and rule != "allow":
         sources = ", ".join(
-            f"{path} (from {_source(state, judged[path][1])})" for path in from_output
+            f"{path} (from {_source(state, judged[path][1], tools)})" for path in from_output
         )
         why = (
             f"tool {name!r}: {sources} could only have come from untrusted tool output (text "
@@ -218,13 +222,18 @@ def _writes_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:
     return any((t := tools.get(n)) is not None and t.spec.effect != "read" for n in state.scope)
 
 
-def _source(state: RunState, offset: int) -> str:
-    """``the result of get_mail [3]``: the untrusted result at ``offset``."""
+def _source(state: RunState, offset: int, tools: Mapping[str, Tool]) -> str:
+    """``the result of get_mail [3]``: the untrusted result at ``offset``; a sub-agent's
+    with what it reads (``the result of reader [c1], a sub-agent that reads get_mail``)."""
     found = state.untrusted_source(offset)
     if found is None:
         return "untrusted output"
     call_id, source = found
-    return f"the result of {source} [{call_id}]" if call_id else f"the context from {source}"
+    if not call_id:
+        return f"the context from {source}"
+    reads: list[str] = getattr(tools.get(source), "untrusted_sources", [])  # a sub-agent's
+    via = f", a sub-agent that reads {', '.join(reads)}" if reads else ""
+    return f"the result of {source} [{call_id}]{via}"
 
 
 def _person_plan_in_scope(state: RunState, tools: Mapping[str, Tool]) -> bool:

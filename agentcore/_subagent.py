@@ -213,6 +213,12 @@ class SubagentTool(Tool):
         }
         return tool
 
+    @property
+    def untrusted_sources(self) -> list[str]:
+        """What the sub-agent can read that is untrusted (its tools' names, ``context``),
+        named where an argument copied from its answer is reported."""
+        return _untrusted_sources(self._child, self.in_scope)
+
     def bound_args(
         self, tenant: str | None, metadata: Mapping[str, Any]
     ) -> dict[str, Any]:  # Any: JSON values from the run's record
@@ -469,9 +475,16 @@ def _named(store: object) -> str:
 def _reads_untrusted(child: Agent[Any], in_scope: tuple[str, ...]) -> bool:
     """Whether the child can read untrusted text: a tool in scope whose output is
     untrusted (a sub-agent's, recursively), or an untrusted context provider."""
-    if any(child.tools[t].output == "untrusted" for t in in_scope):
-        return True
-    return any(isinstance(p, UntrustedContext) for p in child._context)  # pyright: ignore[reportPrivateUsage]
+    return bool(_untrusted_sources(child, in_scope))
+
+
+def _untrusted_sources(child: Agent[Any], in_scope: tuple[str, ...]) -> list[str]:
+    """What the child reads that is untrusted: its tools in scope whose output is, and
+    ``context`` for an untrusted context provider."""
+    found = [t for t in in_scope if child.tools[t].output == "untrusted"]
+    if any(isinstance(p, UntrustedContext) for p in child._context):  # pyright: ignore[reportPrivateUsage]
+        found.append("context")
+    return found
 
 
 async def child_waiting(

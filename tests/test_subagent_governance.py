@@ -95,7 +95,8 @@ async def test_a_childs_answer_quoting_untrusted_mail_is_untrusted_in_the_parent
     result = await parent.run("Handle the newest mail", run_id="p1")
     assert result.status is RunStatus.AWAITING_CONFIRMATION, result
     assert paid == []
-    assert "the result of reader" in (result.reason or ""), result.reason
+    reason = result.reason or ""
+    assert "to (from the result of reader [c1], a sub-agent that reads read_mail)" in reason
     direct = Agent(
         tools=[read_mail, pay],
         model=after_each(call("read_mail"), call("pay", to=ACCOUNT, amount=10)),

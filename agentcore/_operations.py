@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic
@@ -25,7 +26,14 @@ from agentcore.contracts import (
 )
 from agentcore.contracts.errors import ConfigurationError, OutputTypeChangedError
 
-from ._run import ContextProvider, RunSetup, Session, Settle, commands
+from ._run import (
+    ContextProvider,
+    RunSetup,
+    Session,
+    Settle,
+    commands,
+    refuse_rerun_while_running,
+)
 from ._state import OutputT, RunResult, RunStatus
 from ._subagent import SubagentTool, child_waiting
 from ._twins import StreamTwin, SyncTwin
@@ -120,7 +128,7 @@ class RunOperations(Generic[OutputT]):
         """
         check_run_id(run_id)
         state, _ = await self._session().load(run_id)
-        result = self._typed(state.result())
+        result = self._typed(commands.read(state, self._output_hash))  # the pin, compared
         waiting = await child_waiting(self.tools, state)
         return result if waiting is None else dataclasses.replace(result, pending=waiting[1])
 
@@ -195,6 +203,11 @@ class RunOperations(Generic[OutputT]):
                 output_hash=self._output_hash,
             ),
             advance=self.queue is None,
+            check=(
+                functools.partial(refuse_rerun_while_running, self.store)
+                if chosen[0] == "rerun"
+                else None
+            ),
         )
         return self._typed(self._handed_off(settled))
 

@@ -222,6 +222,7 @@ _CALL_CODECS: Final[Mapping[str, Codec]] = {
     "finished": _event_codec(),
     "resolution": _event_codec(),
     "put_to_a_person": _plain(bool),
+    "rerun_authorised": _plain(bool),
     "members": (
         lambda calls: [_encode_call(c) for c in calls],
         _decode_members,

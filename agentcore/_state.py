@@ -178,7 +178,11 @@ class OpenCall:
     finished: ToolFinished | None = None
     resolution: Resolution | None = None
     put_to_a_person: bool = False
-    """The run stopped as ``needs_attention`` since this call last started."""
+    """The run stopped as ``needs_attention`` since this call last started, for a person
+    to settle (a stop only because the call's guard was still held does not count)."""
+    rerun_authorised: bool = False
+    """A person's ``resolve(rerun=True)`` that no ``tool_started`` has used yet: one rerun
+    authorises one execution."""
     members: list[OpenCall] = field(default_factory=list["OpenCall"])
     """A batch's calls (``c<step>.1``, ``c<step>.2``...), each a tool call of its own with
     its own decision and outcome; empty for any other action."""
@@ -339,7 +343,7 @@ class RunState:
                     self.per_tool[event.tool] += 1
                 call.started = event
                 call.finished = None
-                call.put_to_a_person = False
+                call.put_to_a_person = call.rerun_authorised = False
             case ToolFinished():
                 self.recoveries = 0
                 call = self._call(event.call_id)
@@ -357,7 +361,9 @@ class RunState:
             case Resolution():
                 self._heard(event.reason)
                 self.tools.update(event.accepted_tools)
-                self._call(event.call_id).resolution = event
+                call = self._call(event.call_id)
+                call.resolution = event
+                call.rerun_authorised = event.decision == "rerun"
                 self._set_status(event)
             case RunFinished():
                 self._set_status(event)
@@ -365,6 +371,7 @@ class RunState:
                     event.status == RunStatus.NEEDS_ATTENTION.value
                     and self.call is not None
                     and self.call.started is not None
+                    and not event.guard_held
                 ):
                     self.call.put_to_a_person = True
                 self.answer = event.answer

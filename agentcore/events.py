@@ -329,6 +329,11 @@ class RunFinished(_Event):
     output: JsonValue = None
     """A completed run's typed answer as JSON (``Agent(output=T)``); ``answer`` then holds
     its canonical JSON text. ``None`` for a text answer."""
+    guard_held: bool = False
+    """A ``needs_attention`` stop whose only reason is that the worker which started the
+    open call still holds its call guard (it may still be running the call). No person was
+    asked anything: once the guard is free, the call is reconciled and, when ``reconcile``
+    finds nothing, run once more, as if the run had never stopped."""
 
 
 Event = Annotated[

@@ -28,6 +28,7 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   ├── RunNotFoundError        no run with that id in the store
     │   ├── NotAwaitingConfirmationError   confirm() on a run that is not waiting
     │   ├── RunBusyError                   another worker is advancing the run right now
+    │   ├── CallStillRunningError          a rerun of a lost call that may still be running
     │   ├── ConfirmationMismatchError      an approval bound to another step or arguments
     │   │   ├── ApprovalExpiredError       an approval after Policy.approval_ttl
     │   │   └── AlreadyApprovedError       the same person approving one call twice
@@ -54,6 +55,7 @@ __all__ = [
     "ApprovalExpiredError",
     "AuthenticationError",
     "BadRequestError",
+    "CallStillRunningError",
     "CircuitOpenError",
     "ConfigurationError",
     "ConfirmationMismatchError",
@@ -241,6 +243,13 @@ class RunNotFoundError(RunError):
 
 class RunBusyError(RunError):
     """Another worker is advancing this run right now (it holds the run's claim)."""
+
+
+class CallStillRunningError(RunError):
+    """A person asked to run a lost call again while the call may still be running: the
+    process that started it still holds its call guard (a timed-out sync tool's thread, a
+    stalled worker). Nothing was recorded; try again once it has returned, or settle the
+    call with its result or as failed."""
 
 
 class ToolManifestChangedError(RunError):

@@ -26,7 +26,7 @@ from ._loop import (
     UntrustedContext,
 )
 from ._session import Session
-from ._tool_calls import LOST_CALL_WAIT_S
+from ._tool_calls import LOST_CALL_WAIT_S, refuse_rerun_while_running
 
 __all__ = [
     "LOST_CALL_WAIT_S",
@@ -41,4 +41,5 @@ __all__ = [
     "Turn",
     "UntrustedContext",
     "commands",
+    "refuse_rerun_while_running",
 ]

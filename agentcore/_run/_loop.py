@@ -257,14 +257,24 @@ class Driver:
         self.base = st.next_seq
 
     def finish(
-        self, status: RunStatus, *, answer: str | None = None, reason: str | None = None
+        self,
+        status: RunStatus,
+        *,
+        answer: str | None = None,
+        reason: str | None = None,
+        guard_held: bool = False,
     ) -> None:
         """Record that the run stopped; a typed answer (``answer`` is its canonical JSON) is
-        recorded as JSON in ``output`` too."""
+        recorded as JSON in ``output`` too. ``guard_held``: see ``RunFinished.guard_held``."""
         output = None if answer is None or self.setup.output is None else json.loads(answer)
         self.record(
             RunFinished(
-                **self.fields(), status=status.value, answer=answer, reason=reason, output=output
+                **self.fields(),
+                status=status.value,
+                answer=answer,
+                reason=reason,
+                output=output,
+                guard_held=guard_held,
             )
         )
 

@@ -207,6 +207,7 @@ class Session:
         *,
         advance: bool,
         wait_s: float = 0.0,
+        check: Callable[[RunState], Awaitable[None]] | None = None,
     ) -> RunResult:
         """Take the run's lease, load it, record the events ``command`` returns for its
         state (none: nothing to record) and, with ``advance``, advance it.
@@ -214,16 +215,21 @@ class Session:
         Args:
             wait_s: how long to keep trying for a lease another worker holds (a person's
                 answer arriving while another person's is recorded waits its turn).
+            check: awaited with the loaded state, under the lease, after ``command``
+                accepted it and before anything is recorded; raises to refuse.
 
         Raises:
             RunBusyError: another worker holds the run (for longer than ``wait_s``).
             RunNotFoundError: no such run.
-            Whatever ``command`` raises (nothing is recorded then).
+            Whatever ``command`` or ``check`` raises (nothing is recorded then).
         """
 
         async def run(own: Ownership) -> RunResult:
             state, history = await self.load(run_id)
-            return await self.drive(own, state, history, command(state), advance=advance)
+            events = command(state)
+            if check is not None:
+                await check(state)
+            return await self.drive(own, state, history, events, advance=advance)
 
         return await self.with_lease(run_id, run, wait_s=wait_s)
 

@@ -19,12 +19,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from agentcore.contracts import BatchAction, ToolAction, clean_text
-from agentcore.contracts.errors import LimitExceededError, StoreError
+from agentcore.contracts.errors import CallStillRunningError, LimitExceededError, StoreError
 
 from .._dispatch import Ruling, batch_refusal, decide_in_batch
 from .._extract import ExtractionLog, extraction_log
 from .._faults import crash_point
-from .._state import OpenCall, RunStatus
+from .._state import OpenCall, RunState, RunStatus
 from ..events import Decision, ModelCalled, ToolFinished, ToolStarted
 from ..secrets import resolve_secret
 from ..stores import CallGuardStore
@@ -40,6 +40,7 @@ __all__ = [
     "call_context",
     "deps_of",
     "recover_call",
+    "refuse_rerun_while_running",
     "run_batch",
     "run_call",
 ]
@@ -62,14 +63,15 @@ async def run_call(d: Driver, call: OpenCall) -> None:
     if guards is None:
         await _start(d, call, tool, key, guarded=False)
         return
-    # A call that reconcile may settle runs under its guard, taken before its intent
-    # is written and let go when it returns, so whoever settles it later can tell
-    # whether it may still be running.
+    # A non-idempotent call runs under its guard, taken before its intent is written and
+    # let go when it returns, so whoever settles it later can tell whether it may still
+    # be running.
     guard = contextlib.AsyncExitStack()
     if await guard.enter_async_context(guards.guard_call(d.state.run_id, key)):
+        running: asyncio.Future[Any] | None = None  # Any: the call's result, unused
         keep = False
         try:
-            await _start(d, call, tool, key, guarded=True)
+            running = await _start(d, call, tool, key, guarded=True)
         except asyncio.CancelledError:
             # A cancelled wait does not stop a sync tool's thread: the call may still be
             # running, so its guard stays held until this process ends.
@@ -78,6 +80,8 @@ async def run_call(d: Driver, call: OpenCall) -> None:
         finally:
             if keep:
                 _KEPT_GUARDS.append(guard.pop_all())
+            elif running is not None and not running.done():
+                _release_when_done(guard.pop_all(), running)
             else:
                 await guard.aclose()
         return
@@ -92,17 +96,41 @@ _KEPT_GUARDS: list[contextlib.AsyncExitStack] = []
 (never let go, never collected) until this process ends and its OS or database session
 frees them."""
 
+_RELEASING: set[asyncio.Future[Any]] = set()  # Any: unused results; kept from collection
+
+
+def _release_when_done(guard: contextlib.AsyncExitStack, running: asyncio.Future[Any]) -> None:
+    """Let go of a timed-out call's guard once its thread returns (a rerun waits until
+    then); if the loop ends first, the guard is held until this process ends."""
+
+    _KEPT_GUARDS.append(guard)  # until the thread returns; for good if the loop ends first
+
+    async def release() -> None:
+        with contextlib.suppress(Exception):  # the thread's own outcome: nobody reads it
+            await asyncio.shield(running)
+        _KEPT_GUARDS.remove(guard)
+        await guard.aclose()
+
+    task = asyncio.ensure_future(release())
+    _RELEASING.add(task)
+    task.add_done_callback(_RELEASING.discard)
+
 
 def _guards(d: Driver, tool: Tool) -> CallGuardStore | None:
-    """Where a call of ``tool`` takes its guard: only a non-idempotent tool with
-    ``reconcile`` is ever run again automatically, so only it needs one."""
+    """Where a call of ``tool`` takes its guard: every non-idempotent call, so that a
+    rerun (``reconcile`` finding nothing, or a person's) never starts while the call may
+    still be running."""
     store = d.setup.store
-    if tool.spec.idempotent or tool.reconcile is None:
+    if tool.spec.idempotent:
         return None
     return store if isinstance(store, CallGuardStore) else None
 
 
-async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bool) -> None:
+async def _start(
+    d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bool
+) -> asyncio.Future[Any] | None:  # Any: the call's result, unused
+    """Write the call's intent, run it and record its outcome; a timed-out sync call's
+    thread, when it is still running."""
     args = call.run_args()
     st = d.state
     problem: str | None = None
@@ -127,7 +155,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
     if problem is not None:  # nothing ran: a failure the model sees, like a tool's own
         d.record(not_run(d, call, tool, f"the call could not start (nothing ran): {problem}"))
         await d.flush()
-        return
+        return None
     await d.flush()  # write-ahead: the intent is durable before the side effect
     if d.own is not None:
         # The append was fenced, but a renewal may have failed since: a worker that may
@@ -139,7 +167,7 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         why = f"not run: the run was cancelled by {request.by} before the call started"
         d.record(not_run(d, call, tool, why))
         d.cancel(request.by, request.reason)
-        return
+        return None
     crash_point("after_intent_commit")
     ctx = call_context(d, call.step, call.call_id, key, deps)
     with extraction_log() as extractions:
@@ -160,10 +188,11 @@ async def _start(d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bo
         await _settle_lost_call(
             d, call, tool, key, timed_out=True, cause=None if outcome.timed_out else outcome.error
         )
-        return
+        return outcome.still_running
     d.record(finished(d, call.step, call.call_id, tool, outcome))
     if not tool.spec.idempotent:
         await d.flush()
+    return None
 
 
 def not_run(d: Driver, call: OpenCall, tool: Tool, why: str) -> ToolFinished:
@@ -365,9 +394,7 @@ async def recover_call(d: Driver, call: OpenCall) -> None:
     timed out and a person has not settled it yet)."""
     assert isinstance(call.action, ToolAction) and call.started is not None
     tool = d.setup.tools[call.action.tool]
-    if tool.spec.idempotent or (
-        call.resolution is not None and call.resolution.decision == "rerun"
-    ):
+    if tool.spec.idempotent:
         await run_call(d, call)
         return
     await _settle_lost_call(d, call, tool, call.started.idempotency_key, timed_out=False)
@@ -386,40 +413,47 @@ async def _settle_lost_call(
     """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
     run it again, or stop as ``needs_attention`` for a person.
 
-    The one rule: never a second execution while the first may still be running, and
-    never one a person was asked about. ``reconcile`` finding nothing reruns the call
-    only when no process can still be running it: its guard (held by the worker that
-    ran it, let go when the call returns or that worker's process or database session
-    ends) is free, and the run was not put to a person since. A stalled worker keeps
-    its guard: the run waits for it up to ``lost_call_wait_s`` after the call started
-    (plus the tool's timeout), asking ``reconcile`` again once it is free. After a
-    timeout (a sync tool's thread may still be running, a remote call may still land)
-    or once a person was asked, only a person's ``resolve(rerun=True)`` runs it again.
+    The one rule: never a second execution while the first may still be running, never
+    one a person was asked about unless a person said so, and never one ``reconcile``
+    was not asked about first. A call runs again when no process can still be running it
+    (its guard, held by the worker that ran it and let go when the call returns or that
+    worker's process or database session ends, is free), ``reconcile`` (when the tool
+    has one) finds no record of it, and either a person's ``resolve(rerun=True)`` not yet
+    used authorises it, or the tool has ``reconcile`` and no person was asked since the
+    call last started (a stop only because the guard was held does not count). A held
+    guard is waited for up to ``lost_call_wait_s`` after the call started (plus the
+    tool's timeout). Right after a timeout or a lost connection (a sync tool's thread may
+    still be running, a remote call may still land) only ``reconcile`` or a person
+    settles it.
 
     Args:
         since: when the call started, when it has no ``tool_started`` (its guard was
             found held before this worker could write one).
     """
-    problem = ""
+    # A call with no intent yet (its guard was found held before one was written) never
+    # ran here: once the guard is free it runs, as any new call does.
+    authorised = call.rerun_authorised or call.started is None
+    may_rerun = not timed_out and (
+        authorised or (tool.reconcile is not None and not call.put_to_a_person)
+    )
+    free, problem, guard_held = False, "", False
+    if may_rerun:
+        free, problem, guard_held = await _guard_free(d, call, tool, key, since, authorised)
+        if d.state.status is not RunStatus.RUNNING:
+            return  # cancelled while it waited
     if tool.reconcile is not None:
-        may_rerun = not timed_out and not call.put_to_a_person
-        free = False
-        if may_rerun:
-            free, problem = await _guard_free(d, call, tool, key, since)
-            if d.state.status is not RunStatus.RUNNING:
-                return  # cancelled while it waited
         found, failed = await _reconcile(tool, key)
         if found is not None:
             d.record(_reconciled(d, call, tool.name, found))
             await d.flush()
             return
         if failed:
-            problem = failed
-        elif free:
-            await run_call(d, call)  # it did not happen and nothing can still run it
-            return
-        else:
+            problem, free, guard_held = failed, False, False
+        elif not free:
             problem = "; reconcile(key) found no record of it" + problem
+    if free:
+        await run_call(d, call)  # it did not happen and nothing can still run it
+        return
     if cause is not None:
         what = (
             f"lost its outcome at step {call.step} with {short_args(call.run_args())} "
@@ -433,11 +467,30 @@ async def _settle_lost_call(
             "and it may still be running, so it is neither retried nor reported to the "
             "model as failed"
         )
+    elif authorised:
+        what = (
+            f"was to run again at step {call.step} with {short_args(call.run_args())} "
+            f"(idempotency key {key}), as a person decided, but it may still be running"
+        )
     else:
         what = (
             f"was started at step {call.step} with {short_args(call.run_args())} "
             f"(idempotency key {key}) but its outcome was not recorded"
         )
+    if guard_held and not authorised:
+        # Nobody is asked anything: a free guard later settles it as if the run had never
+        # stopped. A person may still settle it (result or fail; a rerun waits for the guard).
+        d.finish(
+            RunStatus.NEEDS_ATTENTION,
+            reason=(
+                f"non-idempotent tool {tool.name!r} {what}{problem}; once that worker is gone "
+                f"or its call returns, agentcore resume {d.state.run_id} settles it (reconcile, "
+                f"then run it once if nothing is found), or a person says whether it happened: "
+                f"agentcore resolve {d.state.run_id} --result JSON | --fail --by NAME"
+            ),
+            guard_held=True,
+        )
+        return
     d.finish(
         RunStatus.NEEDS_ATTENTION,
         reason=(
@@ -446,6 +499,38 @@ async def _settle_lost_call(
             "| --fail --by NAME"
         ),
     )
+
+
+async def refuse_rerun_while_running(store: object, state: RunState) -> None:
+    """Before a person's rerun of the lost call ``state`` waits on is recorded: refuse it
+    while the process that started the call still holds its guard (a timed-out sync
+    tool's thread, a stalled worker), so that one rerun never runs beside the call.
+
+    Raises:
+        CallStillRunningError: the call's guard is held (nothing is recorded).
+    """
+    call = state.call
+    if call is None or call.started is None or not call.started.guarded:
+        return  # whether it still runs cannot be told: the person decides
+    if not isinstance(store, CallGuardStore):
+        return
+    key = call.started.idempotency_key
+    try:
+        running = await store.call_running(state.run_id, key)
+    except StoreError as exc:
+        raise CallStillRunningError(
+            f"Run {state.run_id}: whether call {key} ({call.started.tool}) is still running "
+            f"cannot be told now (its call guard could not be read: {exc}); nothing was "
+            "recorded. Try the rerun again."
+        ) from exc
+    if running:
+        raise CallStillRunningError(
+            f"Run {state.run_id}: call {key} ({call.started.tool}) may still be running: the "
+            "process that started it still holds the call's guard (a timed-out tool's thread "
+            "or a stalled worker). Nothing was recorded. Rerun it once that process's call "
+            "has returned or the process is gone, or settle it now with --result JSON or "
+            "--fail."
+        )
 
 
 async def _reconcile(tool: Tool, key: str) -> tuple[object | None, str]:
@@ -461,27 +546,32 @@ async def _reconcile(tool: Tool, key: str) -> tuple[object | None, str]:
 
 
 async def _guard_free(
-    d: Driver, call: OpenCall, tool: Tool, key: str, since: float | None
-) -> tuple[bool, str]:
+    d: Driver, call: OpenCall, tool: Tool, key: str, since: float | None, authorised: bool
+) -> tuple[bool, str, bool]:
     """Wait while another process may still be running the call (its guard is held),
-    up to the bound; whether none can now, and if not, why (for the person).
+    up to the bound; whether none can now, if not why (for the person), and whether the
+    guard was still held at the end.
 
     Returns at once when the call's guard is free, or when whether its worker is gone
-    cannot be told (the call was started without a guard). A cancel request honoured
-    while waiting ends the run (``state.status`` tells the caller).
+    cannot be told (the call was started without a guard): then it counts as free only
+    when a person ``authorised`` the rerun. A cancel request honoured while waiting ends
+    the run (``state.status`` tells the caller).
     """
     started = call.started
+    guards = _guards(d, tool)
+    unknown = ""
     if started is not None and not started.guarded:
-        return False, (
+        unknown = (
             ", and whether the worker that started it is gone cannot be told (it ran "
             "without a call guard: an older agentcore, or a store that keeps none)"
         )
-    guards = _guards(d, tool)
-    if guards is None:
-        return False, (
+    elif guards is None:
+        unknown = (
             ", and whether the worker that started it is gone cannot be told (the store "
             "keeps no call guards)"
         )
+    if guards is None or unknown:
+        return authorised, "" if authorised else unknown, False
     begun = started.at if started is not None else since if since is not None else time.time()
     deadline = begun + d.setup.lost_call_wait_s + (tool.timeout or 0.0)
     waited = False
@@ -495,19 +585,27 @@ async def _guard_free(
         if not running:
             if waited:
                 d.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
-            return True, ""
+            return True, "", False
         now = time.time()
         if now >= deadline:
             if unreadable is not None:
-                return False, (
-                    ", and whether the worker that started it is gone could not be told "
-                    f"{now - begun:.0f}s after it started (its guard could not be read: "
-                    f"{unreadable})"
+                return (
+                    False,
+                    (
+                        ", and whether the worker that started it is gone could not be told "
+                        f"{now - begun:.0f}s after it started (its guard could not be read: "
+                        f"{unreadable})"
+                    ),
+                    True,
                 )
-            return False, (
-                f", and the worker that started it still holds the call's guard "
-                f"{now - begun:.0f}s after it started: it may still be running it (a "
-                "stalled process)"
+            return (
+                False,
+                (
+                    f", and the worker that started it still holds the call's guard "
+                    f"{now - begun:.0f}s after it started: it may still be running it (a "
+                    "stalled process, or a timed-out tool's thread)"
+                ),
+                True,
             )
         if not waited:
             waited = True
@@ -517,7 +615,7 @@ async def _guard_free(
         if d.own is not None:
             d.own.check()
         if await d.cancel_requested():
-            return False, ""
+            return False, "", False
 
 
 def _reconciled(d: Driver, call: OpenCall, tool: str, found: object) -> ToolFinished:

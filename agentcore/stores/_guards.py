@@ -28,7 +28,6 @@ import errno
 import fcntl
 import hashlib
 import os
-from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -51,6 +50,11 @@ class CallGuardStore(Protocol):
 
         Yields ``True`` when this process now holds it, ``False`` when another holder has
         it (that call may be running: the caller must not start it).
+
+        The guard is let go in ``__aexit__`` only, never when the manager is collected or
+        when an event loop closes its async generators (``asyncio.run`` does at its end):
+        a guard kept for a timed-out call whose thread still runs must outlive the loop.
+        So write it as a class, not with ``@asynccontextmanager``.
 
         Raises:
             StoreError: the guard cannot be taken (nothing was started).
@@ -78,22 +82,30 @@ class LocalGuards:
     def __init__(self) -> None:
         self._held: set[tuple[str, str]] = set()
 
-    @contextlib.asynccontextmanager
-    async def guard_call(self, run_id: str, key: str) -> AsyncGenerator[bool]:
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`."""
-        name = (run_id, key)
-        if name in self._held:
-            yield False
-            return
-        self._held.add(name)
-        try:
-            yield True
-        finally:
-            self._held.discard(name)
+        return _LocalGuard(self._held, (run_id, key))
 
     async def call_running(self, run_id: str, key: str) -> bool:
         """See :meth:`CallGuardStore.call_running`."""
         return (run_id, key) in self._held
+
+
+class _LocalGuard:
+    def __init__(self, held: set[tuple[str, str]], name: tuple[str, str]) -> None:
+        self._held, self._name, self._mine = held, name, False
+
+    async def __aenter__(self) -> bool:
+        if self._name in self._held:
+            return False
+        self._held.add(self._name)
+        self._mine = True
+        return True
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._mine:
+            self._held.discard(self._name)
+            self._mine = False
 
 
 class FileGuards:
@@ -111,22 +123,11 @@ class FileGuards:
     def _path(self, run_id: str, key: str) -> Path:
         return self._dir / f"call-{guard_digest(run_id, key).hex()[:32]}.lock"
 
-    @contextlib.asynccontextmanager
-    async def guard_call(self, run_id: str, key: str) -> AsyncGenerator[bool]:
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`."""
-        path = self._path(run_id, key)
-        fd = self._lock(path, key)
-        if fd is None:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            os.close(fd)  # closing the descriptor drops the lock
+        return _FileGuard(self, self._path(run_id, key), key)
 
-    def _lock(self, path: Path, key: str) -> int | None:
+    def lock_file(self, path: Path, key: str) -> int | None:
         """Lock the guard file at ``path``: its descriptor, or ``None`` when it is held.
 
         The lock counts only on the file the path names once it is held: a holder that was
@@ -169,3 +170,21 @@ class FileGuards:
         finally:
             os.close(fd)
         return False
+
+
+class _FileGuard:
+    def __init__(self, guards: FileGuards, path: Path, key: str) -> None:
+        self._guards, self._path, self._key = guards, path, key
+        self._fd: int | None = None
+
+    async def __aenter__(self) -> bool:
+        self._fd = self._guards.lock_file(self._path, self._key)
+        return self._fd is not None
+
+    async def __aexit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self._path)
+        os.close(fd)  # closing the descriptor drops the lock

@@ -71,22 +71,26 @@ class Fleet:
         }
         return env | (extra or {})
 
-    def popen(self, cmd: str, **extra: str) -> subprocess.Popen[str]:
-        """Start a worker (``FLEET_*`` settings as keyword arguments: ``HOLD="..."``)."""
+    def popen(self, cmd: str, crash: str | None = None, **extra: str) -> subprocess.Popen[str]:
+        """Start a worker (``FLEET_*`` settings as keyword arguments: ``HOLD="..."``; a
+        crash point for ``AGENTCORE_CRASH_AT``)."""
+        env = self.environ({f"FLEET_{k}": v for k, v in extra.items()})
+        if crash is not None:
+            env["AGENTCORE_CRASH_AT"] = crash
         proc = subprocess.Popen(
             [sys.executable, str(FLEET_WORKER), cmd],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             cwd=self.tmp,
-            env=self.environ({f"FLEET_{k}": v for k, v in extra.items()}),
+            env=env,
         )
         self.procs.append(proc)
         return proc
 
-    def run(self, cmd: str, **extra: str) -> Outcome:
+    def run(self, cmd: str, crash: str | None = None, **extra: str) -> Outcome:
         """Run a worker to its end."""
-        return wait(self.popen(cmd, **extra))
+        return wait(self.popen(cmd, crash, **extra))
 
     def popen_waiting(self, cmd: str, **extra: str) -> subprocess.Popen[str]:
         """Start an ``advance`` worker and return once it has found the run busy."""

@@ -33,6 +33,11 @@ Environment:
 - ``FLEET_TURN_PAUSE_S``: ``advance`` waits this long between its turns (default 0);
 - ``FLEET_BUSY_MARK=<file>``: ``advance`` creates it when it first finds the run busy.
 - ``FLEET_LOST_CALL_WAIT_S``: ``Agent(lost_call_wait_s=...)`` (default 300).
+- ``FLEET_SYNC_SLEEP_S``: the tool is a sync function that sleeps this long in its thread
+  before its side effect; ``FLEET_TOOL_TIMEOUT_S``: the tool's ``timeout``.
+
+``resolve-rerun`` (alice says the lost call did not happen: run it once) is a command too;
+``AGENTCORE_CRASH_AT`` works as in every agentcore process (``Fleet.popen(crash=...)``).
 """
 
 from __future__ import annotations
@@ -118,15 +123,30 @@ def make_tool(kind: str, ledger: Path) -> Any:  # Any: a Tool (kept loose for th
             await _hold(hold)
         return {"key": ctx.idempotency_key, "entry": entry}
 
+    def record_entry_in_thread(entry: str, ctx: ToolContext) -> dict[str, Any]:
+        """Record an entry in the ledger, slowly (a sync tool that outlives its timeout).
+
+        Args:
+            entry: what to record, ``entry <n>``.
+        """
+        time.sleep(float(env("FLEET_SYNC_SLEEP_S")))
+        with ledger.open("a", encoding="utf-8") as fh:
+            fh.write(f"{ctx.idempotency_key} {os.getpid()}\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return {"key": ctx.idempotency_key, "entry": entry}
+
     def reconcile(key: str) -> dict[str, Any] | None:
         return {"key": key, "reconciled": True} if key in ledger_keys(ledger) else None
 
+    timeout = os.environ.get("FLEET_TOOL_TIMEOUT_S")
     return tool(
         effect="write",
         idempotent=kind == "idempotent",
         reconcile=reconcile if kind == "reconcile" else None,
         name=TOOL_NAME,
-    )(record_entry)
+        timeout=float(timeout) if timeout else None,
+    )(record_entry_in_thread if os.environ.get("FLEET_SYNC_SLEEP_S") else record_entry)
 
 
 def make_model(steps: int) -> ScriptedModel:
@@ -233,6 +253,8 @@ async def _command(agent: Agent, cmd: str, run_id: str, tally: Tally) -> RunResu
             return await agent.resume(run_id)
         case "advance":
             return await _advance_until_settled(agent, run_id, tally)
+        case "resolve-rerun":
+            return await agent.resolve(run_id, by="alice", rerun=True, reason="not made")
         case _:
             raise SystemExit(f"unknown command {cmd!r}")
 

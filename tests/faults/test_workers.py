@@ -14,7 +14,6 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,22 +24,6 @@ from agentcore.events import RunResumed, ToolFinished
 from ._fleet import Fleet, tool_starts, wait, wait_until, with_cont
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
-
-BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-
-
-@pytest.fixture(params=BACKENDS)
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    if request.param == "postgres":
-        dsn = str(request.getfixturevalue("postgres_dsn"))
-        schema = str(request.getfixturevalue("pg_schema"))
-        shared = Fleet(tmp_path, "postgres", dsn=dsn, schema=schema)
-    else:
-        shared = Fleet(tmp_path, "sqlite")
-    try:
-        yield shared
-    finally:
-        shared.stop_all()
 
 
 def all_keys(fleet: Fleet, *steps: int) -> Counter[str]:

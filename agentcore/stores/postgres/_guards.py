@@ -14,7 +14,8 @@ schema, the run and the call, so stores in other schemas of one database do not 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,37 +59,9 @@ class PgGuards:
             int.from_bytes(digest[4:8], "big", signed=True),
         )
 
-    @contextlib.asynccontextmanager
-    async def guard_call(self, run_id: str, key: str) -> AsyncGenerator[bool]:
+    def guard_call(self, run_id: str, key: str) -> AbstractAsyncContextManager[bool]:
         """See :meth:`CallGuardStore.guard_call`."""
-        import psycopg
-
-        keys = self._keys(run_id, key)
-        where = f"cannot take the guard of call {key!r}"
-        try:
-            conn = await psycopg.AsyncConnection.connect(
-                self.dsn, autocommit=True, connect_timeout=self.connect_timeout
-            )
-        except (psycopg.Error, UnicodeError) as exc:
-            raise self.error(exc, where) from exc
-        try:
-            try:
-                row = await (await conn.execute(_TAKE, keys)).fetchone()
-            except (psycopg.Error, UnicodeError) as exc:
-                raise self.error(exc, where) from exc
-            if row is None or not row[0]:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                # Closing the session frees the lock too; unlocking first frees it before
-                # the server has noticed the closed connection.
-                with contextlib.suppress(psycopg.Error):
-                    await conn.execute(_FREE, keys)
-        finally:
-            with contextlib.suppress(psycopg.Error):
-                await conn.close()
+        return _PgGuard(self, self._keys(run_id, key), f"cannot take the guard of call {key!r}")
 
     async def call_running(self, run_id: str, key: str) -> bool:
         """See :meth:`CallGuardStore.call_running`."""
@@ -102,3 +75,49 @@ class PgGuards:
         except (psycopg.Error, UnicodeError) as exc:
             raise self.error(exc, where) from exc
         return row is None or not row[0]
+
+
+class _PgGuard:
+    """One call's guard: its own connection, holding the lock until ``__aexit__``."""
+
+    def __init__(self, guards: PgGuards, keys: tuple[int, int], where: str) -> None:
+        self._guards, self._keys, self._where = guards, keys, where
+        self._conn: Any = None  # Any: psycopg.AsyncConnection, imported lazily
+
+    async def __aenter__(self) -> bool:
+        import psycopg
+
+        g = self._guards
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                g.dsn, autocommit=True, connect_timeout=g.connect_timeout
+            )
+        except (psycopg.Error, UnicodeError) as exc:
+            raise g.error(exc, self._where) from exc
+        try:
+            row = await (await conn.execute(_TAKE, self._keys)).fetchone()
+        except (psycopg.Error, UnicodeError) as exc:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+            raise g.error(exc, self._where) from exc
+        if row is None or not row[0]:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+            return False
+        self._conn = conn
+        return True
+
+    async def __aexit__(self, *exc: object) -> None:
+        import psycopg
+
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            # Closing the session frees the lock too; unlocking first frees it before the
+            # server has noticed the closed connection.
+            with contextlib.suppress(psycopg.Error):
+                await conn.execute(_FREE, self._keys)
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()

@@ -31,13 +31,14 @@ rules on untrusted text. A child's tools that take values bound to the run (``Fr
 are checked when the parent's run starts, as the parent's own are.
 
 The child runs with its own scope and tools, its budget carved from what the parent has
-left (tokens, cost, tool calls, deadline), its tenant and a ``parent`` link in its
-metadata; its model usage is recorded in the parent (as ``model_called`` events with role
-``child``), so it counts in both. Its effect towards the parent is the strongest effect
-among its tools: a child that may delete is a destructive tool. Its answer is untrusted
-output (``@tool(output="untrusted")``) when the child can read untrusted text (a tool in
-its scope, a sub-agent of its own or a context provider whose output is untrusted): the
-child's answer may quote what a third party wrote.
+left (tokens, cost, deadline, and tool calls and steps less those of the children the
+parent's earlier calls started; none left, no child starts), its tenant and a ``parent``
+link in its metadata; its model usage is recorded in the parent (as ``model_called``
+events with role ``child``), so it counts in both. Its effect towards the parent is the
+strongest effect among its tools: a child that may delete is a destructive tool. Its
+answer is untrusted output (``@tool(output="untrusted")``) when the child can read
+untrusted text (a tool in its scope, a sub-agent of its own or a context provider whose
+output is untrusted): the child's answer may quote what a third party wrote.
 """
 
 from __future__ import annotations

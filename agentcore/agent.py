@@ -273,8 +273,8 @@ class Agent(RunOperations[OutputT], Extractor):
         """
         session = self._session()
         begun = await session.start(task, scope, budget, run_id, metadata, tenant)
-        if isinstance(begun, RunResult):
-            return self._typed(begun)
+        if isinstance(begun, RunResult):  # the run exists: read as result() reads it
+            return await self.result(begun.run_id)
         state, history = begun
         try:
             async with session.owned(state.run_id) as own:
@@ -328,7 +328,7 @@ class Agent(RunOperations[OutputT], Extractor):
         async with session.owned(run_id) as own:
             state, history = await session.load(run_id)
             if state.status is not RunStatus.RUNNING:
-                return self._typed(state.result())
+                return self._typed(commands.read(state, self._output_hash))
             first = commands.advance(
                 state,
                 self.tools,
@@ -379,12 +379,12 @@ class Agent(RunOperations[OutputT], Extractor):
         session = self._session()
         state, history = await session.load(run_id)
         if not commands.needs_continuing(state, by):
-            return self._typed(state.result())
+            return self._typed(commands.read(state, self._output_hash))
         try:
             async with session.owned(run_id) as own:
                 await session.catch_up(state, history)  # what others wrote before we owned it
                 if not commands.needs_continuing(state, by):
-                    return self._typed(state.result())
+                    return self._typed(commands.read(state, self._output_hash))
                 first = commands.resume(
                     state,
                     self.tools,
@@ -396,7 +396,7 @@ class Agent(RunOperations[OutputT], Extractor):
                 )
                 result = await session.drive(own, state, history, first, advance=self.queue is None)
         except RunBusyError:
-            return self._typed(state.result())  # another worker is advancing it
+            return self._typed(commands.read(state, self._output_hash))  # another worker has it
         return await self._surfaced(self._typed(self._handed_off(result)))
 
     # -- streaming and sync twins: the signatures of the methods they wrap ----------------------

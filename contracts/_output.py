@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
+import json
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Union, cast, get_args, get_origin
+from typing import Annotated, Any, Union, cast, get_args, get_origin
 
-from pydantic import JsonValue, TypeAdapter
+from pydantic import (
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from ._limits import json_problem
 from .errors import ConfigurationError
@@ -43,6 +53,36 @@ class OutputSpec:
     def adapter(self) -> TypeAdapter[Any]:  # Any: see type
         """The pydantic validator and serializer of :attr:`type`."""
         return TypeAdapter(self.type)
+
+    @cached_property
+    def answer_type(self) -> Any:  # Any: an Annotated form of type
+        """:attr:`type` as the ``finish`` action's ``answer`` declares it: the same JSON
+        Schema, validated strictly, as a tool's arguments are: a field the type does not
+        declare is refused (at any depth: models, TypedDicts, dataclasses), and no JSON
+        value is coerced into another type (``true`` is not an ``int``, ``"5"`` is not a
+        number; an ISO date string is still a ``date``). A refused answer is re-asked."""
+        return Annotated[self.type, WrapValidator(self._strictly)]
+
+    def _strictly(
+        self, value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:  # Any: a value of type
+        handler(value)  # what lax validation refuses too is reported where it is
+        try:
+            if info.mode == "json":  # the reply's JSON value, validated as JSON again
+                return self.validate_answer(json.dumps(value, allow_nan=True))
+            return self.adapter.validate_python(value, strict=True, **_NO_EXTRA)
+        except ValidationError as exc:
+            raise PydanticCustomError(
+                "answer_invalid", "{problems}", {"problems": _problems(exc)}
+            ) from None
+
+    def validate_answer(self, answer: str) -> Any:  # Any: a value of type
+        """A model's answer (JSON text) validated strictly (see :attr:`answer_type`).
+
+        Raises:
+            ValueError: the answer does not validate (pydantic's ``ValidationError``).
+        """
+        return self.adapter.validate_json(answer, strict=True, **_NO_EXTRA)
 
     @cached_property
     def json_schema(self) -> dict[str, Any]:  # Any: JSON Schema
@@ -113,6 +153,21 @@ def output_spec(output: object) -> OutputSpec | None:
         return _spec(output)
     except TypeError as exc:  # unhashable: an unusual generic alias
         raise ConfigurationError(f"output={output!r} cannot be used: {exc}") from exc
+
+
+_EXTRA_AT_VALIDATION = "extra" in inspect.signature(TypeAdapter(int).validate_json).parameters
+_NO_EXTRA: dict[str, Any] = {"extra": "forbid"} if _EXTRA_AT_VALIDATION else {}  # Any: kwargs
+"""Refuse fields the type does not declare, whatever its own config says (pydantic 2.12
+and later; earlier versions apply the type's own config)."""
+
+
+def _problems(exc: ValidationError) -> str:
+    """A strict validation's errors, in words the model can act on."""
+    parts = [
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in exc.errors(include_url=False)[:5]
+    ]
+    return "; ".join(parts)
 
 
 def _union(a: object, b: object) -> object:

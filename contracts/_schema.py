@@ -203,7 +203,7 @@ def _typed_finish(output: OutputSpec, thought_first: bool) -> type[BaseModel]:
     fields: dict[str, Any] = {  # Any: pydantic field definitions
         "type": (Literal["finish"], "finish"),
         "thought": (Thought, ...),
-        "answer": (output.type, ...),
+        "answer": (output.answer_type, ...),
     }
     return create_model(
         "FinishAction",
@@ -492,7 +492,7 @@ class ActionSchema:
         if self.form == "generic":
             raw: str = getattr(parsed, "answer_json")  # noqa: B009
             try:
-                value = output.decode(raw)
+                value = output.validate_answer(raw)
             except ValidationError as exc:
                 raise InvalidActionError(
                     f"answer_json is not a valid {output.name}: {_describe(exc)}"

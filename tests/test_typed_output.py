@@ -328,7 +328,7 @@ async def test_a_queue_worker_with_another_output_type_stops_the_run_for_a_perso
 async def test_reading_a_completed_run_as_another_type_is_refused(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     result = await agent_of([typed_finish("plain words")], str, store).run("Say it.")
-    with pytest.raises(OutputTypeChangedError, match="not a Invoice"):
+    with pytest.raises(OutputTypeChangedError, match="started for a text answer"):
         await agent_of([], Invoice, store).result(result.run_id)
 
 

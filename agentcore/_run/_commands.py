@@ -37,7 +37,15 @@ from agentcore.contracts.errors import (
 )
 
 from .._manifest import manifest_entry, output_change, tool_changes
-from .._state import FINAL_STATUSES, OpenCall, PendingCall, RunState, RunStatus, args_hash
+from .._state import (
+    FINAL_STATUSES,
+    OpenCall,
+    PendingCall,
+    RunResult,
+    RunState,
+    RunStatus,
+    args_hash,
+)
 from ..approvals import Authorize, person_key, person_name
 from ..events import (
     Approval,
@@ -312,6 +320,23 @@ def checked_output(state: RunState, output_hash: str | None) -> None:
             "an agent whose output= is the one it started with, or cancel it (agentcore "
             f"cancel {state.run_id} --by NAME)."
         )
+
+
+def read(state: RunState, output_hash: str | None) -> RunResult[Any]:  # Any: not decoded
+    """The run's result, read by an agent whose output type hashes to ``output_hash``
+    (``result``, or ``resume``/``run`` of a run that has ended).
+
+    Raises:
+        OutputTypeChangedError: the run completed with an answer of another output type
+            (the pin ``run_started.output_hash``): it would be decoded as this agent's.
+    """
+    change = output_change(state, output_hash)
+    if change is not None and state.status is RunStatus.COMPLETED:
+        raise OutputTypeChangedError(
+            f"{change[0].upper()}{change[1:]}, and it completed: its answer is not of this "
+            "agent's type. Read it with an agent whose output= is the one it started with."
+        )
+    return state.result()
 
 
 def checked_tools(

@@ -148,6 +148,8 @@ def missing_store(url: str | None) -> str | None:
 def valid_tenant(value: str | None) -> str | None:
     """Refuse a tenant no run may have (empty, too long, control characters) as a usage
     error, before any store is opened."""
+    if value == "":
+        abort("--tenant is empty: give the tenant's name, or leave --tenant out", EXIT_USAGE)
     if value is not None:
         try:
             check_tenant(value)
@@ -167,9 +169,13 @@ def abort(message: str, code: int = EXIT_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-def valid_run_id(value: str | None) -> str | None:
+def valid_run_id(param: typer.CallbackParam, value: str | None) -> str | None:
     """Refuse a run id no run may have (empty, too long, control characters, bytes that
     are not UTF-8) as a usage error, before any store is opened."""
+    if value == "":
+        if param.param_type_name == "option":  # run --run-id
+            abort("--run-id is empty: leave it out for a new random id, or give one", EXIT_USAGE)
+        abort("the run id is empty: give a run's id (agentcore runs lists them)", EXIT_USAGE)
     if value is not None:
         try:
             check_run_id(value)
@@ -282,8 +288,17 @@ def report(
     out.print(f"[bold {style}]{status.value}[/]  run {result.run_id}", highlight=False)
     if result.answer:
         out.print(f"answer: {result.answer}", highlight=False)
-    said_below = result.pending is not None and result.pending.reason == result.reason
-    if result.reason and status is not RunStatus.COMPLETED and not said_below:
+    pending = result.pending
+    said_below = pending is not None and pending.reason == result.reason
+    if pending is not None and pending.run_id is not None:
+        # The recorded reason names the sub-agent run's own confirm command, which lacks
+        # this command's --store and --agent: the bound commands below answer it from here.
+        out.print(
+            f"reason: sub-agent run {pending.run_id} waits for a person on the call below; "
+            "answer it from this run with the command below, and this run goes on",
+            highlight=False,
+        )
+    elif result.reason and status is not RunStatus.COMPLETED and not said_below:
         out.print(f"reason: {result.reason}", highlight=False)  # else the pending call's "why:"
     u = result.usage
     out.print(

@@ -16,6 +16,7 @@ from rich.markup import escape
 from agentcore import (
     Agent,
     Budget,
+    Policy,
     RunResult,
     RunStatus,
     check_transcript,
@@ -347,6 +348,15 @@ def show(
             help="JSON Lines, one event per line, in the public event format (docs/events.md).",
         ),
     ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="MODULE:ATTR of the agent that owns the run, for the approve and deny "
+            "commands printed for a waiting call (needed only when the run was not started "
+            "from the CLI).",
+        ),
+    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """Show a run's transcript (creates nothing)."""
@@ -360,21 +370,26 @@ def show(
     for ev in events:
         state.apply(ev)
     pending = state.pending()
-    if pending is not None:
-        first = events[0]
-        recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
-        print_pending(
-            run_id,
-            pending,
-            agent_hint=None if isinstance(recorded, str) else "MODULE:ATTR",
-            store=store_hint(store),
+    if pending is None:
+        return
+    first = events[0]
+    recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
+    if agent is None and not isinstance(recorded, str):
+        out.print(f"waiting for a person to approve {pending_text(pending)}", highlight=False)
+        out.print(
+            "this run was not started from the CLI, so the agent that owns its tools is not "
+            "recorded: show it again with --agent naming that agent (its MODULE:ATTR) for "
+            "the approve and deny commands",
+            highlight=False,
         )
+        return
+    print_pending(run_id, pending, agent_hint=agent, store=store_hint(store))
 
 
 @app.command()
 def export(run_id: RunIdArg, store: StoreOpt = None) -> None:
     """Write a run's transcript to stdout as JSON Lines (one event per line)."""
-    show(run_id, as_json=True, store=store)
+    show(run_id, as_json=True, agent=None, store=store)
 
 
 @app.command()
@@ -649,18 +664,40 @@ def expire(
     store: StoreOpt = None,
 ) -> None:
     """Deny or escalate the calls whose approval window passed (Policy.approval_expiry);
-    run it from cron. Prints one line per run it changed."""
+    run it from cron. Prints one line per run it changed, nothing when no window passed.
 
-    async def go() -> list[RunResult]:
+    Exit 2, saying what to set, when it changed nothing and the agent's policy can expire
+    nothing (no Policy.approval_ttl, or approval_expiry='wait').
+    """
+
+    async def go() -> tuple[list[RunResult], Policy]:
         owner = load_agent(agent, store=store)
         try:
-            return await owner.expire_approvals()
+            return await owner.expire_approvals(), owner.policy
         finally:
             await owner.close()
 
-    for result in run_async(go()):
+    changed, policy = run_async(go())
+    for result in changed:
         waiting = pending_text(result.pending) if result.pending is not None else ""
         out.print(f"{result.status.value}  run {result.run_id}  {waiting}", highlight=False)
+    if changed:
+        return
+    if policy.approval_ttl is None:
+        abort(
+            f"nothing to expire: the policy of {agent} has no approval_ttl, so its approvals "
+            "never expire. Set Policy(approval_ttl=SECONDS, approval_expiry='deny' or "
+            "'escalate') for this command to deny or escalate calls that wait longer.",
+            EXIT_USAGE,
+        )
+    if policy.approval_expiry == "wait":
+        abort(
+            f"nothing to expire: the policy of {agent} has approval_expiry='wait', so a call "
+            f"waiting past approval_ttl ({policy.approval_ttl:g}s) keeps waiting (approvals "
+            "refused) and this command records nothing. Set approval_expiry='deny' or "
+            "'escalate' for it to act.",
+            EXIT_USAGE,
+        )
 
 
 @app.command()

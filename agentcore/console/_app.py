@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import time
+import unicodedata
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -385,6 +386,14 @@ class Console:
 
     async def _runs(self, request: Request, template: str) -> Response:
         rows, cursor, filters = await self.listing(request)
+        waiting = filters.get("status") == RunStatus.AWAITING_CONFIRMATION.value
+        user: str | None = getattr(request.state, "user", None)
+        waits: dict[str, dict[str, Any]] = {}  # Any: template values
+        for row in rows if waiting else ():
+            with contextlib.suppress(RunNotFoundError):  # pruned meanwhile
+                pending = pending_of(await self.store.load(row.run_id))
+                if pending is not None:
+                    waits[row.run_id] = _waiting_on(pending, user)
         return self.page(
             request,
             template,
@@ -393,7 +402,8 @@ class Console:
             filters=filters,
             paged=bool(request.query_params.get("after")),
             version=_version([_summary(r) for r in rows]),
-            waiting=filters.get("status") == RunStatus.AWAITING_CONFIRMATION.value,
+            waiting=waiting,
+            waits=waits,
         )
 
     async def run_page(self, request: Request) -> Response:
@@ -413,13 +423,16 @@ class Console:
         error: str | None = None,
     ) -> Response:
         view = _run_json(events)
+        pending = pending_of(events)
+        user: str | None = getattr(request.state, "user", None)
         return self.page(
             request,
             template,
             status=status,
             run=view,
             first=events[0],
-            pending=pending_of(events),
+            pending=pending,
+            you_approved=pending is not None and user is not None and approved_by(pending, user),
             compensable=compensable(events),
             blocks=timeline(events),
             family=family(events),
@@ -641,6 +654,33 @@ def _version(summaries: list[dict[str, Any]]) -> str:  # Any: JSON values
     """A short digest of a listing: two listings that show the same have the same one."""
     text = json.dumps(summaries, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _person(name: str) -> str:
+    """A name as approvals compare it: NFKC-normalised, whitespace stripped."""
+    return unicodedata.normalize("NFKC", name).strip()
+
+
+def approved_by(p: PendingCall, user: str) -> bool:
+    """Whether ``user`` is among the people who approved ``p`` so far (names compared as
+    ``confirm`` compares them)."""
+    me = _person(user)
+    return any(_person(name) == me for name in p.approvals)
+
+
+def _waiting_on(p: PendingCall, user: str | None) -> dict[str, Any]:  # Any: template values
+    """What the "Waiting for you" list shows of a waiting call: the tool (or plan) and its
+    step, the approvals so far of those needed, and whether ``user`` gave one of them."""
+    what = f"{p.tool or 'plan'} (step {p.step})" if p.kind == "tool" else f"plan (step {p.step})"
+    if p.run_id is not None:
+        what += f" in sub-agent run {p.run_id}"
+    return {
+        "what": what,
+        "approvals": len(p.approvals),
+        "needed": p.approvals_needed,
+        "who": list(p.approvals),
+        "you": user is not None and approved_by(p, user),
+    }
 
 
 def _pending(p: PendingCall | None) -> dict[str, Any] | None:  # Any: JSON values

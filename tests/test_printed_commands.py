@@ -1,0 +1,157 @@
+"""Every command the CLI prints runs as printed: each test runs what was printed (in a
+subprocess, as a person pasting it would) and checks it did what it said. And the
+answers that print no command say what to do: ``show ""``, ``expire`` on a policy that
+can expire nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_cli import cli, printed_command, with_name
+
+pytestmark = pytest.mark.subprocess
+
+SHOP = textwrap.dedent(
+    """
+    from pathlib import Path
+
+    from agentcore import Agent, Policy, tool
+    from agentcore.adapters import ScriptedModel
+
+
+    @tool(effect="destructive")
+    def close(order: str) -> str:
+        \"\"\"Close an order.\"\"\"
+        Path(__file__).with_name("closed.txt").write_text(order)
+        return "closed"
+
+
+    def closing():
+        return ScriptedModel([
+            {"type": "tool", "thought": "c", "tool": "close", "args": {"order": "A1"}},
+            {"type": "finish", "thought": "d", "answer": "closed A1"},
+        ])
+
+
+    def make(model=None, store=None):
+        return Agent(
+            tools=[close], model=closing(), store=store, policy=Policy(plan_before_writes=False)
+        )
+
+
+    def family(model=None, store=None):
+        child = make(store=store)
+        return Agent(
+            tools=[child.as_tool("closer", "Close an order.")],
+            model=ScriptedModel([
+                {"type": "tool", "thought": "a", "tool": "closer", "args": {"task": "close A1"}},
+                {"type": "finish", "thought": "d", "answer": "done"},
+            ]),
+            store=store,
+            policy=Policy(plan_before_writes=False),
+        )
+
+
+    def no_ttl(model=None, store=None):
+        return make(store=store)
+
+
+    def waits(model=None, store=None):
+        return Agent(
+            tools=[close],
+            model=closing(),
+            store=store,
+            policy=Policy(plan_before_writes=False, approval_ttl=60),
+        )
+    """
+)
+
+
+def shop(tmp: Path) -> Path:
+    (tmp / "shop.py").write_text(SHOP)
+    return tmp
+
+
+def closed(tmp: Path) -> str | None:
+    path = tmp / "closed.txt"
+    return path.read_text() if path.exists() else None
+
+
+def start_in_python(tmp: Path, store: str) -> None:
+    """A run started by the application (not the CLI): no agent is recorded."""
+    code = (
+        "import asyncio, shop\n"
+        f"r = asyncio.run(shop.make(store={store!r}).run('close A1', run_id='r1'))\n"
+        "assert r.status.value == 'awaiting_confirmation', r\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=tmp, check=True, timeout=60)
+
+
+def test_show_of_a_run_the_application_started_prints_no_placeholder(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    store = f"sqlite:///{tmp / 'app.db'}"
+    start_in_python(tmp, store)
+    shown = cli(tmp, "show", "r1", "--store", store)
+    assert shown.returncode == 0, shown.stderr
+    assert "--agent MODULE:ATTR" not in shown.stdout and "approve: " not in shown.stdout
+    assert "show it again with --agent naming that agent" in shown.stdout
+    named = cli(tmp, "show", "r1", "--store", store, "--agent", "shop:make")
+    command = printed_command(named.stdout, "approve: ")
+    assert command[-4:] == ["--agent", "shop:make", "--store", store]
+    approved = cli(tmp, *with_name(command, "ann"))
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert "completed" in approved.stdout and closed(tmp) == "A1"
+
+
+def test_show_of_a_cli_run_in_another_store_prints_commands_that_run(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    store = f"sqlite:///{tmp / 'other.db'}"
+    started = cli(tmp, "run", "shop:make", "close A1", "--store", store, "--run-id", "r1")
+    assert started.returncode == 3, started.stdout + started.stderr
+    shown = cli(tmp, "show", "r1", "--store", store)
+    command = printed_command(shown.stdout, "approve: ")
+    assert "--agent" not in command  # recorded when the run started: not needed
+    denied = cli(tmp, *with_name(printed_command(shown.stdout, "deny:    "), "ann"))
+    assert denied.returncode == 0, denied.stdout + denied.stderr  # the model then finishes
+    assert "denied by ann" in denied.stdout and closed(tmp) is None
+
+
+def test_a_parent_waiting_on_its_sub_agent_prints_commands_that_run(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    store = f"sqlite:///{tmp / 'other.db'}"
+    started = cli(tmp, "run", "shop:family", "close A1", "--store", store, "--run-id", "p1")
+    assert started.returncode == 3, started.stdout + started.stderr  # the sub-agent tool
+    delegated = cli(tmp, *with_name(printed_command(started.stdout, "approve: "), "ann"))
+    assert delegated.returncode == 5, delegated.stdout + delegated.stderr
+    # the child's call waits: the reason printed carries no command that lacks --store
+    reason = next(ln for ln in delegated.stdout.splitlines() if ln.startswith("reason: "))
+    assert "agentcore confirm" not in reason and "sub-agent run p1:1/closer" in reason
+    command = printed_command(delegated.stdout, "approve: ")
+    assert command[2] == "p1" and command[-2:] == ["--store", store]
+    done = cli(tmp, *with_name(command, "ann"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "completed" in done.stdout and closed(tmp) == "A1"
+
+
+def test_show_of_an_empty_run_id_says_what_to_give(tmp_path: Path) -> None:
+    shown = cli(tmp_path, "show", "")
+    assert shown.returncode == 2
+    assert "the run id is empty: give a run's id (agentcore runs lists them)" in shown.stderr
+    assert "run_id=None" not in shown.stderr
+    started = cli(tmp_path, "run", "x:y", "task", "--run-id", "")
+    assert started.returncode == 2 and "--run-id is empty: leave it out" in started.stderr
+
+
+def test_expire_on_a_policy_that_can_expire_nothing_says_why(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    assert cli(tmp, "run", "shop:make", "close A1").returncode == 3
+    silent = cli(tmp, "expire", "--agent", "shop:no_ttl")
+    assert silent.returncode == 2, silent.stdout + silent.stderr
+    assert "nothing to expire: the policy of shop:no_ttl has no approval_ttl" in silent.stderr
+    assert "Policy(approval_ttl=SECONDS" in silent.stderr
+    waiting = cli(tmp, "expire", "--agent", "shop:waits")
+    assert waiting.returncode == 2 and "approval_expiry='wait'" in waiting.stderr

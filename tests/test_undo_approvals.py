@@ -247,6 +247,7 @@ def test_the_cli_undo_of_a_two_person_refund_needs_two_people(tmp_path: Path) ->
     alone = cli(tmp_path, "compensate", "r1", "--by", "alice")
     assert alone.returncode == 5, alone.stdout + alone.stderr
     assert "needs the approval of 2 different people (1 so far: alice)" in alone.stdout
+    assert "[c1:undo] undo approved by alice" in cli(tmp_path, "show", "r1").stdout
     twice = cli(tmp_path, "compensate", "r1", "--by", "alice")
     assert twice.returncode == 1 and "approved the undo of refund at step 1" in twice.stderr
     assert (tmp_path / "ledger.txt").read_text().split("\n")[:-1] == ["refund A1"]
@@ -277,8 +278,27 @@ async def test_the_console_undo_of_a_two_person_refund_needs_two_people() -> Non
         assert (await undo("alice")).status_code == 303
         assert ledger.log == ["refund A1"]
         page = await client.get("/runs/r1", headers={"X-User": "alice"})
-        assert "1 so far: alice" in page.text
+        assert "1 so far: alice" in page.text and "its undo approved by alice" in page.text
         again = await undo("alice")
         assert again.status_code == 409 and "already" in again.text
         assert (await undo("bob")).status_code == 303
     assert ledger.log == ["refund A1", "unrefund A1"]
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+async def test_the_console_offers_to_undo_a_completed_run_only_when_allowed(allowed: bool) -> None:
+    ledger = Ledger()
+    agent = ledger.agent(Policy(plan_before_writes=False, compensate_completed=allowed))
+    assert (await agent.run("refund A1", run_id="r1")).status is RunStatus.COMPLETED
+    app = create_app(agent.store, agents=[agent], authenticate=lambda r: r.headers.get("x-user"))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://console.test"
+        ) as client,
+    ):
+        page = await client.get("/runs/r1", headers={"X-User": "alice"})
+        assert ('name="compensate"' in page.text) is allowed
+        assert ("Policy(compensate_completed=True)</code> on the agent does" in page.text) is (
+            not allowed
+        )

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from agentcore import RunEnded, RunResult, RunStatus, StreamEvent, ThoughtDelta
 from agentcore._run import PAUSE
+from agentcore._state import UNDO_SUFFIX
 from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
@@ -92,7 +93,9 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
         case Approval():
             edited = " (edited args)" if ev.args is not None else ""
             why = f": {ev.reason}" if ev.reason else ""
-            return str(ev.step), f"[{ev.call_id}] approved by {ev.by}{edited}{why} (more needed)"
+            what = "undo " if ev.call_id.endswith(UNDO_SUFFIX) else ""
+            line = f"[{ev.call_id}] {what}approved by {ev.by}{edited}{why} (more needed)"
+            return str(ev.step), line
         case CompensationStarted():
             return str(
                 ev.step

@@ -424,6 +424,8 @@ class Console:
     ) -> Response:
         view = _run_json(events)
         pending = pending_of(events)
+        undo = compensable(events)
+        kept = undo and view["status"] == RunStatus.COMPLETED.value and not self._may_undo(events)
         user: str | None = getattr(request.state, "user", None)
         return self.page(
             request,
@@ -433,12 +435,24 @@ class Console:
             first=events[0],
             pending=pending,
             you_approved=pending is not None and user is not None and approved_by(pending, user),
-            compensable=compensable(events),
+            compensable=undo and not kept,
+            completed_kept=kept,
             blocks=timeline(events),
             family=family(events),
             last_seq=events[-1].seq,
             error=error,
         )
+
+    def _may_undo(self, events: Sequence[Event]) -> bool:
+        """Whether the agent that owns a completed run may undo it
+        (``Policy.compensate_completed``)."""
+        first = events[0]
+        assert isinstance(first, RunStarted)
+        try:
+            _, agent = self.approvals.agent_for(first, None)
+        except ConsoleError:
+            return False
+        return agent.policy.compensate_completed
 
     async def confirm_form(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]

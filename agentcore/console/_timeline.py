@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agentcore._state import UNDO_SUFFIX
 from agentcore.contracts import BatchAction, FinishAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
@@ -199,7 +200,8 @@ def entry(ev: Event) -> Entry:
             details = [("reason", ev.reason)] if ev.reason else []
             if ev.args is not None:
                 details.append(("edited args", pretty(ev.args)))
-            title = f"approved by {ev.by}; more approvals needed"
+            what = "its undo " if ev.call_id.endswith(UNDO_SUFFIX) else ""
+            title = f"{what}approved by {ev.by}; more approvals needed"
             return Entry(ev.seq, ev.type, title, details=details, tone="wait")
         case CompensationStarted():
             details = [("by", ev.by), ("idempotency key", ev.idempotency_key)]

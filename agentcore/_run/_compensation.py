@@ -27,9 +27,10 @@ An undo is an effect, governed like the call it undoes:
   least one) needs N distinct people. Each person's ``compensate`` approves every undo
   still to do; until an undo has its N people an ``approval`` (call id ``<call>:undo``)
   records each one and the run stops as ``needs_attention`` saying who approved and how
-  many more are needed. People are compared as confirm compares them (NFKC, whitespace
-  stripped); the same person twice raises :class:`AlreadyApprovedError`. ``compensate_on``
-  (``by="policy"``) is no person: it stops at the first undo that needs one;
+  many more are needed. People are compared as confirm compares them
+  (:func:`agentcore.approvals.person_key`); the same person twice raises
+  :class:`AlreadyApprovedError`. ``compensate_on`` (``by="policy"``) is no person: it
+  stops at the first undo that needs one;
 - a ``completed`` run is compensated only when the agent's ``Policy.compensate_completed``
   is set.
 
@@ -44,7 +45,6 @@ import asyncio
 import contextlib
 import inspect
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -58,6 +58,7 @@ from agentcore.contracts.errors import (
 
 from .._faults import crash_point
 from .._state import UNDO_SUFFIX, PendingCall, RunStatus
+from ..approvals import person_key
 from ..events import (
     Approval,
     CompensationFinished,
@@ -240,11 +241,6 @@ def _label(effect: _Effect) -> str:
     return f"{effect.started.tool} at step {effect.started.step}"
 
 
-def _person(name: str) -> str:
-    """A person's name as approvals compare it: NFKC-normalised, whitespace stripped."""
-    return unicodedata.normalize("NFKC", name).strip()
-
-
 class _Gate:
     """Who may undo what: the agent's ``authorize`` and the approval rules, applied to
     each undo still to do (see the module's text)."""
@@ -291,13 +287,13 @@ class _Gate:
         """Who approved the undo of ``e`` so far (each person once, as recorded)."""
         seen: dict[str, str] = {}
         for a in e.undo_approvals:
-            seen.setdefault(_person(a.by), a.by)
+            seen.setdefault(person_key(a.by), a.by)
         return list(seen.values())
 
     def _with_me(self, e: _Effect) -> int:
-        people = {_person(b) for b in self.approved(e)}
+        people = {person_key(b) for b in self.approved(e)}
         if self.person:
-            people.add(_person(self.by))
+            people.add(person_key(self.by))
         return len(people)
 
     def ready(self, e: _Effect) -> bool:
@@ -341,9 +337,9 @@ class _Gate:
                     f"Run {run_id}: {self.by!r} may not undo {_label(e)} (Policy.authorize "
                     "refused); nothing recorded."
                 )
-        me = _person(self.by)
+        me = person_key(self.by)
         if not self.ready(todo[0]) and all(
-            me in {_person(b) for b in self.approved(e)} for e in todo if not self.ready(e)
+            me in {person_key(b) for b in self.approved(e)} for e in todo if not self.ready(e)
         ):
             e = todo[0]
             raise AlreadyApprovedError(
@@ -357,12 +353,12 @@ class _Gate:
         them (the last approver's is the undo's ``compensation_started``)."""
         if not self.person:
             return []
-        me = _person(self.by)
+        me = person_key(self.by)
         recorded: list[Approval] = []
         for e in self._todo():
             if e.undo_started is not None or self.ready(e):
                 continue
-            if me in {_person(b) for b in self.approved(e)}:
+            if me in {person_key(b) for b in self.approved(e)}:
                 continue
             s = e.started
             approval = Approval(

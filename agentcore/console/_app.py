@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 import json
 import time
-import unicodedata
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -34,6 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentcore import Agent, PendingCall, RunStatus, RunUsage, check_transcript
+from agentcore.approvals import person_key
 from agentcore.contracts.errors import (
     LimitExceededError,
     RunNotFoundError,
@@ -670,16 +670,11 @@ def _version(summaries: list[dict[str, Any]]) -> str:  # Any: JSON values
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _person(name: str) -> str:
-    """A name as approvals compare it: NFKC-normalised, whitespace stripped."""
-    return unicodedata.normalize("NFKC", name).strip()
-
-
 def approved_by(p: PendingCall, user: str) -> bool:
     """Whether ``user`` is among the people who approved ``p`` so far (names compared as
     ``confirm`` compares them)."""
-    me = _person(user)
-    return any(_person(name) == me for name in p.approvals)
+    me = person_key(user)
+    return any(person_key(name) == me for name in p.approvals)
 
 
 def _waiting_on(p: PendingCall, user: str | None) -> dict[str, Any]:  # Any: template values

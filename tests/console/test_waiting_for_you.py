@@ -46,7 +46,7 @@ async def test_waiting_for_you_shows_the_tool_and_the_count_and_no_second_approv
 
         listed = await client.get(waiting, headers={"X-User": "ada"})
         assert "1 of 2 (so far: ada): you approved; it waits for another person" in listed.text
-        mine = await client.get(url, headers={"X-User": " ada "})  # the same person
+        mine = await client.get(url, headers={"X-User": "Ada"})  # the same person
         assert 'name="approve" disabled' in mine.text
         assert "You approved this call already (1 of 2)" in mine.text
         assert 'name="deny">Deny</button>' in mine.text  # a denial is still open to ada

@@ -318,14 +318,25 @@ class RunOperations(Generic[OutputT]):
         goes on where it stopped), with ``settle`` for what a person found out. A run whose
         compensation began never advances again.
 
+        An undo is governed like the call it undoes: ``Policy.authorize`` is asked about
+        each (``pending.kind == "undo"``), and an undo of a call whose tool needs N
+        approvals (``Policy.approvals``) needs N different people, each calling
+        ``compensate`` (until then the run stops as ``needs_attention`` saying who
+        approved). A completed run is undone only with ``Policy(compensate_completed=True)``.
+
         Args:
             by: who asks (recorded on each undo).
             settle: a person's word, by call id, on a call or an undo whose outcome is
                 unknown: ``"done"`` (it happened) or ``"not_done"`` (it did not).
 
         Raises:
-            RunError: the run is running or waiting for a person (cancel it first), or
+            RunError: the run is running or waiting for a person (cancel it first), it is
+                completed and this agent's ``Policy.compensate_completed`` is not set, or
                 ``settle`` names a call with nothing in doubt.
+            NotAuthorizedError: ``Policy.authorize`` refuses ``by`` for an undo still to
+                do (nothing recorded).
+            AlreadyApprovedError: ``by`` approved every undo that waits for more people
+                already (nothing recorded).
             RunBusyError: another worker holds the run.
             RunNotFoundError: no such run.
             ConfigurationError: ``by`` is empty, or the run id is invalid.

@@ -51,6 +51,10 @@ class LoggedExtraction:
     error: str | None = None
     role: Literal["extract", "child"] = "extract"
     """``child``: the usage of a sub-agent's run during the call (``Agent.as_tool``)."""
+    tool_calls: int = 0
+    """``child``: the sub-agent's tool calls during the call."""
+    steps: int = 0
+    """``child``: the sub-agent's steps during the call."""
 
 
 @dataclass(slots=True)

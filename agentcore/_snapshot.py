@@ -274,6 +274,8 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "reason": _plain(str, _NONE),
     "steps": _plain(int),
     "tool_calls": _plain(int),
+    "child_steps": _plain(int),
+    "child_tool_calls": _plain(int),
     "per_tool": _counter(),
     "usage": (
         lambda u: [u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cost],

@@ -241,6 +241,11 @@ class RunState:
     reason: str | None = None
     steps: int = 0
     tool_calls: int = 0
+    child_steps: int = 0
+    """Steps the sub-agents' runs took during this run's calls (they count in its budget)."""
+    child_tool_calls: int = 0
+    """Tool calls the sub-agents' runs made during this run's calls (they count in its
+    budget)."""
     per_tool: Counter[str] = field(default_factory=Counter[str])
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
@@ -301,6 +306,8 @@ class RunState:
                     self.last_call_tokens = event.input_tokens + event.output_tokens
                 if event.outcome == "invalid":
                     self.reasks += 1
+                self.child_steps += event.steps
+                self.child_tool_calls += event.tool_calls
             case ActionProposed():
                 self.recoveries = 0
                 self.steps += 1

@@ -59,7 +59,7 @@ from ._extract import LoggedExtraction, current_log
 from ._observability import get_logger
 from ._run import UntrustedContext
 from ._run._tool_calls import GUARD_POLL_S
-from ._state import PendingCall, RunResult, RunState, RunStatus
+from ._state import PendingCall, RunResult, RunState, RunStatus, RunUsage
 from .events import ToolStarted
 from .policy import Budget, Policy
 from .tools import Tool, ToolContext
@@ -510,16 +510,17 @@ async def child_waiting(
     return child, replace(found.pending, run_id=run_id)
 
 
-async def _usage_of(child: Agent[Any], run_id: str) -> Usage:
+async def _usage_of(child: Agent[Any], run_id: str) -> RunUsage:
     try:
-        u = (await child.result(run_id)).usage
+        return (await child.result(run_id)).usage
     except RunNotFoundError:
-        return Usage()
-    return Usage(u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cost)
+        return RunUsage()
 
 
-def _log_usage(name: str, before: Usage, after: Usage) -> None:
-    """Record what the child used during this call in the parent (as extractions are)."""
+def _log_usage(name: str, before: RunUsage, after: RunUsage) -> None:
+    """Record what the child used during this call in the parent (as extractions are):
+    its tokens and cost, and its tool calls and steps, which count in the parent's
+    budget."""
     log = current_log()
     spent = Usage(
         after.input_tokens - before.input_tokens,
@@ -527,9 +528,16 @@ def _log_usage(name: str, before: Usage, after: Usage) -> None:
         after.cached_input_tokens - before.cached_input_tokens,
         None if after.cost is None else after.cost - (before.cost or 0.0),
     )
-    if log is None or (spent.input_tokens == 0 and spent.output_tokens == 0 and not spent.cost):
+    calls, steps = after.tool_calls - before.tool_calls, after.steps - before.steps
+    if log is None or not (
+        spent.input_tokens or spent.output_tokens or spent.cost or calls or steps
+    ):
         return
-    log.entries.append(LoggedExtraction(f"agent:{name}", spent, 1, 0.0, role="child"))
+    log.entries.append(
+        LoggedExtraction(
+            f"agent:{name}", spent, 1, 0.0, role="child", tool_calls=calls, steps=steps
+        )
+    )
 
 
 def _waiting(name: str, result: RunResult) -> str:

@@ -131,6 +131,12 @@ class ModelCalled(_Event):
     dropped_calls: list[str] = []
     """Native tool calling: further calls in the same reply that were not executed."""
     error: str | None = None
+    tool_calls: int = 0
+    """``child``: the tool calls the sub-agent's run made during the call; they count in
+    this run's tool-call budget (a run tree is governed as one)."""
+    steps: int = 0
+    """``child``: the steps the sub-agent's run took during the call; they count in this
+    run's step budget."""
 
 
 class ActionProposed(_Event):

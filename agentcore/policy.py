@@ -27,6 +27,16 @@ class Consumption(Protocol):
     @property
     def tool_calls(self) -> int: ...
     @property
+    def child_steps(self) -> int:
+        """Steps of the sub-agents' runs during this run's calls."""
+        ...
+
+    @property
+    def child_tool_calls(self) -> int:
+        """Tool calls of the sub-agents' runs during this run's calls."""
+        ...
+
+    @property
     def per_tool(self) -> Mapping[str, int]: ...
     @property
     def usage(self) -> Usage: ...
@@ -75,7 +85,7 @@ class Budget:
     def exhausted(self, used: Consumption, now: float) -> str | None:
         """Why the run must stop now (steps, tokens, cost or deadline), or ``None``."""
         tokens = used.usage.total_tokens
-        if self.max_steps is not None and used.steps >= self.max_steps:
+        if self.max_steps is not None and used.steps + used.child_steps >= self.max_steps:
             return f"step budget of {self.max_steps} used up"
         if self.max_tokens is not None and tokens >= self.max_tokens:
             return f"token budget of {self.max_tokens} used up ({tokens} used)"
@@ -88,7 +98,8 @@ class Budget:
     def refuses(self, tool: str, used: Consumption) -> str | None:
         """Why the budget refuses one more call of ``tool`` (words the model reads), or
         ``None`` when it allows it."""
-        if self.max_tool_calls is not None and used.tool_calls >= self.max_tool_calls:
+        calls = used.tool_calls + used.child_tool_calls
+        if self.max_tool_calls is not None and calls >= self.max_tool_calls:
             return (
                 f"the tool-call budget ({self.max_tool_calls}) is used up; "
                 "finish with what you have."
@@ -103,7 +114,7 @@ class Budget:
     def finish_only(self, used: Consumption) -> bool:
         """Whether the next step must be the last: one step left, or too few tokens left
         for two more calls the size of the last one (the graceful end)."""
-        if self.max_steps is not None and self.max_steps - used.steps <= 1:
+        if self.max_steps is not None and self.max_steps - used.steps - used.child_steps <= 1:
             return True
         if self.max_tokens is None or used.last_call_tokens <= 0:
             return False
@@ -111,12 +122,13 @@ class Budget:
 
     def note(self, used: Consumption, *, finish_only: bool) -> str:
         """What the model is told about the budget before its next step."""
-        step = used.steps + 1
+        step = used.steps + used.child_steps + 1
         parts = [f"Step {step}" + (f" of {self.max_steps}." if self.max_steps else ".")]
         if self.max_tokens is not None:
             parts.append(f"Tokens left: {max(0, self.max_tokens - used.usage.total_tokens)}.")
         if self.max_tool_calls is not None:
-            parts.append(f"Tool calls left: {max(0, self.max_tool_calls - used.tool_calls)}.")
+            calls = used.tool_calls + used.child_tool_calls
+            parts.append(f"Tool calls left: {max(0, self.max_tool_calls - calls)}.")
         if finish_only:
             parts.append("This is your last step: reply with a finish action.")
         return " ".join(parts)
@@ -131,7 +143,7 @@ class Budget:
             return None if cap is None else cap - spent
 
         tokens = left(self.max_tokens, used.usage.total_tokens)
-        calls = left(self.max_tool_calls, used.tool_calls)
+        calls = left(self.max_tool_calls, used.tool_calls + used.child_tool_calls)
         cost = left(self.max_cost, used.usage.cost or 0.0)
         return Budget(
             max_steps=None,

@@ -22,7 +22,7 @@ from agentcore import Agent, Budget, FromRun, Policy, RunStatus, tool
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.approvals import ApprovalRequest
 from agentcore.errors import ConfigurationError, NotAuthorizedError
-from agentcore.events import RunStarted, ToolFinished, ToolStarted
+from agentcore.events import Decision, ModelCalled, RunStarted, ToolFinished, ToolStarted
 from agentcore.stores import MemoryStore, SQLiteStore
 from agentcore.testing import call, finish
 
@@ -60,7 +60,8 @@ def after_each(*actions: dict[str, Any]) -> ScriptedModel:
         seen = sum(
             1
             for m in messages
-            if m.role == "user" and any(w in m.content for w in ("returned", "failed", "refused"))
+            if m.role == "user"
+            and any(w in m.content.lower() for w in ("returned", "failed", "refused"))
         )
         return actions[seen] if seen < len(actions) else finish("done")
 
@@ -207,7 +208,7 @@ async def lookups(store: MemoryStore) -> int:
 
 async def test_a_childs_tool_calls_come_out_of_the_parents_budget() -> None:
     """Three tool calls for the tree: the first call of the sub-agent and its child's two
-    lookups use them up; the next call starts no child."""
+    lookups use them up; the next calls are refused and start no child."""
     store = MemoryStore()
     parent = looking_family(store, calls_per_child=2, children=3)
     result = await parent.run("research", run_id="p1", budget=Budget(max_tool_calls=3))
@@ -215,8 +216,41 @@ async def test_a_childs_tool_calls_come_out_of_the_parents_budget() -> None:
     assert await lookups(store) == 2
     assert [r.run_id for r in await store.list_runs()] == ["p1", "p1:1/research"]
     events = await store.load("p1")
-    refused = [e for e in events if isinstance(e, ToolFinished) and not e.ok]
-    assert refused and "no tool calls left" in str(refused[0].error)
+    refused = [e for e in events if isinstance(e, Decision) and e.verdict == "deny"]
+    assert len(refused) == 2
+    assert all("tool-call budget (3) is used up" in e.reason for e in refused)
+
+
+async def test_the_parents_own_calls_after_a_child_count_the_childs_calls() -> None:
+    """The parent's budget of 4 tool calls: one call of the sub-agent, whose child looks
+    two orders up, leaves one; of the parent's own two lookups after it, one runs and the
+    second is refused. The child's calls are recorded in the parent (``model_called``
+    role ``child``), so a resume from the transcript counts them the same way."""
+    store = MemoryStore()
+    child = Agent(
+        tools=[lookup],
+        model=after_each(call("lookup", order_id="A-1"), call("lookup", order_id="A-2")),
+        store=store,
+        policy=Policy(plan_before_writes=False),
+    )
+    parent = Agent(
+        tools=[child.as_tool("research", "Research orders."), lookup],
+        model=after_each(
+            delegate("research", "look up A-1 and A-2"),
+            call("lookup", order_id="B-1"),
+            call("lookup", order_id="B-2"),
+        ),
+        store=store,
+        policy=Policy(plan_before_writes=False),
+    )
+    result = await parent.run("research", run_id="p1", budget=Budget(max_tool_calls=4))
+    assert result.status is RunStatus.COMPLETED, result
+    assert await lookups(store) == 3  # A-1, A-2 in the child; B-1 in the parent
+    events = await store.load("p1")
+    charged = [e for e in events if isinstance(e, ModelCalled) and e.role == "child"]
+    assert [(e.tool_calls, e.steps) for e in charged] == [(2, 3)]
+    refused = [e for e in events if isinstance(e, Decision) and e.verdict == "deny"]
+    assert len(refused) == 1 and "tool-call budget (4) is used up" in refused[0].reason
 
 
 async def test_a_child_gets_nothing_when_the_parent_has_nothing_left() -> None:

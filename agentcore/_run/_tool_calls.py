@@ -385,6 +385,8 @@ def _record_extractions(d: Driver, step: int, log: ExtractionLog) -> None:
                 cost=entry.usage.cost,
                 latency_ms=round(entry.latency_ms, 3),
                 error=clean_text(entry.error, _ERROR_CAP) if entry.error else None,
+                tool_calls=entry.tool_calls,
+                steps=entry.steps,
             )
         )
 

@@ -56,6 +56,30 @@ SHOP = textwrap.dedent(
         )
 
 
+    @tool(effect="write", compensate=lambda call: note("unrefund " + call.args["order"]))
+    def refund(order: str) -> str:
+        \"\"\"Refund an order.\"\"\"
+        note("refund " + order)
+        return "refunded"
+
+
+    def note(line):
+        with Path(__file__).with_name("ledger.txt").open("a") as fh:
+            fh.write(line + "\\n")
+
+
+    def refunds(model=None, store=None):
+        return Agent(
+            tools=[refund, close],
+            model=ScriptedModel([
+                {"type": "tool", "thought": "r", "tool": "refund", "args": {"order": "A1"}},
+                {"type": "tool", "thought": "c", "tool": "close", "args": {"order": "A1"}},
+            ]),
+            store=store,
+            policy=Policy(plan_before_writes=False, approvals={"tool:refund": 2}),
+        )
+
+
     def no_ttl(model=None, store=None):
         return make(store=store)
 
@@ -155,3 +179,21 @@ def test_expire_on_a_policy_that_can_expire_nothing_says_why(tmp_path: Path) -> 
     assert "Policy(approval_ttl=SECONDS" in silent.stderr
     waiting = cli(tmp, "expire", "--agent", "shop:waits")
     assert waiting.returncode == 2 and "approval_expiry='wait'" in waiting.stderr
+
+
+def test_a_compensation_waiting_for_another_person_prints_their_command(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    store = f"sqlite:///{tmp / 'other.db'}"
+    started = cli(tmp, "run", "shop:refunds", "refund A1", "--store", store, "--run-id", "r1")
+    assert started.returncode == 3, started.stdout + started.stderr
+    for person in ("alice", "bob"):
+        shown = cli(tmp, "show", "r1", "--store", store)
+        assert cli(tmp, *with_name(printed_command(shown.stdout, "approve: "), person)).returncode
+    assert cli(tmp, "cancel", "r1", "--by", "ops", "--store", store).returncode == 0
+    alone = cli(tmp, "compensate", "r1", "--by", "alice", "--store", store)
+    assert alone.returncode == 5, alone.stdout + alone.stderr
+    command = printed_command(alone.stdout, "continue with: ")
+    assert command == ["agentcore", "compensate", "r1", "--store", store]
+    done = cli(tmp, *command[1:], USER="bob", LOGNAME="bob")  # as printed, by bob
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp / "ledger.txt").read_text().splitlines() == ["refund A1", "unrefund A1"]

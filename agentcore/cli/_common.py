@@ -271,6 +271,14 @@ def resume_command(
     return " ".join(["agentcore", "resume", shlex.quote(run_id), *more, *_where(agent, store)])
 
 
+def compensate_command(
+    run_id: str, *, agent: str | None = None, store: str | None = None, more: Sequence[str] = ()
+) -> str:
+    """The command that goes on compensating the run, as it can be pasted into a shell
+    (whoever runs it is recorded: ``--by``, else their login name)."""
+    return " ".join(["agentcore", "compensate", shlex.quote(run_id), *more, *_where(agent, store)])
+
+
 def report(
     result: RunResult,
     *,

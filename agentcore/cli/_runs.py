@@ -37,6 +37,7 @@ from agentcore.cli._common import (
     agent_for_run,
     app,
     bound_command,
+    compensate_command,
     err,
     load_agent,
     missing_store,
@@ -652,6 +653,14 @@ def compensate(
     style = "green" if result.status is RunStatus.CANCELLED else "red"
     out.print(f"[bold {style}]{result.status.value}[/]  run {run_id}", highlight=False)
     out.print(f"reason: {result.reason}", highlight=False)
+    if result.status is RunStatus.NEEDS_ATTENTION:
+        # the reason's own command names no store or agent: this one names this command's
+        out.print("continue with: ", end="")
+        out.print(
+            compensate_command(run_id, agent=agent, store=store_hint(store)),
+            style="bold",
+            highlight=False,
+        )
     if result.status is not RunStatus.CANCELLED:
         raise typer.Exit(EXIT_CODES[result.status])
 

@@ -2,8 +2,10 @@
 as a write does, and every process's runs complete.
 
 Real processes (multiprocessing with spawn), released together by a barrier onto each of a
-series of fresh files: switching a new file to WAL answers SQLITE_BUSY at once, without
-SQLite's busy handler, when another process is opening the file at the same moment.
+series of fresh files. Two races live there: switching a new file to WAL answers SQLITE_BUSY
+at once, without SQLite's busy handler, when another process is opening the file at the same
+moment; and an opener that read the version (0) just before another process created the
+store, then its tables, took the file for another application's.
 """
 
 from __future__ import annotations

@@ -156,6 +156,9 @@ def test_a_parent_waiting_on_its_sub_agent_prints_commands_that_run(tmp_path: Pa
     assert "agentcore confirm" not in reason and "sub-agent run p1:1/closer" in reason
     command = printed_command(delegated.stdout, "approve: ")
     assert command[2] == "p1" and command[-2:] == ["--store", store]
+    shown = cli(tmp, "show", "p1", "--store", store)  # show prints the same, from the store
+    assert "sub-agent run p1:1/closer waits for a person on the call below" in shown.stdout
+    assert printed_command(shown.stdout, "approve: ") == command
     done = cli(tmp, *with_name(command, "ann"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "completed" in done.stdout and closed(tmp) == "A1"

@@ -4,6 +4,7 @@ repair."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from rich.markup import escape
 from agentcore import (
     Agent,
     Budget,
+    PendingCall,
     Policy,
     RunResult,
     RunStatus,
@@ -23,6 +25,7 @@ from agentcore import (
 )
 from agentcore._run import Settle
 from agentcore._state import RunState
+from agentcore._subagent import child_run_id
 from agentcore.adapters import ModelAdapter, resolve_model
 from agentcore.cli._common import (
     EXIT_CODES,
@@ -370,11 +373,17 @@ def show(
     state = RunState(run_id)
     for ev in events:
         state.apply(ev)
-    pending = state.pending()
+    pending = state.pending() or run_async(_child_pending(state, store))
     if pending is None:
         return
     first = events[0]
     recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
+    if pending.run_id is not None:
+        out.print(
+            f"sub-agent run {pending.run_id} waits for a person on the call below; answer it "
+            "from this run, which then goes on",
+            highlight=False,
+        )
     if agent is None and not isinstance(recorded, str):
         out.print(f"waiting for a person to approve {pending_text(pending)}", highlight=False)
         out.print(
@@ -385,6 +394,25 @@ def show(
         )
         return
     print_pending(run_id, pending, agent_hint=agent, store=store_hint(store))
+
+
+async def _child_pending(state: RunState, store: str | None) -> PendingCall | None:
+    """The call a sub-agent's run waits on when ``state``'s run stopped for it (the child
+    run of its open call, in the same store), with ``run_id`` naming the child; else
+    ``None``."""
+    call = state.call
+    if state.status is not RunStatus.NEEDS_ATTENTION or call is None or call.started is None:
+        return None
+    child_id = child_run_id(call.started.idempotency_key, call.started.tool)
+    try:
+        events = await _load_listed(child_id, store)
+    except RunNotFoundError:
+        return None
+    child = RunState(child_id)
+    for ev in events:
+        child.apply(ev)
+    pending = child.pending()
+    return None if pending is None else dataclasses.replace(pending, run_id=child_id)
 
 
 @app.command()

@@ -48,6 +48,7 @@ from agentcore.contracts.errors import (
 
 from ._errors import map_provider_errors
 from ._litellm import LiteLLMAdapter, litellm, litellm_warnings_ignored
+from ._litellm_lib import missing_providers
 from ._protocol import ModelAdapter
 from ._retry import call_with_retries
 from ._wire import as_items
@@ -115,7 +116,8 @@ async def extract(
         max_output_tokens: the reply's token cap (default: the adapter's).
 
     Raises:
-        ConfigurationError: the adapter cannot extract (a scripted model), a bad option.
+        ConfigurationError: the adapter cannot extract (a scripted model), a bad option,
+            or instructor is not installed (the providers extra).
         ExtractionError: no reply validated after the re-asks.
         ModelError: the provider failed (its retries done), refused or cut the reply off.
     """
@@ -150,7 +152,10 @@ async def extract(
         }
         return await _ask(chat, request, tally)
 
-    import instructor  # noqa: TID251  # instructor's one import point, on first use
+    try:
+        import instructor  # noqa: TID251  # instructor's one import point, on first use
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(missing_providers(chat.name, "instructor")) from exc
 
     # instructor logs every failed validation at ERROR; with no handler configured Python
     # would print that to stderr. An application that configures logging still gets it.

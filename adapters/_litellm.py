@@ -89,7 +89,7 @@ from agentcore.contracts.errors import (
 
 from ._breaker import BreakerPolicy, CircuitBreaker, breaker_for
 from ._errors import ErrorContext, is_spend_limit, map_provider_errors, translate_exception
-from ._litellm_lib import litellm, litellm_warnings_ignored, too_deep
+from ._litellm_lib import litellm, litellm_warnings_ignored, require_providers, too_deep
 from ._litellm_stream import PartialFeed, read_chunks, received_usage, stops_inside_json
 from ._native import MODES, Mode, native_messages, native_note, native_reply, native_tools
 from ._protocol import Completion, CompletionRequest, Message, parse_reply
@@ -211,6 +211,7 @@ class LiteLLMAdapter:
                 f"max_output_tokens must be at least 1; got {max_output_tokens}."
             )
         self.name = f"{self.route_prefix}/{bare}"
+        require_providers(self.name)  # the providers extra, named in the error
         self.model = f"{self.litellm_prefix}/{bare}"
         self.api_base = api_base
         self.api_key = api_key

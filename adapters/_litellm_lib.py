@@ -6,10 +6,17 @@ default downloads a price list at import, so the loader sets
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` first (and ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True``:
 otherwise its first Anthropic call fetches a beta-header table from GitHub). This is the
 one module that imports litellm.
+
+litellm, instructor and the openai SDK come with the ``providers`` extra; the core runs
+without them. :func:`require_providers` checks, without importing anything, that litellm
+is installed when a provider adapter is made, so a missing extra fails at
+``Agent(model="openai/...")`` with the command that installs it, not at the first call.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import threading
 import warnings
@@ -20,7 +27,19 @@ from typing import Any
 
 from pydantic.warnings import PydanticDeprecatedSince211
 
-__all__ = ["litellm", "litellm_warnings_ignored", "too_deep"]
+from agentcore.contracts.errors import ConfigurationError
+
+__all__ = [
+    "INSTALL_PROVIDERS",
+    "litellm",
+    "litellm_warnings_ignored",
+    "missing_providers",
+    "require_providers",
+    "too_deep",
+]
+
+INSTALL_PROVIDERS = "pip install 'agentcore[providers]'"
+"""The command that installs the provider adapters' libraries (litellm, instructor, openai)."""
 
 _module: ModuleType | None = None
 _module_lock = threading.Lock()
@@ -44,6 +63,26 @@ def litellm() -> Any:  # Any: litellm's module namespace is untyped where we use
                     setattr(module, "telemetry", False)  # noqa: B010  # absent from its stubs
                 _module = module
     return _module
+
+
+@functools.cache
+def _installed(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def missing_providers(model: str, library: str) -> str:
+    """The one-line message for a model that needs ``library`` of the providers extra."""
+    return f"Model {model!r} needs {library}, which is not installed: {INSTALL_PROVIDERS}"
+
+
+def require_providers(model: str) -> None:
+    """Check that litellm is installed, without importing it (that waits for the first call).
+
+    Raises:
+        ConfigurationError: litellm is not installed; the message names the extra.
+    """
+    if not _installed("litellm"):
+        raise ConfigurationError(missing_providers(model, "litellm"))
 
 
 _LITELLM_STREAM_WARNINGS = r"Items? .* (is|are) using the `ReadOnly` qualifier"

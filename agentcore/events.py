@@ -64,6 +64,12 @@ EVENT_SCHEMA_VERSION = 1
 Verdict = Literal["execute", "deny", "needs_plan", "needs_confirmation"]
 
 
+def _unset(value: object) -> bool:
+    """A field added after the event's first format, at its default: left out of the
+    stored body, so what a run records without it is what it recorded before."""
+    return not value
+
+
 class _Event(BaseModel):
     # defer_build: schemas are built on first use, keeping `import agentcore` fast.
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -131,10 +137,10 @@ class ModelCalled(_Event):
     dropped_calls: list[str] = []
     """Native tool calling: further calls in the same reply that were not executed."""
     error: str | None = None
-    tool_calls: int = 0
+    tool_calls: int = Field(default=0, exclude_if=_unset)
     """``child``: the tool calls the sub-agent's run made during the call; they count in
     this run's tool-call budget (a run tree is governed as one)."""
-    steps: int = 0
+    steps: int = Field(default=0, exclude_if=_unset)
     """``child``: the steps the sub-agent's run took during the call; they count in this
     run's step budget."""
 
@@ -335,7 +341,7 @@ class RunFinished(_Event):
     output: JsonValue = None
     """A completed run's typed answer as JSON (``Agent(output=T)``); ``answer`` then holds
     its canonical JSON text. ``None`` for a text answer."""
-    guard_held: bool = False
+    guard_held: bool = Field(default=False, exclude_if=_unset)
     """A ``needs_attention`` stop whose only reason is that the worker which started the
     open call still holds its call guard (it may still be running the call). No person was
     asked anything: once the guard is free, the call is reconciled and, when ``reconcile``

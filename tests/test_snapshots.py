@@ -171,9 +171,10 @@ def test_every_field_of_the_fold_survives_a_snapshot(transcript: list[Event]) ->
     # restored from snapshots elsewhere: compensating (tests/test_compensation.py), tenant
     # and metadata (tests/test_run_bound.py), untrusted_text and untrusted_reads
     # (tests/test_provenance.py), confirmed_plan (tests/test_injected_plans.py), output_hash
-    # (tests/test_typed_output.py)
+    # (tests/test_typed_output.py), child_steps and child_tool_calls
+    # (tests/test_subagent_governance.py)
     elsewhere = {"compensating", "tenant", "metadata", "untrusted_text", "output_hash"}
-    elsewhere |= {"untrusted_reads", "confirmed_plan"}
+    elsewhere |= {"untrusted_reads", "confirmed_plan", "child_steps", "child_tool_calls"}
     assert untouched <= {"run_id", "recoveries", "person_plan_approved", *elsewhere}, untouched
     assert {"call.confirmation", "call.started", "call.finished"} <= changed
 

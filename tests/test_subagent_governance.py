@@ -19,6 +19,8 @@ import pytest
 from test_cli import cli
 
 from agentcore import Agent, Budget, FromRun, Policy, RunStatus, tool
+from agentcore._snapshot import dump_state, load_state
+from agentcore._state import RunState
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.approvals import ApprovalRequest
 from agentcore.errors import ConfigurationError, NotAuthorizedError
@@ -251,6 +253,11 @@ async def test_the_parents_own_calls_after_a_child_count_the_childs_calls() -> N
     assert [(e.tool_calls, e.steps) for e in charged] == [(2, 3)]
     refused = [e for e in events if isinstance(e, Decision) and e.verdict == "deny"]
     assert len(refused) == 1 and "tool-call budget (4) is used up" in refused[0].reason
+    state = RunState("p1")
+    for event in events:
+        state.apply(event)
+    assert (state.tool_calls, state.child_tool_calls, state.child_steps) == (2, 2, 3)
+    assert load_state("p1", dump_state(state)) == state  # a snapshot keeps what was charged
 
 
 async def test_a_child_gets_nothing_when_the_parent_has_nothing_left() -> None:

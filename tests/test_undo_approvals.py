@@ -277,8 +277,12 @@ async def test_the_console_undo_of_a_two_person_refund_needs_two_people() -> Non
         assert (await undo("eve")).status_code == 403
         assert (await undo("alice")).status_code == 303
         assert ledger.log == ["refund A1"]
-        page = await client.get("/runs/r1", headers={"X-User": "alice"})
+        page = await client.get("/runs/r1", headers={"X-User": "Alice"})
         assert "1 so far: alice" in page.text and "its undo approved by alice" in page.text
+        assert 'name="compensate" disabled' in page.text
+        assert "You approved undoing this run already" in page.text
+        theirs = await client.get("/runs/r1", headers={"X-User": "bob"})
+        assert 'name="compensate">Compensate</button>' in theirs.text
         again = await undo("alice")
         assert again.status_code == 409 and "already" in again.text
         assert (await undo("bob")).status_code == 303

@@ -43,7 +43,15 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunFinished, RunStarted, dump_event
 from agentcore.stores import RunSummary, TranscriptStore, open_store
 
-from ._approvals import Answer, Approvals, ConsoleError, compensable, json_object, pending_of
+from ._approvals import (
+    Answer,
+    Approvals,
+    ConsoleError,
+    compensable,
+    json_object,
+    pending_of,
+    undo_approved_by,
+)
 from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, foreign_origin, identify
 from ._health import METRICS, Health, health
 from ._timeline import family, pretty, timeline
@@ -436,6 +444,7 @@ class Console:
             pending=pending,
             you_approved=pending is not None and user is not None and approved_by(pending, user),
             compensable=undo and not kept,
+            undo_approved=undo and user is not None and undo_approved_by(events, user),
             completed_kept=kept,
             blocks=timeline(events),
             family=family(events),

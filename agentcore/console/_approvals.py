@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from agentcore import Agent, PendingCall, RunResult, RunStatus
+from agentcore.approvals import person_key
 from agentcore.contracts import model_from_json_schema
 from agentcore.contracts.errors import (
     ConfigurationError,
@@ -33,13 +34,28 @@ from agentcore.contracts.errors import (
     ToolDefinitionError,
     ToolManifestChangedError,
 )
-from agentcore.events import Event, RunFinished, RunStarted, ToolFinished
+from agentcore.events import (
+    Approval,
+    CompensationStarted,
+    Event,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+)
 from agentcore.queue import InProcessQueue
 
 from .._observability import get_logger
-from .._state import RunState
+from .._state import UNDO_SUFFIX, RunState
 
-__all__ = ["Answer", "Approvals", "ConsoleError", "compensable", "json_object", "pending_of"]
+__all__ = [
+    "Answer",
+    "Approvals",
+    "ConsoleError",
+    "compensable",
+    "json_object",
+    "pending_of",
+    "undo_approved_by",
+]
 
 _UNDOABLE_FROM = frozenset(
     {
@@ -72,6 +88,22 @@ def compensable(events: Sequence[Event]) -> bool:
         isinstance(ev, ToolFinished) and ev.ok and effects.get(ev.tool, "read") != "read"
         for ev in events
     )
+
+
+def undo_approved_by(events: Sequence[Event], user: str) -> bool:
+    """Whether ``user`` approved every undo of the run that waits for more people (an
+    undo approval with no ``compensation_started`` yet): their Compensate would only be
+    refused as a second approval."""
+    waiting: dict[str, set[str]] = {}
+    started: set[str] = set()
+    for ev in events:
+        if isinstance(ev, Approval) and ev.call_id.endswith(UNDO_SUFFIX):
+            waiting.setdefault(ev.call_id.removesuffix(UNDO_SUFFIX), set()).add(person_key(ev.by))
+        elif isinstance(ev, CompensationStarted):
+            started.add(ev.call_id)
+    me = person_key(user)
+    still = [who for call_id, who in waiting.items() if call_id not in started]
+    return bool(still) and all(me in who for who in still)
 
 
 class ConsoleError(Exception):

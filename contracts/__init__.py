@@ -1,6 +1,7 @@
 """The next-action contract: action types, per-run schema compiler, contract documents.
 
-This package imports only pydantic and the standard library.
+This package imports only pydantic and the standard library, and ``jsonschema`` in the one
+module that validates tools defined as data (loaded on first use).
 """
 
 from typing import TYPE_CHECKING, Any

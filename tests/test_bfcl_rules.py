@@ -187,7 +187,7 @@ async def test_a_value_of_another_type_is_not_coerced_on_the_way_to_the_scorer(
     card = await evaluate([case], ScriptedModel([reply({"n": "5"})] * 3))
     row = card.results[0]
     assert (row["correct"], row["invalid"], row["reasks"]) == (False, True, 2)
-    assert "valid integer" in row["error"]
+    assert "is not of type 'integer'" in row["error"]
 
 
 def test_an_argument_the_answer_does_not_list_is_wrong(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@
         \"\"\"
 
 The argument schema comes from the type hints (pydantic), the description from the
-docstring (its ``Args:`` section describes each argument). A parameter annotated with
+docstring's summary and each argument's from its ``Args:`` section (or NumPy's
+``Parameters``, reST's ``:param x:``, Epydoc's ``@param x:``). A parameter annotated with
 :class:`ToolContext` is not shown to the model; it receives the run id, step, idempotency
 key and fencing token.
 """
@@ -36,6 +37,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from typing import (
+    TYPE_CHECKING,
     Annotated,
     Any,
     Final,
@@ -72,6 +74,9 @@ from ._tool_context import (
 from .guards import ArgumentPolicy
 from .policy import DEFAULT_MAX_TOOL_RESULT_BYTES
 from .secrets import Secret
+
+if TYPE_CHECKING:
+    from docstring_parser import Docstring
 
 __all__ = [
     "FENCING_TOKEN_HEADER",
@@ -247,10 +252,6 @@ def recordable_result(
     return head, len(data), hashlib.sha256(data).hexdigest()
 
 
-_ARGS_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
-
-
 Binding = FromRun | Secret
 """What fills a parameter instead of the model: the run's record, or a secret."""
 
@@ -344,31 +345,88 @@ def _is_context(annotation: object) -> bool:
     return any(a is ToolContext or get_origin(a) is ToolContext for a in found)
 
 
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into a description and per-argument descriptions."""
-    if not doc:
+def _parse_docstring(doc: str | None, tool_name: str) -> tuple[str, dict[str, str]]:
+    """Read a tool's docstring: the summary and each argument's description, nothing else.
+
+    Google, NumPy, reST (Sphinx ``:param x:``) and Epydoc (``@param x:``) docstrings are read
+    with docstring_parser; the style that finds the most sections wins (Google on a tie). The
+    summary is the text before the first section, as written; an argument's description has
+    its lines joined (paragraphs kept; ``""`` for an argument listed without one). Returns,
+    Raises, Examples, Yields and every other section stay out: the model reads the
+    description on every request.
+
+    Raises:
+        ToolDefinitionError: a section that no style can read (an argument line without a
+            colon, a section header with nothing indented under it, ``:param`` without a name).
+    """
+    if not doc or not doc.strip():
         return "", {}
-    text = inspect.cleandoc(doc)
-    section = _ARGS_SECTION.search(text)
-    if not section:
-        return text.strip(), {}
-    args: dict[str, str] = {}
-    current: str | None = None
-    base: int | None = None
-    for line in text[section.end() :].splitlines():
-        if not line.strip():
+    from docstring_parser import DocstringMeta, ParseError  # ~25 ms, on the first tool
+
+    text = inspect.cleandoc(doc.replace("\r\n", "\n").replace("\r", "\n"))
+    readings: list[tuple[int, Docstring]] = []
+    problems: list[str] = []
+    for style, parse, fields in _docstring_readers():
+        try:
+            reading = parse(text)
+        except ParseError as exc:
+            # Google and NumPy fail only under a section header they know; a line of prose
+            # that starts with ':' or '@' is no field list unless it names a field.
+            if fields is None or re.search(f"^{fields}{_FIELD_NAMES}", text, re.MULTILINE):
+                problems.append(f"as {style} style: {exc}")
             continue
-        indent = len(line) - len(line.lstrip())
-        if indent == 0:  # the next section ("Returns:", ...)
-            break
-        base = indent if base is None else base
-        arg = _ARG_LINE.match(line.strip())
-        if indent == base and arg:
-            current = str(arg.group(1))
-            args[current] = str(arg.group(2)).strip()
-        elif current is not None:
-            args[current] = f"{args[current]} {line.strip()}".strip()
-    return text[: section.start()].strip(), args
+        # reST and Epydoc take any ':word:' or '@word:' line for a field: count only the
+        # fields they know, so a line opening with a role (':class:`Order`') stays prose.
+        known = [m for m in reading.meta if fields is None or type(m) is not DocstringMeta]
+        readings.append((len(known), reading))
+    if problems:
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: its docstring cannot be read ({'; '.join(problems)}). "
+            "Start with what the tool does, then write each argument as 'name: what it is' "
+            "on its own line, indented under its section header (Google 'Args:', NumPy "
+            "'Parameters' over dashes, reST ':param name:', Epydoc '@param name:')."
+        )
+    count, best = max(readings, key=lambda counted: counted[0])
+    if not count:  # no section at all: the whole docstring is the summary
+        return text.strip(), {}
+    summary = best.short_description or ""
+    if best.long_description:
+        gap = "\n\n" if best.blank_after_short_description else "\n"
+        summary = f"{summary}{gap}{best.long_description}"
+    args: dict[str, str] = {}
+    for param in best.params:
+        if param.args[0] in ("attribute", "receives"):  # NumPy: not the function's arguments
+            continue
+        paragraphs = re.split(r"\n\s*\n", (param.description or "").strip())
+        described = "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+        names = (n.strip().lstrip("*") for n in param.arg_name.split(","))  # NumPy: "x, y : int"
+        args.update((name, described) for name in names if name)
+    return summary.strip(), args
+
+
+_FIELD_NAMES = r"(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?|yields?)\b"
+"""The reST and Epydoc fields a tool's docstring uses (``:param x:``, ``@return:``)."""
+
+
+@functools.cache
+def _docstring_readers() -> tuple[tuple[str, Callable[[str], Docstring], str | None], ...]:
+    """docstring_parser's readers, in tie-break order: a style's name, its parser, and the
+    character its fields start with (``None``: it has section headers instead). Google's
+    also reads the sections Napoleon reads as arguments (``Keyword Args:``, ...)."""
+    from docstring_parser import epydoc, rest
+    from docstring_parser.google import DEFAULT_SECTIONS, GoogleParser, Section, SectionType
+    from docstring_parser.numpydoc import NumpydocParser
+
+    extra = ("Keyword Args", "Keyword Arguments", "Other Parameters")
+    google = GoogleParser(
+        [*DEFAULT_SECTIONS, *(Section(t, "param", SectionType.MULTIPLE) for t in extra)]
+    )
+    return (
+        ("Google", google.parse, None),
+        ("NumPy", NumpydocParser().parse, None),
+        ("reST", rest.parse, ":"),
+        ("Epydoc", epydoc.parse, "@"),
+    )
 
 
 async def _inline(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:  # Any: the result
@@ -434,7 +492,15 @@ class Tool:
         self.reconcile = reconcile
         self._is_async = inspect.iscoroutinefunction(fn)
         tool_name = fn.__name__ if name is None else name
-        doc_desc, arg_docs = _parse_docstring(fn.__doc__)
+        doc_desc, documented = _parse_docstring(fn.__doc__, tool_name)
+        params = inspect.signature(fn).parameters
+        if unknown := sorted(set(documented) - set(params)):
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: its docstring describes {', '.join(map(repr, unknown))}, "
+                f"not among its parameters ({', '.join(params) or 'none'}): rename the "
+                "description to the parameter it is for, or remove it."
+            )
+        arg_docs = {arg: text for arg, text in documented.items() if text}
         desc = description or doc_desc
         if not desc:
             raise ToolDefinitionError(

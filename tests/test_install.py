@@ -1,7 +1,9 @@
 """The README's two commands, run as printed in a fresh venv on a copy of the checkout,
 leave one working install: ``import agentcore`` works from the repository root (where the
 source tree comes first on ``sys.path``) and from anywhere else, and a built wheel holds
-``agentcore.contracts`` and ``agentcore.adapters``.
+``agentcore.contracts`` and ``agentcore.adapters``. The first command installs the core
+only: the demo runs without the model libraries, and a provider model names the extra
+that brings them (``providers``, which ``dev`` and ``local`` include).
 
 pip's cache is reused (``$HOME``), so on a warm cache the whole test takes about a minute.
 """
@@ -22,6 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 _PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY")
+# the providers extra's packages: not installed by the README's first command
+_MODEL_LIBRARIES = ("litellm", "instructor", "openai", "jiter")
 
 
 def readme_commands() -> tuple[str, str]:
@@ -82,13 +86,29 @@ def test_readme_commands_leave_one_working_install(tmp_path: Path) -> None:
     out = sh(install, repo, env)
     install_s = time.perf_counter() - started
     assert "awaiting_confirmation" in out  # the demo ran, offline (no key in the environment)
+    python = str(repo / ".venv" / "bin" / "python")
+    installed = sh(f"{python} -m pip list --format=freeze", repo, env).lower()
+    assert not [n for n in _MODEL_LIBRARIES if f"\n{n}==" in f"\n{installed}"], installed
+    real = subprocess.run(
+        [str(repo / ".venv" / "bin" / "agentcore"), "demo", "--model", "openai/gpt-4o"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (real.returncode, real.stderr.strip()) == (
+        2,
+        "error: Model 'openai/gpt-4o' needs litellm, which is not installed: "
+        "pip install 'agentcore[providers]'",
+    )
     # the test command as printed, on one small test file instead of the whole suite
     started = time.perf_counter()
     sh(f"{test} -q -p no:cacheprovider tests/test_public_api.py", repo, env)
     test_s = time.perf_counter() - started
     print(f"README install+demo: {install_s:.1f} s; test command's install: {test_s:.1f} s")
 
-    python = str(repo / ".venv" / "bin" / "python")
     probe = "import agentcore.contracts, agentcore.adapters.openai as o; print(o.__file__)"
     at_root = sh(f"{python} -c '{probe}'", repo, env).strip()
     assert Path(at_root) == repo / "adapters" / "openai.py"  # the checkout's own file, once
@@ -107,3 +127,15 @@ def test_readme_commands_leave_one_working_install(tmp_path: Path) -> None:
         "agentcore/adapters/openai.py",
         "agentcore/py.typed",
     } <= names
+    # the model libraries only through the providers extra, which dev and local include
+    metadata = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py')[0]}.dist-info/METADATA")
+    requires = [
+        line.removeprefix("Requires-Dist: ")
+        for line in metadata.decode().splitlines()
+        if line.startswith("Requires-Dist: ")
+    ]
+    for library in _MODEL_LIBRARIES:
+        (entry,) = (r for r in requires if re.match(rf"{library}\b", r))
+        assert entry.endswith('extra == "providers"'), entry
+    for extra in ("dev", "local"):
+        assert f'agentcore[providers]; extra == "{extra}"' in requires, requires

@@ -143,8 +143,8 @@ class SubagentTool(Tool):
         async def run_child(task: str, ctx: ToolContext) -> str | None:
             return await self._run(task, ctx)
 
-        run_child.__doc__ = f"""{description}
-
+        # The description as given (none of its lines read as a docstring section).
+        run_child.__doc__ = """
         Args:
             task: what the sub-agent is to do, in words it can act on alone.
         """
@@ -155,7 +155,7 @@ class SubagentTool(Tool):
             timeout=None,
             reconcile=self._answer_of,
             name=name,
-            description=None,
+            description=inspect.cleandoc(description),
             output="untrusted" if _reads_untrusted(child, in_scope) else "trusted",
         )
 

@@ -367,8 +367,8 @@ def _parse_docstring(doc: str | None, tool_name: str) -> tuple[str, dict[str, st
     readings: list[tuple[int, Docstring]] = []
     problems: list[str] = []
     for style, parse, fields in _docstring_readers():
-        try:
-            reading = parse(text)
+        try:  # each reader cleans the text again: a first line of its own keeps it as it is
+            reading = parse("\n" + text)
         except ParseError as exc:
             # Google and NumPy fail only under a section header they know; a line of prose
             # that starts with ':' or '@' is no field list unless it names a field.

@@ -344,17 +344,23 @@ def test_an_empty_docstring_asks_for_a_description(doc: str | None) -> None:
         tool(effect="read")(silent)
 
 
-def test_a_docstring_of_sections_only_needs_a_description_and_keeps_its_arguments() -> None:
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "\n    Args:\n        x: the x.\n\n    Returns:\n        x again.\n    ",
+        "\n    Args:\n        x: the x.\n    ",  # one section: every line after the first indented
+        "\n    Parameters\n    ----------\n    x : int\n        the x.\n    ",
+        "\n    :param x: the x.\n    ",
+    ],
+    ids=["google", "google-one-section", "numpy", "sphinx"],
+)
+def test_a_docstring_of_sections_only_needs_a_description_and_keeps_its_arguments(
+    doc: str,
+) -> None:
     def sections(x: int) -> int:
-        """
-        Args:
-            x: the x.
-
-        Returns:
-            x again.
-        """
         return x
 
+    sections.__doc__ = doc
     with pytest.raises(ToolDefinitionError, match="'sections' has no description"):
         tool(effect="read")(sections)
     made = tool(effect="read", description="Echo x.")(sections)
@@ -499,3 +505,31 @@ def test_a_huge_docstring_is_read_whole(style: str) -> None:
         long_arg,
         "which page.",
     )
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "Research an order and report.",
+        "Research an order and report.\nUse it for questions about one order.",
+        "Research an order.\n@return a summary, in prose.\n\nReturns:\n    a summary.",
+    ],
+)
+def test_a_sub_agent_description_is_sent_as_given(description: str) -> None:
+    """A sub-agent's description is text, not a docstring: every line of it reaches the
+    model, and its ``task`` argument keeps its own description."""
+
+    def lookup(order_id: str) -> str:
+        """Look up an order.
+
+        Args:
+            order_id: the order's id.
+        """
+        return order_id
+
+    child = Agent(tools=[_make(lookup)], model=ScriptedModel([]), store="memory://")
+    research = child.as_tool("research", description)
+    assert research.spec.description == description
+    props = research.spec.args_schema["properties"]
+    assert props["task"]["description"].startswith("what the sub-agent is to do")
+    assert "Args:" not in _shown(research)

@@ -15,7 +15,6 @@ is installed when a provider adapter is made, so a missing extra fails at
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import threading
@@ -65,9 +64,13 @@ def litellm() -> Any:  # Any: litellm's module namespace is untyped where we use
     return _module
 
 
-@functools.cache
+_found: set[str] = set()  # only what was found: a library installed later is seen then
+
+
 def _installed(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
+    if name not in _found and importlib.util.find_spec(name) is not None:
+        _found.add(name)
+    return name in _found
 
 
 def missing_providers(model: str, library: str) -> str:

@@ -205,3 +205,31 @@ def test_extraction_with_litellm_but_not_instructor_names_instructor(tmp_path: P
     assert res.stdout.strip() == (
         f"Model 'openai/gpt-4o' needs instructor, which is not installed: {INSTALL}"
     )
+
+
+def test_the_extra_installed_while_the_process_runs_is_seen(tmp_path: Path) -> None:
+    site_dir = _site_without(PROVIDER_LIBRARIES, tmp_path / "site-packages")
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    run = _runner(site_dir, tmp_path)
+    res = run(
+        """
+        from pathlib import Path
+        from agentcore import Agent
+        from agentcore.errors import ConfigurationError
+        try:
+            Agent(tools=[], model="openai/gpt-4o")
+        except ConfigurationError as exc:
+            print(exc)
+        for entry in Path(sys.argv[2]).iterdir():  # the extra arrives, as pip would put it
+            if entry.name.split("-")[0] in ("litellm", "instructor", "openai", "jiter"):
+                (Path(sys.argv[1]) / entry.name).symlink_to(entry)
+        print(Agent(tools=[], model="openai/gpt-4o").route[0].name)
+        """,
+        str(site_dir),
+        str(purelib),
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        f"Model 'openai/gpt-4o' needs litellm, which is not installed: {INSTALL}",
+        "openai/gpt-4o",
+    ]

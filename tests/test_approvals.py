@@ -9,6 +9,7 @@ a signed webhook). Approvals from two processes at once are each counted once.
 from __future__ import annotations
 
 import asyncio
+import email.message
 import http.server
 import json
 import shlex
@@ -27,7 +28,7 @@ from test_cli import cli
 
 from agentcore import Agent, Policy, RunStatus, tool
 from agentcore.adapters import Message, ScriptedModel
-from agentcore.approvals import SIGNATURE_HEADER, ApprovalRequest, verify_signature, webhook
+from agentcore.approvals import ApprovalRequest, new_secret, verify_signature, webhook
 from agentcore.errors import (
     AlreadyApprovedError,
     ApprovalExpiredError,
@@ -363,20 +364,20 @@ async def test_an_async_notifier_is_awaited_once_per_occasion() -> None:
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
-    received: ClassVar[list[tuple[bytes, str]]] = []
+    received: ClassVar[list[tuple[bytes, email.message.Message]]] = []
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append((body, self.headers.get(SIGNATURE_HEADER, "")))
+        type(self).received.append((body, self.headers))
         self.send_response(204)
         self.end_headers()
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
 
 
 @pytest.fixture
-def receiver() -> Iterator[tuple[str, list[tuple[bytes, str]]]]:
+def receiver() -> Iterator[tuple[str, list[tuple[bytes, email.message.Message]]]]:
     _Receiver.received = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -387,32 +388,33 @@ def receiver() -> Iterator[tuple[str, list[tuple[bytes, str]]]]:
 
 
 async def test_the_webhook_posts_a_signed_request_a_receiver_can_check(
-    receiver: tuple[str, list[tuple[bytes, str]]],
+    receiver: tuple[str, list[tuple[bytes, email.message.Message]]],
 ) -> None:
     url, received = receiver
-    agent = make_agent([], approvals={"tool:pay": 2}, on_pending=webhook(url, "s3cret"))
+    secret = new_secret()
+    agent = make_agent([], approvals={"tool:pay": 2}, on_pending=webhook(url, secret))
     await agent.run("pay acme", run_id="r1")
-    (body, signature) = received[0]
+    (body, headers) = received[0]
     payload = json.loads(body)
     assert payload["run_id"] == "r1" and payload["occasion"] == "waiting"
     assert payload["pending"]["tool"] == "pay" and payload["pending"]["approvals_needed"] == 2
-    assert verify_signature(body, signature, "s3cret")
-    assert not verify_signature(body, signature, "other secret")
-    assert not verify_signature(body.replace(b"acme", b"evil"), signature, "s3cret")
-    assert not verify_signature(body, signature, "s3cret", tolerance_s=-1)  # too old
-    assert not verify_signature(body, "garbage", "s3cret")
+    assert verify_signature(body, headers, secret)
+    assert not verify_signature(body, headers, new_secret())
+    assert not verify_signature(body.replace(b"acme", b"evil"), headers, secret)
+    assert not verify_signature(body, headers, secret, tolerance_s=-1)  # too old
+    assert not verify_signature(body, {"webhook-signature": "garbage"}, secret)
 
 
 async def test_a_webhook_that_cannot_be_reached_is_logged_not_raised() -> None:
-    agent = make_agent(
-        [], approvals={"tool:pay": 2}, on_pending=webhook("http://127.0.0.1:9/x", "k", timeout=1)
-    )
+    hook = webhook("http://127.0.0.1:9/x", new_secret(), timeout=1)
+    agent = make_agent([], approvals={"tool:pay": 2}, on_pending=hook)
     assert (await agent.run("pay acme")).status is RunStatus.AWAITING_CONFIRMATION
 
 
 def test_a_webhook_needs_an_http_url_and_a_secret() -> None:
-    with pytest.raises(ConfigurationError, match="http"):
-        webhook("file:///etc/passwd", "k")
+    for url in ("file:///etc/passwd", "http://", "https://[::1/x", "127.0.0.1/hook"):
+        with pytest.raises(ConfigurationError, match="http"):
+            webhook(url, new_secret())
     with pytest.raises(ConfigurationError, match="secret"):
         webhook("http://127.0.0.1/x", "")
 

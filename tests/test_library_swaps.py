@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import sys
+from urllib.parse import quote
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentcore.stores._chain import ChainKey  # the key itself: not exported
+from agentcore.stores.postgres import redact_dsn
 
 # --- the chain key's HMAC -------------------------------------------------------------
 
@@ -47,3 +53,91 @@ def test_chain_key_head_signature_is_hmac_over_the_documented_message() -> None:
     )
     expected = hmac.new(key, message, hashlib.sha256).digest()
     assert ChainKey(key).sign("run-1", 0, 2, 7, digest) == expected
+
+
+# --- DSN redaction ------------------------------------------------------------------------
+
+# (dsn, the secret, what must still show)
+DSNS = [
+    ("postgresql://ann:s3cr%40t@db.example:5433/app?sslmode=require", "s3cr", "db.example:5433"),
+    ("postgresql://ann:s3cr@t@db.example/app", "s3cr", "db.example/app"),  # "@" not encoded
+    ("postgresql://ann:s3/cr@db.example/app", "s3/cr", "db.example/app"),  # libpq: no password
+    ("postgresql://ann:s3?c#r@db.example/app", "s3?c#r", "db.example/app"),
+    ("postgres://ann:s3cret@h1:1,h2:2/app", "s3cret", "h1:1,h2:2/app"),
+    ("postgresql://ann:pw-1@[::1]:5432/app", "pw-1", "[::1]:5432"),
+    ("postgresql://db.example/app?sslmode=require&password=s3cret", "s3cret", "sslmode=require"),
+    ("postgresql:///app?host=/run/pg&sslpassword=k3y", "k3y", "host=/run/pg"),
+    ("postgresql://db.example/app?%70assword=s3cret", "s3cret", "postgresql://"),
+    ("postgresql://postgres:postgres@localhost/app", "postgres:postgres", "postgres:***@localhost"),
+    ("host=db.example password='s3 cr\\'et' dbname=app", "cr", "host=db.example"),
+    ("host=db.example password=s3\\ cret dbname=app", "cret", "dbname=app"),
+    ("host=db.example sslpassword=k3y dbname=app", "k3y", "dbname=app"),
+    # psycopg cannot parse these: the shape hides them
+    ("host=db.example password=s3\\ cret bogus_option=1", "cret", "bogus_option=1"),
+    ("host=db.example password='s3 cret", "cret", "host=db.example"),
+]
+
+
+@pytest.mark.parametrize(("dsn", "secret", "kept"), DSNS)
+def test_redact_dsn_hides_the_password(dsn: str, secret: str, kept: str) -> None:
+    shown = redact_dsn(dsn)
+    assert secret not in shown and "***" in shown
+    assert kept in shown
+
+
+@pytest.mark.parametrize(("dsn", "secret", "kept"), DSNS)
+def test_redact_dsn_without_psycopg_still_hides_it(
+    dsn: str, secret: str, kept: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg: ImportError
+    monkeypatch.setitem(sys.modules, "psycopg.conninfo", None)
+    shown = redact_dsn(dsn)
+    assert secret not in shown and "***" in shown
+    assert kept in shown
+
+
+def test_redact_dsn_leaves_a_dsn_without_password_alone() -> None:
+    for dsn in ("postgresql://ann@db.example/app", "host=db.example dbname=app"):
+        assert redact_dsn(dsn) == dsn
+
+
+_PASSWORDS = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=24
+).filter(lambda pw: pw != "***")
+
+
+@given(password=_PASSWORDS)
+def test_redact_dsn_url_hides_any_password_libpq_reads(password: str) -> None:
+    """Whatever the password, libpq reads ``***`` (or nothing) from the shown URL, and the
+    rest of the DSN is what it was."""
+    dsn = f"postgresql://ann:{quote(password, safe='')}@db.example:5433/app?sslmode=require"
+    shown = conninfo_to_dict(redact_dsn(dsn))
+    assert shown.pop("password") == "***"
+    assert shown == {"user": "ann", "host": "db.example", "port": "5433", "dbname": "app",
+                     "sslmode": "require"}  # fmt: skip
+
+
+@given(password=_PASSWORDS)
+def test_redact_dsn_key_value_hides_any_password_libpq_reads(password: str) -> None:
+    dsn = make_conninfo("", host="db.example", password=password, dbname="app", user="ann")
+    shown = conninfo_to_dict(redact_dsn(dsn))
+    assert shown == {"host": "db.example", "password": "***", "dbname": "app", "user": "ann"}
+
+
+_URL_PIECES = st.sampled_from(
+    ["ann", "s3cret", ":", "@", "/", "?", "&", "=", "#", "%40", "%3A", "%70", "assword",
+     "password", "sslpassword", "h", "5432", ",", "[::1]", "app", "sslmode=require"]
+)  # fmt: skip
+
+
+@given(rest=st.lists(_URL_PIECES, max_size=14).map("".join))
+def test_redact_dsn_url_shows_no_secret_libpq_would_read(rest: str) -> None:
+    """Any URL libpq parses: what is shown holds no password libpq reads but ``***``."""
+    dsn = "postgresql://" + rest
+    try:
+        conninfo_to_dict(dsn)
+    except ProgrammingError:
+        return
+    shown = redact_dsn(dsn)
+    for key in ("password", "sslpassword"):
+        assert conninfo_to_dict(shown).get(key, "***") in ("", "***")

@@ -93,6 +93,7 @@ from .._commits import CommitStats
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._arrays import Byteas, Float8s, Int8s, Texts
 from ._commit import PgAppend, PgCommits
+from ._dsn import redact_dsn
 from ._guards import PgGuards
 from ._integrity import chain_rows, save_snapshot, snapshot_rows
 from ._listing import list_statement, prune, summaries, text_in, text_out
@@ -107,8 +108,6 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore", "redact_dsn"]
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
-_PASSWORD_IN_URL = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
-_PASSWORD_IN_DSN = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 _EMPTY_STATUS = ""  # fold start: a batch that changes no status leaves the row's as it is
 
@@ -120,11 +119,6 @@ an append to a remembered run needs no read of its head (``PostgresStore.append`
 class _ChainMovedError(SeqConflictError):
     """The run is at the expected seq, but its chain head is not the one the append
     extended (another process truncated the run, or someone changed the head)."""
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN with any password replaced, for messages."""
-    return _PASSWORD_IN_DSN.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
 
 
 def _require_psycopg() -> None:

@@ -113,6 +113,8 @@ def _fit(value: Any, schema: Mapping[str, Any], per_key: bool) -> Any:
                 return member
         raise ValueError(value)
     kind = schema.get("type")
+    if isinstance(kind, list):  # [type, "null"]: a parameter whose default is None
+        kind = next(k for k in kind if k != "null")
     if kind is None:
         return value
     if type(value) not in _TYPES[kind]:

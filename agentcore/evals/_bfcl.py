@@ -5,6 +5,12 @@ despite the ``.json`` name, Gorilla's parameter types ``dict``, ``float``, ``tup
 ``any``), answer lines ``{"id", "ground_truth": [{name: {arg: [acceptable values]}}]}``
 with ``""`` meaning "may be left out". The category is the id without its number.
 
+Schemas: Gorilla's type names become JSON Schema's, an optional parameter admits ``null``
+(Gorilla's functions are Python functions, ``mod: float = None``, and the answers list
+``None`` as acceptable), and an enum whose values are not of the declared type (strings for
+a ``boolean``) keeps the enum alone, as BFCL reads it. Arguments are then validated against
+that schema by ``jsonschema``, as every tool defined as data is.
+
 Scoring (``--scoring bfcl``) follows BFCL's AST checker, rule by rule; the code is ours:
 
 * the function named in the answer, and no other;
@@ -36,7 +42,7 @@ checker does.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -112,12 +118,51 @@ def _gorilla_schema(node: Any) -> Any:  # Any: JSON Schema in Gorilla's dialect
                 items["enum"] = value
         elif key == "properties" and isinstance(value, dict):
             props = cast("dict[str, Any]", value)  # JSON Schema: name -> schema
-            out["properties"] = {str(k): _gorilla_schema(v) for k, v in props.items()}
+            required = cast("list[Any]", node.get("required") or [])  # pyright: ignore[reportUnknownMemberType]  # JSON
+            out["properties"] = {
+                str(k): _gorilla_schema(v) if k in required else _nullable(_gorilla_schema(v))
+                for k, v in props.items()
+            }
         elif key == "items" and isinstance(out.get("items"), dict):
             out["items"] = {**_gorilla_schema(value), **out["items"]}
         else:
             out[str(key)] = _gorilla_schema(value)  # pyright: ignore[reportUnknownArgumentType]  # JSON
+    enum: Any = out.get("enum")  # Any: JSON values
+    kind: Any = out.get("type")  # Any: JSON Schema
+    fits = _OF_TYPE.get(kind) if isinstance(kind, str) else None
+    members = cast("list[Any]", enum) if isinstance(enum, list) else []
+    if fits is not None and not all(fits(v) for v in members):
+        del out["type"]  # an enum of strings for a "boolean": BFCL reads the enum
     return out
+
+
+_OF_TYPE: dict[str, Callable[[Any], bool]] = {  # Any: a JSON value
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _nullable(schema: Any) -> Any:  # Any: JSON Schema
+    """An optional parameter admits ``null``: its type and enum gain it. Gorilla's functions
+    are Python functions (``mod: float = None``), the answers list ``None`` as acceptable
+    for optional parameters, and BFCL's checker reads ``null`` as left out; JSON Schema
+    would refuse a ``null`` for ``type: number``."""
+    if not isinstance(schema, dict):
+        return schema
+    node = cast("dict[str, Any]", schema)  # JSON Schema
+    kind: Any = node.get("type")  # Any: a type name or a list of them
+    if isinstance(kind, str) and kind != "null":
+        node = {**node, "type": [kind, "null"]}
+    elif isinstance(kind, list) and "null" not in kind:
+        node = {**node, "type": [*cast("list[Any]", kind), "null"]}
+    enum: Any = node.get("enum")  # Any: JSON values
+    if isinstance(enum, list) and None not in enum:
+        node = {**node, "enum": [*cast("list[Any]", enum), None]}
+    return node
 
 
 def _category_of(case_id: str) -> str:

@@ -22,6 +22,7 @@ from ._registry import register_provider, registered_providers, resolve_model, r
 
 if TYPE_CHECKING:  # loaded on first use (see _LAZY)
     from ._breaker import BreakerPolicy
+    from ._errors import parse_retry_after
     from ._extract import Extraction, extract
     from ._retry import RetryPolicy
     from .scripted import ScriptedModel, ScriptItem
@@ -39,6 +40,7 @@ __all__ = [
     "ScriptedModel",
     "extract",
     "parse_reply",
+    "parse_retry_after",
     "partial_action",
     "register_provider",
     "registered_providers",
@@ -57,6 +59,7 @@ _LAZY = {
     "ScriptItem": "scripted",
     "ScriptedModel": "scripted",
     "extract": "_extract",
+    "parse_retry_after": "_errors",
 }
 
 

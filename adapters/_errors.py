@@ -49,12 +49,14 @@ from agentcore.contracts.errors import (
 __all__ = [
     "ErrorContext",
     "is_spend_limit",
+    "json_object_in_text",
     "map_provider_errors",
     "parse_retry_after",
     "translate_exception",
 ]
 
 _MAX_DETAIL = 300
+_MAX_BRACES = 16  # where json_object_in_text looks for a body
 _LIBRARIES = ("litellm", "openai", "httpx", "httpcore", "aiohttp", "anthropic", "google")
 _TIMEOUT_NAMES = frozenset(
     {
@@ -235,6 +237,11 @@ def translate_exception(exc: BaseException, context: ErrorContext) -> ModelError
 def parse_retry_after(headers: Mapping[str, str] | None, *, now: float) -> float | None:
     """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` as seconds or HTTP-date.
 
+    The one reader of these headers: the provider adapters' retries and the approval
+    webhook's use it. ``headers`` is any mapping of names to values (``httpx.Headers``, a
+    dict); names are matched without regard to case. ``now`` is the wall-clock time an
+    HTTP-date is counted from.
+
     Returns ``None`` when no usable header was sent; never a negative number.
     """
     if not headers:
@@ -313,7 +320,7 @@ def _error_fields(exc: BaseException) -> tuple[str | None, str | None, str]:
     body = (
         _mapping(getattr(exc, "body", None))
         or _mapping(_json_body(exc))
-        or _mapping(_json_in_text(_plain(exc)))
+        or _mapping(json_object_in_text(_plain(exc)))
     )
     inner: object = body.get("error", body)
     if isinstance(inner, str) and inner:
@@ -343,16 +350,24 @@ def _json_body(exc: BaseException) -> object:
         return None
 
 
-def _json_in_text(text: str) -> object:
-    """The first JSON object embedded in ``text`` (``"...Exception - {...}"``), or ``None``."""
+def json_object_in_text(text: str) -> Mapping[str, object] | None:
+    """The first JSON object embedded in ``text``, or ``None``: a provider's error body
+    pasted into an exception's message (``"...Exception - {...}"``, or the ``b'{...}'`` of
+    a stream's raw bytes). Each ``{`` is tried in turn, so a brace in the prose before the
+    body does not hide it (the first 16 of them: the body follows a short prose), and text
+    nested past Python's recursion limit is no body."""
+    decoder = json.JSONDecoder()
     start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except ValueError:
-        return None
-    return cast("object", value)
+    for _attempt in range(_MAX_BRACES):
+        if start < 0:
+            break
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):  # not JSON there, or nested past the limit
+            start = text.find("{", start + 1)
+            continue
+        return cast("Mapping[str, object]", value)  # a JSON text that starts with "{"
+    return None
 
 
 def _plain(exc: BaseException) -> str:

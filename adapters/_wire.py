@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from agentcore.contracts import Usage
 
+from ._errors import json_object_in_text
 from ._native import NativeCall
 from ._protocol import Message
 
@@ -84,16 +84,7 @@ def _body_candidates(exc: BaseException) -> Iterator[object]:
     if callable(reader):
         yield _read_json(cast("Callable[[], object]", reader))  # httpx.Response.json
     message: object = getattr(exc, "message", None)
-    text = message if isinstance(message, str) and message else str(exc)
-    start = text.find("{")
-    while start >= 0:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(text[start:])
-        except ValueError:
-            start = text.find("{", start + 1)
-            continue
-        yield cast("object", value)
-        return
+    yield json_object_in_text(message if isinstance(message, str) and message else str(exc))
 
 
 def _read_json(reader: Callable[[], object]) -> object:

@@ -4,9 +4,16 @@ have) over generated inputs."""
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import hmac
+import http.server
+import json
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import pytest
@@ -15,6 +22,15 @@ from hypothesis import strategies as st
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from agentcore import PendingCall
+from agentcore.adapters import RetryPolicy, parse_retry_after
+from agentcore.adapters._errors import (  # the mapper itself, as tests/adapters do
+    ErrorContext,
+    json_object_in_text,
+    translate_exception,
+)
+from agentcore.approvals import ApprovalRequest, new_secret, webhook
+from agentcore.errors import BadRequestError
 from agentcore.stores._chain import ChainKey  # the key itself: not exported
 from agentcore.stores.postgres import redact_dsn
 
@@ -141,3 +157,117 @@ def test_redact_dsn_url_shows_no_secret_libpq_would_read(rest: str) -> None:
     shown = redact_dsn(dsn)
     for key in ("password", "sslpassword"):
         assert conninfo_to_dict(shown).get(key, "***") in ("", "***")
+
+
+# --- one Retry-After reader, one JSON-in-error-text reader ------------------------------
+
+
+class _LiteLLMError(Exception):
+    """Shaped like a litellm exception: a status, and the body only in its message."""
+
+    __module__ = "litellm.exceptions"
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+def test_json_in_error_text_skips_a_brace_in_the_prose() -> None:
+    body = {"error": {"code": "model_not_found", "message": "The model does not exist"}}
+    text = "BadRequestError: route {openai/x} failed - " + json.dumps(body)
+    assert json_object_in_text(text) == body
+    assert json_object_in_text("no body {here} at all") is None
+    assert json_object_in_text("{" * 100_000) is None  # nested past the recursion limit
+
+
+def test_provider_error_reads_the_code_after_a_brace_in_the_prose() -> None:
+    body = {"error": {"code": "model_not_found", "message": "The model does not exist"}}
+    exc = _LiteLLMError(f"OpenAIException - route {{openai/x}}: {json.dumps(body)}", 404)
+    mapped = translate_exception(exc, ErrorContext(model="openai/x", provider="openai"))
+    assert isinstance(mapped, BadRequestError)
+    assert "(HTTP 404, model_not_found): The model does not exist" in str(mapped)
+
+
+@dataclass
+class _Receiver:
+    url: str
+    answers: list[tuple[int, dict[str, str]]]
+    posts: int = 0
+
+
+@pytest.fixture
+def receiver() -> Iterator[_Receiver]:
+    """A loopback HTTP server answering POSTs from ``answers`` in turn (the last repeats)."""
+    state = _Receiver(url="", answers=[(200, {})])
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            state.posts += 1
+            status, headers = state.answers.pop(0) if len(state.answers) > 1 else state.answers[0]
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet
+            del format, args
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "least"),
+    [
+        ({"Retry-After": "7"}, 7.0),
+        ({"Retry-After": "2.5"}, 2.5),  # seconds with a fraction: once read as 0
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"Retry-After": "HTTP-DATE+20"}, 20.0),  # an HTTP-date: once ignored
+        ({"Retry-After": "soon"}, 0.0),
+        ({"Retry-After": "-5"}, 0.0),
+    ],
+)
+async def test_webhook_reads_retry_after_as_the_adapters_do(
+    receiver: _Receiver, retry_after: dict[str, str], least: float
+) -> None:
+    if retry_after.get("Retry-After") == "HTTP-DATE+20":
+        retry_after = {"Retry-After": email.utils.formatdate(time.time() + 20, usegmt=True)}
+    receiver.answers = [(429, retry_after), (200, {})]
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    policy = RetryPolicy(max_attempts=2, base_delay=0.0, max_retry_after=30.0, sleep=record)
+    outcome = webhook(receiver.url, new_secret(), retry=policy)(_approval_request())
+    assert outcome is not None
+    await outcome
+    assert receiver.posts == 2
+    assert waits == [pytest.approx(least, abs=1.5)]  # an HTTP-date is whole seconds
+
+
+def test_parse_retry_after_is_public_and_reads_any_mapping() -> None:
+    assert parse_retry_after({"RETRY-AFTER": "3"}, now=0.0) == 3.0
+    assert parse_retry_after({}, now=0.0) is None
+
+
+def _approval_request() -> ApprovalRequest:
+    pending = PendingCall(
+        step=2,
+        call_id="c2",
+        kind="tool",
+        thought="pay the invoice",
+        tool="pay",
+        args={"to": "acme", "amount": 120},
+        effect="destructive",
+        args_hash="h",
+    )
+    return ApprovalRequest("r1", "waiting", pending)

@@ -289,6 +289,8 @@ def test_sign_makes_what_a_receiver_tests_with() -> None:
         sign(b"{}", secret, msg_id="msg.1")
     with pytest.raises(ConfigurationError, match="timestamp"):
         sign(b"{}", secret, timestamp=-1)
+    with pytest.raises(ConfigurationError, match="bytes"):
+        sign("{}", secret)  # pyright: ignore[reportArgumentType]  # text, not the bytes sent
 
 
 def test_secrets_of_other_standard_webhooks_tools_are_read() -> None:

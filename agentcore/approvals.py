@@ -316,7 +316,9 @@ def webhook(
     not sign up for (set ``url`` to where it moved); a 3xx, a 429, a 5xx, a timeout or a
     refused connection is retried as ``retry`` says (an
     :class:`~agentcore.adapters.RetryPolicy`: three attempts, jittered backoff, a
-    ``Retry-After`` honoured up to ``max_retry_after``); any other 4xx is not. Each failed
+    ``Retry-After`` (seconds or an HTTP-date, read by
+    :func:`~agentcore.adapters.parse_retry_after`) honoured up to ``max_retry_after``); any
+    other 4xx is not. Each failed
     attempt is logged (``webhook_attempt_failed``); the last one raises
     :class:`WebhookDeliveryError`, which :class:`~agentcore.policy.Policy` logs as
     ``on_pending_failed``. ``timeout`` bounds each phase of each attempt (connect, send,
@@ -339,6 +341,8 @@ def webhook(
     async def send(request: ApprovalRequest) -> None:
         import httpx  # loads on the first notification, not with agentcore
 
+        from agentcore.adapters import parse_retry_after
+
         body = json.dumps(request.to_json(), separators=(",", ":")).encode()
         msg_id = request.message_id
         log = get_logger().bind(run_id=request.run_id, webhook_id=msg_id, url=shown)
@@ -356,7 +360,7 @@ def webhook(
                         status = answer.status_code
                         if 200 <= status < 300:
                             return
-                        floor = _retry_after(answer.headers.get("retry-after"))
+                        floor = parse_retry_after(answer.headers, now=time.time()) or 0.0
                         why = _refusal(status, answer.headers.get("location"))
                 except httpx.HTTPError as exc:
                     cause, why = exc, f"{type(exc).__name__}: {exc}"
@@ -388,11 +392,6 @@ def _refusal(status: int, location: str | None) -> str:
             "redirects; set the webhook url to the address that answers"
         )
     return f"answered {status}"
-
-
-def _retry_after(value: str | None) -> float:
-    """A ``Retry-After`` in seconds (the HTTP-date form is ignored), or 0."""
-    return float(value) if value is not None and _RETRY_AFTER.fullmatch(value) else 0.0
 
 
 def verify_signature(
@@ -500,5 +499,3 @@ _V1 = re.compile(r"[A-Za-z0-9+/]{43}=")
 """A SHA-256 MAC in base64 as ``b64encode`` writes it."""
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{1,1024}={0,2}")
 """Another version's signature: base64, checked for form only."""
-_RETRY_AFTER = re.compile(r"[0-9]{1,6}")
-"""``Retry-After`` as delay-seconds."""

@@ -97,7 +97,8 @@ class PendingCall:
 
     Attributes:
         step, call_id: where it stands in the transcript; an approval is bound to them.
-        kind: ``tool`` or ``plan``.
+        kind: ``tool`` or ``plan``; ``undo`` for the undo of a committed call that
+            ``Policy.authorize`` is asked about (``Agent.compensate``).
         tool, args, effect: the call that will run exactly as shown when approved.
         args_hash: hash of tool and arguments; pass it to ``confirm`` to bind the approval.
         thought: the model's stated reason.

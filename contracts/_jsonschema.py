@@ -233,8 +233,9 @@ def _target(root: JsonSchema, ref: str, name: str) -> object:
     return cast("object", node)
 
 
-def _check_refs(root: JsonSchema, name: str) -> dict[str, object]:
-    """The local references of ``root`` and their targets; anything else is refused."""
+def _check_nodes(root: JsonSchema, name: str) -> dict[str, object]:
+    """Refuse what no tool schema may hold (references outside it, dynamic references,
+    embedded resources, an empty enum); return its local references and their targets."""
     targets: dict[str, object] = {}
     for where, node in _walk(root):
         if "$dynamicRef" in node or "$recursiveRef" in node:
@@ -242,6 +243,8 @@ def _check_refs(root: JsonSchema, name: str) -> dict[str, object]:
                 f"{name}: {where} uses $dynamicRef/$recursiveRef, which tool schemas cannot "
                 "use; use $ref into $defs"
             )
+        if node.get("enum") == []:
+            raise ToolDefinitionError(f"{name}: {where} has an empty enum, which admits no value")
         if where != "#" and "$id" in node:
             raise ToolDefinitionError(
                 f"{name}: {where} has an $id of its own (an embedded resource); tool "
@@ -512,7 +515,7 @@ def model_from_json_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]
         if not prop:
             raise ToolDefinitionError(f"{name}: property name {prop!r} is not supported")
     validator = _validator(source, name)
-    targets = _check_refs(source, name)
+    targets = _check_nodes(source, name)
     _check_loops(source, targets, name)
     if _expanded_nodes(source, targets) > MAX_SCHEMA_NODES:
         raise ToolDefinitionError(

@@ -274,6 +274,7 @@ def _doubling(levels: int) -> dict[str, Any]:  # Any: JSON Schema
         (_nested(80), "deeper than 64 levels"),
         (_doubling(20), "expands to more than 20000 nodes"),
         ({"type": "array", "items": {}}, "must be an object schema"),
+        ({"type": "object", "properties": {"k": {"enum": []}}}, "empty enum, which admits no"),
     ],
 )
 def test_a_hostile_schema_is_refused_saying_why(

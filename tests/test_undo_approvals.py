@@ -16,7 +16,12 @@ from test_cli import cli, printed_command, with_name
 from agentcore import Agent, CommittedCall, PendingCall, Policy, RunStatus, check_transcript, tool
 from agentcore.adapters import ScriptedModel
 from agentcore.console import create_app
-from agentcore.errors import AlreadyApprovedError, NotAuthorizedError, RunError
+from agentcore.errors import (
+    AlreadyApprovedError,
+    NotAuthorizedError,
+    RunError,
+    ToolOutcomeUnknownError,
+)
 from agentcore.events import Approval, CompensationStarted
 from agentcore.stores import MemoryStore
 
@@ -306,3 +311,37 @@ async def test_the_console_offers_to_undo_a_completed_run_only_when_allowed(allo
         assert ("Policy(compensate_completed=True)</code> on the agent does" in page.text) is (
             not allowed
         )
+
+
+async def test_a_call_in_doubt_is_settled_only_once_its_undo_has_its_people() -> None:
+    undone: list[str] = []
+
+    @tool(effect="write", compensate=lambda call: undone.append(call.args["order"]))
+    def refund(order: str) -> str:
+        """Refund an order; the provider's answer is lost."""
+        raise ToolOutcomeUnknownError("connection dropped after the request was sent")
+
+    agent = Agent(
+        tools=[refund],
+        model=ScriptedModel(
+            [{"type": "tool", "thought": "r", "tool": "refund", "args": {"order": "A1"}}]
+        ),
+        store=MemoryStore(),
+        policy=Policy(plan_before_writes=False, approvals=TWO),
+    )
+    await agent.run("refund A1", run_id="r1")
+    for person in ("alice", "bob"):
+        p = (await agent.result("r1")).pending
+        if p is not None:
+            await agent.confirm("r1", approve=True, by=person, step=p.step, args_hash=p.args_hash)
+    assert (await agent.result("r1")).status is RunStatus.NEEDS_ATTENTION  # the lost call
+    first = await agent.compensate("r1", by="alice")
+    assert "(1 so far: alice)" in (first.reason or "") and undone == []
+    # alice's word on the call does not stand in for a second person (and is not refused)
+    again = await agent.compensate("r1", by="alice", settle={"c1": "done"})
+    assert "(1 so far: alice)" in (again.reason or "") and undone == []
+    doubt = await agent.compensate("r1", by="bob")
+    assert "may or may not have happened" in (doubt.reason or "") and undone == []
+    done = await agent.compensate("r1", by="bob", settle={"c1": "done"})
+    assert done.status is RunStatus.CANCELLED and undone == ["A1"]
+    assert check_transcript(await agent.transcript("r1")) == []

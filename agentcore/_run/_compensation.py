@@ -210,7 +210,7 @@ async def compensate(
             f"{', '.join(sorted(doubtful)) or 'none'}."
         )
     gate = _Gate(d, effects, effect_of, by=by, policy=policy, person=person)
-    gate.check()  # raises before anything is recorded
+    gate.check(settling=bool(settle))  # raises before anything is recorded
     lost = outcomes_unknown(st, f"a compensation by {by} began")
     for event in lost:  # the open call's outcome is unknown: say so before undoing
         d.record(event)
@@ -317,14 +317,15 @@ class _Gate:
             reason=f"the undo of {_label(e)}, asked for by {self.by}",
         )
 
-    def check(self) -> None:
+    def check(self, *, settling: bool = False) -> None:
         """Refuse, before anything is recorded, a person ``authorize`` refuses for an undo
-        still to do, and a person who has nothing left to approve.
+        still to do, and a person who has nothing left to approve (nor to settle:
+        ``settling``).
 
         Raises:
             NotAuthorizedError: ``authorize`` refused.
-            AlreadyApprovedError: ``by`` approved every undo still waiting for people, and
-                none can run.
+            AlreadyApprovedError: ``by`` approved every undo still waiting for people, none
+                can run, and ``by`` settles nothing.
         """
         todo = self._todo()
         if not self.person or not todo:
@@ -338,8 +339,12 @@ class _Gate:
                     "refused); nothing recorded."
                 )
         me = person_key(self.by)
-        if not self.ready(todo[0]) and all(
-            me in {person_key(b) for b in self.approved(e)} for e in todo if not self.ready(e)
+        if (
+            not settling
+            and not self.ready(todo[0])
+            and all(
+                me in {person_key(b) for b in self.approved(e)} for e in todo if not self.ready(e)
+            )
         ):
             e = todo[0]
             raise AlreadyApprovedError(
@@ -403,10 +408,12 @@ async def _one(
     started = effect.started
     call_id = started.call_id
     result: Any = None  # Any: the call's JSON result
+    if effect.outcome_known and not (effect.finished is not None and effect.finished.ok):
+        return  # it failed: nothing happened to undo
+    if tool is not None and tool.compensation is not None and not gate.ready(effect):
+        raise _StopError(gate.why_not(effect))  # before anything else is asked or recorded
     if effect.outcome_known:
         assert effect.finished is not None
-        if not effect.finished.ok:
-            return  # it failed: nothing happened to undo
         result = effect.finished.result
     else:
         happened, result = await _did_it_happen(d, effect, tool, settle.get(call_id))
@@ -420,8 +427,6 @@ async def _one(
         kept.append(_label(effect))
         return
     comp = tool.compensation
-    if not gate.ready(effect):
-        raise _StopError(gate.why_not(effect))
     key = f"{started.idempotency_key}{UNDO_SUFFIX}"
     if effect.undo_in_doubt:
         word = settle.get(call_id)

@@ -36,6 +36,7 @@ with a budget and a deadline.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -334,19 +335,31 @@ def _expanded_nodes(root: JsonSchema, targets: dict[str, object]) -> int:
     return size(root, frozenset())
 
 
-def _validator(schema: JsonSchema, name: str) -> Validator:
-    """``jsonschema``'s validator for ``schema``: its draft, formats asserted, and a registry
-    with nothing in it, so no reference is ever looked up outside the schema."""
+def _validator(schema: JsonSchema, text: str, name: str) -> Validator:
+    """``jsonschema``'s validator for ``schema`` (``text``: its compact JSON): its draft,
+    formats asserted, and a registry with nothing in it, so no reference is ever looked up
+    outside the schema."""
+    problem = _metaschema_problem(text)
+    if problem is not None:
+        raise ToolDefinitionError(f"{name}: the input schema is not a valid JSON Schema {problem}")
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    nothing: referencing.Registry[Any] = referencing.Registry()  # Any: JSON documents
+    return cls(schema, registry=nothing, format_checker=cls.FORMAT_CHECKER)
+
+
+@functools.lru_cache(maxsize=512)
+def _metaschema_problem(text: str) -> str | None:
+    """Where and why the schema ``text`` breaks its draft's metaschema, or ``None``. Cached:
+    the check costs milliseconds, and a server lists the same schemas again on every
+    reconnect and refresh."""
+    schema: JsonSchema = json.loads(text)
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ToolDefinitionError(
-            f"{name}: the input schema is not a valid JSON Schema at {where}: {_short(exc.message)}"
-        ) from exc
-    nothing: referencing.Registry[Any] = referencing.Registry()  # Any: JSON documents
-    return cls(schema, registry=nothing, format_checker=cls.FORMAT_CHECKER)
+        return f"at {where}: {_short(exc.message)}"
+    return None
 
 
 def _short(text: str) -> str:
@@ -514,7 +527,7 @@ def model_from_json_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]
     for prop in cast("dict[str, object]", props) if isinstance(props, dict) else {}:
         if not prop:
             raise ToolDefinitionError(f"{name}: property name {prop!r} is not supported")
-    validator = _validator(source, name)
+    validator = _validator(source, text, name)
     targets = _check_nodes(source, name)
     _check_loops(source, targets, name)
     if _expanded_nodes(source, targets) > MAX_SCHEMA_NODES:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -21,6 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from test_retention import listed, make_runs  # runs at chosen times, in a SQLite file
+from typer.testing import CliRunner
 
 from agentcore import PendingCall
 from agentcore.adapters import RetryPolicy, parse_retry_after
@@ -30,6 +33,7 @@ from agentcore.adapters._errors import (  # the mapper itself, as tests/adapters
     translate_exception,
 )
 from agentcore.approvals import ApprovalRequest, new_secret, webhook
+from agentcore.cli import app
 from agentcore.errors import BadRequestError
 from agentcore.stores._chain import ChainKey  # the key itself: not exported
 from agentcore.stores.postgres import redact_dsn
@@ -271,3 +275,58 @@ def _approval_request() -> ApprovalRequest:
         args_hash="h",
     )
     return ApprovalRequest("r1", "waiting", pending)
+
+
+# --- one reader of --since and --older-than ----------------------------------------------
+
+_COMMANDS = [("prune", "--older-than", "--dry-run"), ("stats", "--since", "--by=contract")]
+_BAD_TIMES = ["soon", "5x", "30", "d", "", "\uff15d", "9" * 5000 + "d", "1.5h"]  # \uff15: a "5"
+
+
+@pytest.mark.parametrize(("command", "option", "extra"), _COMMANDS)
+@pytest.mark.parametrize("value", _BAD_TIMES)
+def test_time_options_refuse_the_same_values(
+    tmp_path: Path, command: str, option: str, extra: str, value: str
+) -> None:
+    db = tmp_path / "runs.db"
+    make_runs(db, {"done": ("completed", 1_000_000_000.0, None)})
+    result = CliRunner().invoke(app, [command, option, value, extra, "--store", f"sqlite:///{db}"])
+    assert result.exit_code == 2, result.output
+    assert f"{option} {value!r}: use 30d, 12h, 90m or an ISO date" in result.output
+    assert listed(db) == {"done"}
+
+
+@pytest.mark.parametrize(("command", "option", "extra"), _COMMANDS)
+@pytest.mark.parametrize("value", ["30d", "12h", "90m", "2020-01-01", "2020-01-01T10:00+02:00"])
+def test_time_options_accept_the_same_values(
+    tmp_path: Path, command: str, option: str, extra: str, value: str
+) -> None:
+    db = tmp_path / "runs.db"
+    make_runs(db, {"done": ("completed", 1_000_000_000.0, None)})
+    result = CliRunner().invoke(app, [command, option, value, extra, "--store", f"sqlite:///{db}"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "pruned"),
+    [
+        ("90m", {"two-hours-ago"}),
+        ("3h", set()),
+        ("1d", set()),
+        ("60m", {"two-hours-ago", "eighty-minutes-ago"}),
+    ],
+)
+def test_older_than_counts_back_from_now(tmp_path: Path, value: str, pruned: set[str]) -> None:
+    db = tmp_path / "runs.db"
+    now = time.time()
+    make_runs(
+        db,
+        {
+            "two-hours-ago": ("completed", now - 2 * 3600, None),
+            "eighty-minutes-ago": ("completed", now - 80 * 60, None),
+            "a-minute-ago": ("completed", now - 60, None),
+        },
+    )
+    result = CliRunner().invoke(app, ["prune", "--older-than", value, "--store", f"sqlite:///{db}"])
+    assert result.exit_code == 0, result.output
+    assert listed(db) == {"two-hours-ago", "eighty-minutes-ago", "a-minute-ago"} - pruned

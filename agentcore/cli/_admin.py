@@ -21,6 +21,7 @@ from agentcore.cli._common import (
     TenantOpt,
     abort,
     app,
+    cutoff_time,
     err,
     out,
     run_async,
@@ -45,24 +46,6 @@ EXIT_NEWER_STORE = 9
 
 db_app = typer.Typer(help="The store's layout: its version and migrations.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-
-
-def _before(older_than: str) -> float:
-    """``30d``, ``12h``, ``90m`` ago, or an ISO date/time (UTC when no zone is given)."""
-    import datetime as dt
-
-    unit = {"d": 86400, "h": 3600, "m": 60}
-    if older_than[:-1].isdigit() and older_than[-1:] in unit:
-        return time.time() - int(older_than[:-1]) * unit[older_than[-1]]
-    try:
-        when = dt.datetime.fromisoformat(older_than)
-    except ValueError as exc:
-        raise ConfigurationError(
-            f"--older-than {older_than!r}: use 30d, 12h, 90m or an ISO date such as 2026-11-01"
-        ) from exc
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
 
 
 def export_path(directory: Path, run_id: str) -> Path:
@@ -140,10 +123,7 @@ def prune(
     unknown = [s for s in statuses if s not in valid]
     if unknown:
         abort(f"unknown status {unknown[0]!r}; valid: {', '.join(sorted(valid))}", EXIT_USAGE)
-    try:
-        before = _before(older_than)
-    except ConfigurationError as exc:
-        abort(str(exc), EXIT_USAGE)
+    before = cutoff_time(older_than, "--older-than")
     url = store or default_store_url()
     if url != "memory://" and _guard(lambda: schema_status(url)).version == 0:
         out.print(f"no store at {url}: nothing to prune", highlight=False)  # none created

@@ -7,8 +7,10 @@ import importlib
 import json
 import logging
 import os
+import re
 import shlex
 import sys
+import time
 from collections.abc import Callable, Coroutine, MutableMapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeGuard, TypeVar
@@ -167,6 +169,30 @@ TenantOpt = Annotated[
 def abort(message: str, code: int = EXIT_ERROR) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+_AGO = re.compile(r"([0-9]{1,9})([dhm])")
+_AGO_SECONDS = {"d": 86400, "h": 3600, "m": 60}
+
+
+def cutoff_time(value: str, option: str) -> float:
+    """The moment an option such as ``--since`` names, in Unix seconds: ``30d``, ``12h``,
+    ``90m`` ago, or an ISO date/time (UTC when no zone is given). Anything else aborts with
+    a usage error that names ``option`` and the forms it takes."""
+    import datetime as dt
+
+    ago = _AGO.fullmatch(value)
+    if ago is not None:
+        return time.time() - int(ago.group(1)) * _AGO_SECONDS[ago.group(2)]
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        abort(
+            f"{option} {value!r}: use 30d, 12h, 90m or an ISO date such as 2026-11-01", EXIT_USAGE
+        )
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
 
 
 def valid_run_id(param: typer.CallbackParam, value: str | None) -> str | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,6 +29,7 @@ from agentcore.cli._common import (
     abort,
     app,
     contract_app,
+    cutoff_time,
     err,
     load_agent,
     open_listing,
@@ -211,24 +211,6 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def _parse_since(since: str) -> float:
-    """``7d``, ``24h``, ``30m`` ago, or an ISO date/time (UTC when no zone is given)."""
-    import datetime as dt
-
-    unit = {"d": 86400, "h": 3600, "m": 60}
-    if since[:-1].isdigit() and since[-1:] in unit:
-        return time.time() - int(since[:-1]) * unit[since[-1]]
-    try:
-        when = dt.datetime.fromisoformat(since)
-    except ValueError as exc:
-        raise ConfigurationError(
-            f"--since {since!r}: use 7d, 24h, 30m or an ISO date such as 2026-11-01"
-        ) from exc
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
-
-
 @app.command()
 def stats(
     since: Annotated[
@@ -241,10 +223,7 @@ def stats(
     """Per contract version: runs, steps, plan/tool/finish shares, invalid and re-ask rates."""
     if by != "contract":
         abort(f"unknown grouping {by!r}; valid: contract", EXIT_USAGE)
-    try:
-        cutoff = _parse_since(since) if since else None
-    except ConfigurationError as exc:
-        abort(str(exc), EXIT_USAGE)
+    cutoff = None if since is None else cutoff_time(since, "--since")
 
     async def go() -> list[ContractStats]:
         st = open_listing(store)  # creates nothing; no store: no runs

@@ -373,7 +373,8 @@ def _shown(
     node: object, refs: dict[str, type[_SchemaDef]], handler: GetJsonSchemaHandler
 ) -> Any:  # Any: JSON Schema
     """A copy of schema ``node`` as the model is shown it: its references pointing into the
-    action schema's ``$defs``, keywords outside the vocabulary left out."""
+    action schema's ``$defs``, keywords outside the vocabulary left out, a boolean schema
+    written as an object where the dialect compilers expect one (a property, a member)."""
     if node is True:
         return {}
     if node is False:
@@ -395,9 +396,11 @@ def _shown(
         elif key == "items" and isinstance(value, list):  # draft 7's tuple form
             out["prefixItems"] = [_shown(v, refs, handler) for v in cast("list[object]", value)]
         elif key == "additionalItems" and isinstance(src.get("items"), list):
-            out["items"] = _shown(value, refs, handler)
+            out["items"] = value if isinstance(value, bool) else _shown(value, refs, handler)
         elif key in _SCHEMA_ONE and key != "additionalItems":
-            out.setdefault(key, _shown(value, refs, handler))
+            # true/false stay as they are here (additionalProperties: false closes an object)
+            shown = value if isinstance(value, bool) else _shown(value, refs, handler)
+            out.setdefault(key, shown)
         elif key in _SCHEMA_LISTS and isinstance(value, list):
             out[key] = [_shown(v, refs, handler) for v in cast("list[object]", value)]
         elif key in _VALUE_KEYWORDS:

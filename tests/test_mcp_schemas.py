@@ -337,3 +337,33 @@ def test_a_format_is_asserted() -> None:
     assert json.dumps(model.model_json_schema()["properties"]["to"]) == (
         '{"format": "email", "type": "string"}'
     )
+
+
+def test_a_closed_object_stays_closed_and_true_or_false_schemas_are_read() -> None:
+    """As zod-to-json-schema writes objects (``additionalProperties: false``), with boolean
+    schemas as property values."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "anything": True,
+            "where": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+        "required": ["q"],
+        "additionalProperties": False,
+    }
+    model = model_from_json_schema("find_args", schema)
+    shown = model.model_json_schema()
+    assert shown["additionalProperties"] is False
+    assert shown["properties"]["where"]["additionalProperties"] is False
+    assert shown["properties"]["anything"] == {}
+    action = compile_action_schema([ToolSpec("find", "Find.", model)])
+    wire = compile_wire_schema(action, "gemini").schema
+    assert wire["$defs"]["find_args"]["additionalProperties"] is False
+    model.model_validate({"q": "x", "anything": [1], "where": {"city": "Lyon"}})
+    with pytest.raises(ValidationError, match="Additional properties are not allowed"):
+        model.model_validate({"q": "x", "where": {"city": "Lyon", "zip": "69001"}})

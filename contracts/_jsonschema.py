@@ -11,7 +11,8 @@ implementation of JSON Schema (``jsonschema``, Draft 2020-12 unless the schema's
   dialect compiler then treats it as it treats a decorated tool's (a bound a provider
   cannot take moves into the description). Keywords outside the JSON Schema vocabulary
   are left out of what the model is shown (they constrain nothing); ``$defs`` (and
-  draft-07 ``definitions``) join the action schema's ``$defs``.
+  draft-07 ``definitions``) join the action schema's ``$defs`` under names prefixed with
+  the model's (``shaped_book_trip_args_Place``), so no server can rename the contract's own.
 * What is accepted is what the schema accepts, checked before the call is made: the
   model is told which rule an argument broke (``location.city: 'Paris, France' is too
   long``). ``format`` is asserted where ``jsonschema`` can check it.
@@ -25,8 +26,10 @@ a valid JSON Schema, is larger than :data:`MAX_SCHEMA_BYTES` or nested deeper th
 :data:`MAX_SCHEMA_DEPTH`, would expand beyond :data:`MAX_SCHEMA_NODES` nodes once its
 references are inlined, refers outside itself (a ``$ref`` to a URL is never fetched:
 nothing outside the schema is resolved, ever), uses ``$dynamicRef``, an embedded ``$id``
-or an anchor reference, or loops through references without descending into the value
-(``{"$ref": "#"}``), which no value could ever be checked against.
+or an anchor reference, loops through references without descending into the value
+(``{"$ref": "#"}``, which no value could ever be checked against), has an empty ``enum``,
+or holds an object with a ``"$ref"`` key in a ``const``, ``enum``, ``default`` or
+``examples`` value (JSON Schema tooling, pydantic's included, reads it as a reference).
 
 ``jsonschema``'s ``pattern`` is Python's ``re``: a pattern that backtracks badly on a
 long argument costs time; an agent that calls servers it does not trust bounds its run
@@ -127,6 +130,8 @@ _VALUE_KEYWORDS: Final = frozenset(
 # through these never ends.
 _IN_PLACE_ONE: Final = ("not", "if", "then", "else")
 _IN_PLACE_LISTS: Final = ("allOf", "anyOf", "oneOf")
+# Keywords whose value is data that may hold JSON objects.
+_DATA_KEYWORDS: Final = ("const", "enum", "default", "examples")
 # Bounds ``jsonschema``'s messages do not state ("is too long"): added to the message.
 _UNSTATED_BOUNDS: Final = frozenset(
     (
@@ -244,6 +249,12 @@ def _check_nodes(root: JsonSchema, name: str) -> dict[str, object]:
                 f"{name}: {where} uses $dynamicRef/$recursiveRef, which tool schemas cannot "
                 "use; use $ref into $defs"
             )
+        for key in _DATA_KEYWORDS:
+            if key in node and _holds_ref_key(node[key]):
+                raise ToolDefinitionError(
+                    f'{name}: {where}/{key} holds an object with a "$ref" key, which JSON '
+                    "Schema tooling would read as a reference; it is not supported"
+                )
         if node.get("enum") == []:
             raise ToolDefinitionError(f"{name}: {where} has an empty enum, which admits no value")
         if where != "#" and "$id" in node:
@@ -261,6 +272,21 @@ def _check_nodes(root: JsonSchema, name: str) -> dict[str, object]:
             )
         targets[ref] = _target(root, ref, name)
     return targets
+
+
+def _holds_ref_key(value: object) -> bool:
+    """Whether a JSON value has an object with a string ``$ref`` anywhere in it."""
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            members = cast("dict[str, object]", item)
+            if isinstance(members.get("$ref"), str):
+                return True
+            pending += members.values()
+        elif isinstance(item, list):
+            pending += cast("list[object]", item)
+    return False
 
 
 def _in_place(node: JsonSchema, targets: dict[str, object]) -> Iterator[object]:
@@ -482,12 +508,15 @@ class _DataArgs(BaseModel):
 
 
 def _def_name(ref: str, model_name: str) -> str:
-    parts = [p for p in ref[2:].split("/") if p] if ref != "#" else []
+    """The ``$defs`` name of a reference's target: the model's name, then the schema's own
+    definition name (``book_trip_args_Place``) or the pointer's steps. Prefixed, so that a
+    server's definition can never share a name with the contract's own (``FinishAction``),
+    another tool's or the run's output type (pydantic would rename both)."""
+    parts = [p for p in ref[2:].split("/") if p] if ref != "#" else ["self"]
     if len(parts) == 2 and parts[0] in ("$defs", "definitions"):
-        base = parts[1]
-    else:
-        base = "_".join([model_name, *parts]) if parts else f"{model_name}_self"
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", base.replace("~1", "/").replace("~0", "~")) or "Def"
+        parts = parts[1:]
+    base = "_".join([model_name, *parts]).replace("~1", "/").replace("~0", "~")
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", base)
 
 
 def model_from_json_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]:  # Any: JSON
@@ -548,7 +577,8 @@ def model_from_json_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]
                 for k, v in cast("JsonSchema", target).items()
                 if k not in ("$defs", "definitions")
             }
-        refs[ref] = type(_def_name(ref, safe), (_SchemaDef,), {"body": body})
+        namespace = {"body": body, "__module__": __name__}
+        refs[ref] = type(_def_name(ref, safe), (_SchemaDef,), namespace)
     for definition in refs.values():
         definition.refs = refs
     namespace: dict[str, object] = {

@@ -87,21 +87,29 @@ async def test_the_model_sees_the_servers_nested_schema_and_a_good_call_reaches_
         shown = model.requests[0].schema.json_schema()
         defs = shown["$defs"]
         args = defs["shaped_book_trip_args"]
-        assert args["properties"]["traveller"] == {"$ref": "#/$defs/Traveller"}
+        assert args["properties"]["traveller"] == {
+            "$ref": "#/$defs/shaped_book_trip_args_Traveller"
+        }
         assert args["properties"]["nights"]["minimum"] == 1
         assert args["properties"]["nights"]["maximum"] == 30
         assert args["required"] == ["traveller", "destination", "nights"]
-        assert defs["Traveller"]["properties"]["passport"]["pattern"] == "^[A-Z]{2}[0-9]{6}$"
-        assert defs["Place"]["properties"]["city"]["maxLength"] == 12
-        assert defs["Country"]["enum"] == ["FR", "JP", "NZ"]
+        assert (
+            defs["shaped_book_trip_args_Traveller"]["properties"]["passport"]["pattern"]
+            == "^[A-Z]{2}[0-9]{6}$"
+        )
+        assert defs["shaped_book_trip_args_Place"]["properties"]["city"]["maxLength"] == 12
+        assert defs["shaped_book_trip_args_Country"]["enum"] == ["FR", "JP", "NZ"]
 
         # Each dialect's rules, as for a decorated tool: OpenAI keeps pattern and numeric
         # bounds and moves maxLength into the description; Anthropic moves the bounds.
         schema = model.requests[0].schema
         openai = compile_wire_schema(choose_form(schema, "openai_strict"), "openai_strict")
         odefs = openai.schema["$defs"]
-        assert odefs["Traveller"]["properties"]["passport"]["pattern"] == "^[A-Z]{2}[0-9]{6}$"
-        city = odefs["Place"]["properties"]["city"]
+        assert (
+            odefs["shaped_book_trip_args_Traveller"]["properties"]["passport"]["pattern"]
+            == "^[A-Z]{2}[0-9]{6}$"
+        )
+        city = odefs["shaped_book_trip_args_Place"]["properties"]["city"]
         assert "maxLength" not in city and "at most 12 characters" in city["description"]
         assert odefs["shaped_book_trip_args"]["properties"]["nights"]["minimum"] == 1
         anthropic = compile_wire_schema(choose_form(schema, "anthropic"), "anthropic").schema
@@ -275,6 +283,11 @@ def _doubling(levels: int) -> dict[str, Any]:  # Any: JSON Schema
         (_doubling(20), "expands to more than 20000 nodes"),
         ({"type": "array", "items": {}}, "must be an object schema"),
         ({"type": "object", "properties": {"k": {"enum": []}}}, "empty enum, which admits no"),
+        (
+            {"type": "object", "properties": {"k": {"default": {"v": [{"$ref": "#/x"}]}}}},
+            'holds an object with a "$ref" key',
+        ),
+        ({"type": "object", "properties": {"k": {"const": {"$ref": "#/x"}}}}, '"$ref" key'),
     ],
 )
 def test_a_hostile_schema_is_refused_saying_why(
@@ -318,8 +331,8 @@ def test_a_draft_07_schema_is_read_as_draft_07() -> None:
     }
     model = model_from_json_schema("draw_args", schema)
     shown = model.model_json_schema()
-    assert shown["properties"]["at"] == {"$ref": "#/$defs/Point"}
-    assert shown["$defs"]["Point"]["properties"]["x"] == {"type": "number"}
+    assert shown["properties"]["at"] == {"$ref": "#/$defs/draw_args_Point"}
+    assert shown["$defs"]["draw_args_Point"]["properties"]["x"] == {"type": "number"}
     assert shown["properties"]["span"]["prefixItems"] == [{"type": "integer"}] * 2
     model.model_validate({"at": {"x": 1.5}, "span": [1, 2]})
     with pytest.raises(ValidationError, match=r"at\.x: 'far' is not of type 'number'"):
@@ -367,3 +380,16 @@ def test_a_closed_object_stays_closed_and_true_or_false_schemas_are_read() -> No
     model.model_validate({"q": "x", "anything": [1], "where": {"city": "Lyon"}})
     with pytest.raises(ValidationError, match="Additional properties are not allowed"):
         model.model_validate({"q": "x", "where": {"city": "Lyon", "zip": "69001"}})
+
+
+def test_a_servers_definition_names_cannot_rename_the_contracts_own() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/FinishAction"}},
+        "$defs": {"FinishAction": {"type": "string", "maxLength": 2}},
+    }
+    model = model_from_json_schema("t_args", schema)
+    action = compile_action_schema([ToolSpec("t", "T.", model)])
+    names = set(action.json_schema()["$defs"])
+    assert {"FinishAction", "PlanAction", "t_args", "t_args_FinishAction"} <= names
+    assert action.parse('{"type": "finish", "thought": "x", "answer": "long"}').type == "finish"

@@ -17,7 +17,7 @@ Redaction: ``Agent(redact=[...], redact_env=[...])`` lists values (strings, and 
 variables by name) that must never be written. Every event is redacted before it is
 recorded (store, exports, logs, streams) and so before it is rendered for a model: each
 occurrence becomes ``[secret:NAME]`` (``NAME`` the variable's name, or ``redacted`` for a
-listed string). Values a resolver returns are added to the run's list as they are
+listed string); values that overlap or nest become one placeholder together. Values a resolver returns are added to the run's list as they are
 resolved, so a tool that echoes its key in a result or an error does not leak it.
 A redacted value is gone: the transcript holds the placeholder, and so do the arguments a
 call runs with when a model sends a listed value in one.
@@ -51,6 +51,12 @@ _E = TypeVar("_E", bound=BaseModel)
 
 SecretResolver = Callable[[str], "str | Awaitable[str]"]
 """``resolver(name)``: the secret's value (sync or async); raise when it has none."""
+
+
+def _placeholder(name: str) -> str:
+    """What a redacted value becomes: ``[secret:NAME]``, or ``[secret:redacted]`` for a
+    listed string."""
+    return f"[secret:{'redacted' if name.startswith('redacted#') else name}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +136,34 @@ class Redactor:
             self._values[name] = value
 
     def text(self, text: str) -> str:
-        """``text`` with every listed value replaced."""
-        for name, value in self._values.items():
-            if value in text:
-                label = "redacted" if name.startswith("redacted#") else name
-                text = text.replace(value, f"[secret:{label}]")
-        return text
+        """``text`` with every listed value replaced, in one pass over it: where listed
+        values overlap or nest, the whole stretch they cover becomes one placeholder, named
+        for the longest of them (the name first in order on a tie), so no part of any of
+        them is left, whatever order they were listed in."""
+        found = [(name, value) for name, value in self._values.items() if value in text]
+        if not found:
+            return text
+        spans: list[tuple[int, int, str]] = []  # every occurrence, overlapping ones too
+        for name, value in found:
+            at = text.find(value)
+            while at >= 0:
+                spans.append((at, at + len(value), name))
+                at = text.find(value, at + 1)
+        spans.sort(key=lambda span: (span[0], span[0] - span[1], span[2]))
+        parts: list[str] = []
+        done = 0  # text before this is in parts
+        start, end, name = spans[0]  # the stretch being merged, and its label
+        for at, stop, other in spans[1:]:
+            if at >= end:  # a new stretch: the last one is replaced
+                parts += (text[done:start], _placeholder(name))
+                done, start, end, name = end, at, stop, other
+                continue
+            longer = (stop - at) - len(self._values[name])
+            if longer > 0 or (longer == 0 and other < name):  # the label: longest, then name
+                name = other
+            end = max(end, stop)
+        parts += (text[done:start], _placeholder(name), text[end:])
+        return "".join(parts)
 
     def value(self, value: Any) -> Any:  # Any: JSON values in, JSON values out
         """A JSON value with every string (and key) redacted."""

@@ -35,6 +35,7 @@ from agentcore.adapters._errors import (  # the mapper itself, as tests/adapters
 from agentcore.approvals import ApprovalRequest, new_secret, webhook
 from agentcore.cli import app
 from agentcore.errors import BadRequestError
+from agentcore.secrets import MIN_SECRET_CHARS, Redactor
 from agentcore.stores._chain import ChainKey  # the key itself: not exported
 from agentcore.stores.postgres import redact_dsn
 
@@ -330,3 +331,49 @@ def test_older_than_counts_back_from_now(tmp_path: Path, value: str, pruned: set
     result = CliRunner().invoke(app, ["prune", "--older-than", value, "--store", f"sqlite:///{db}"])
     assert result.exit_code == 0, result.output
     assert listed(db) == {"two-hours-ago", "eighty-minutes-ago", "a-minute-ago"} - pruned
+
+
+# --- Redactor.text: overlapping secrets in one pass ---------------------------------------
+
+_AB = st.text(alphabet="ab", min_size=MIN_SECRET_CHARS, max_size=10)
+
+
+@st.composite
+def _overlapping(draw: st.DrawFn) -> tuple[list[tuple[str, str]], str]:
+    """Secrets over "ab" (some nested in others) in a random order, and a text made of them
+    only, joined where one's end is the next one's start: every character is a secret's."""
+    base = draw(st.lists(_AB, min_size=1, max_size=4))
+    nested = [
+        draw(st.text("ab", max_size=3)) + inner + draw(st.text("ab", max_size=3))
+        for inner in draw(st.lists(st.sampled_from(base), max_size=2))
+    ]
+    secrets = base + nested
+    pieces = draw(st.lists(st.sampled_from(secrets), min_size=1, max_size=6))
+    text = pieces[0]
+    for piece in pieces[1:]:
+        shared = [k for k in range(min(len(text), len(piece))) if text.endswith(piece[:k])]
+        text += piece[draw(st.sampled_from(shared)) :]
+    named = [(f"K{i}", value) for i, value in enumerate(secrets)]  # no "a" or "b" in a label
+    return draw(st.permutations(named)), text
+
+
+@given(case=_overlapping())
+def test_redactor_leaves_no_part_of_overlapping_secrets(
+    case: tuple[list[tuple[str, str]], str],
+) -> None:
+    listed, text = case
+    shown = Redactor(dict(listed)).text(f"<{text}>")
+    assert "a" not in shown and "b" not in shown, shown  # every character was a secret's
+    assert shown.startswith("<[secret:K") and shown.endswith("]>")
+    assert shown == Redactor(dict(sorted(listed))).text(f"<{text}>")  # whatever the order
+
+
+def test_redactor_labels_a_stretch_by_its_longest_secret() -> None:
+    redactor = Redactor(
+        {"INNER": "s3cret-core", "OUTER": "xx-s3cret-core-yy", "TAIL": "core-yy-zz"}
+    )
+    assert redactor.text("a xx-s3cret-core-yy-zz b") == "a [secret:OUTER] b"
+    assert redactor.text("s3cret-core then core-yy-zz") == "[secret:INNER] then [secret:TAIL]"
+    assert redactor.text("s3cret-cores3cret-core") == "[secret:INNER][secret:INNER]"  # adjacent
+    itself = Redactor.listed(["abcdefabc"])  # "abcdefabcdefabc" holds it twice, overlapping
+    assert itself.text("abcdefabcdefabc") == "[secret:redacted]"

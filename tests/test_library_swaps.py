@@ -4,6 +4,7 @@ have) over generated inputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import hashlib
 import hmac
@@ -20,13 +21,23 @@ from urllib.parse import quote
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from test_retention import listed, make_runs  # runs at chosen times, in a SQLite file
+from test_telemetry import Otel, otel  # the SDK's in-memory exporters, configured
 from typer.testing import CliRunner
 
-from agentcore import PendingCall
-from agentcore.adapters import RetryPolicy, parse_retry_after
+from agentcore import Agent, PendingCall, RunStatus, configure_telemetry
+from agentcore.adapters import (
+    Completion,
+    CompletionRequest,
+    RetryPolicy,
+    ScriptedModel,
+    parse_retry_after,
+)
 from agentcore.adapters._errors import (  # the mapper itself, as tests/adapters do
     ErrorContext,
     json_object_in_text,
@@ -38,6 +49,9 @@ from agentcore.errors import BadRequestError
 from agentcore.secrets import MIN_SECRET_CHARS, Redactor
 from agentcore.stores._chain import ChainKey  # the key itself: not exported
 from agentcore.stores.postgres import redact_dsn
+from agentcore.testing import finish
+
+__all__ = ["otel"]  # a fixture, imported to be found here
 
 # --- the chain key's HMAC -------------------------------------------------------------
 
@@ -377,3 +391,71 @@ def test_redactor_labels_a_stretch_by_its_longest_secret() -> None:
     assert redactor.text("s3cret-cores3cret-core") == "[secret:INNER][secret:INNER]"  # adjacent
     itself = Redactor.listed(["abcdefabc"])  # "abcdefabcdefabc" holds it twice, overlapping
     assert itself.text("abcdefabcdefabc") == "[secret:redacted]"
+
+
+# --- the GenAI metrics' bucket boundaries ----------------------------------------------
+
+# As the GenAI semantic conventions give them (docs/gen-ai/gen-ai-metrics.md: "This metric
+# SHOULD be specified with ExplicitBucketBoundaries of [...]"), written out here.
+SEMCONV_TOKEN_BOUNDS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576,
+                        4194304, 16777216, 67108864]  # fmt: skip
+SEMCONV_DURATION_BOUNDS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12,
+                           10.24, 20.48, 40.96, 81.92]  # fmt: skip
+
+
+class _Large:
+    """A scripted model whose calls report 20,000 input tokens, 300 output and 12 s."""
+
+    name = "acme/large"
+
+    def __init__(self, inner: ScriptedModel) -> None:
+        self.inner = inner
+
+    async def complete_structured(self, request: CompletionRequest) -> Completion:
+        done = await self.inner.complete_structured(request)
+        usage = dataclasses.replace(done.usage, input_tokens=20_000, output_tokens=300)
+        return dataclasses.replace(done, usage=usage, latency_ms=12_000.0, model=self.name)
+
+
+async def test_genai_histograms_use_the_semantic_conventions_buckets(otel: Otel) -> None:
+    agent = Agent(tools=[], model=_Large(ScriptedModel([finish()])), store="memory://")
+    assert (await agent.run("Say done.")).status is RunStatus.COMPLETED
+
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert list(duration.explicit_bounds) == SEMCONV_DURATION_BOUNDS
+    assert duration.bucket_counts[SEMCONV_DURATION_BOUNDS.index(20.48)] == 1  # 12 s
+    tokens = {
+        p.attributes["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")
+    }
+    for point in tokens.values():
+        assert list(point.explicit_bounds) == SEMCONV_TOKEN_BOUNDS
+    assert tokens["input"].bucket_counts[SEMCONV_TOKEN_BOUNDS.index(65536)] == 1  # 20,000
+    assert tokens["output"].bucket_counts[SEMCONV_TOKEN_BOUNDS.index(1024)] == 1  # 300
+
+
+async def test_an_applications_view_still_decides_the_buckets() -> None:
+    reader = InMemoryMetricReader()
+    view = View(
+        instrument_name="gen_ai.client.operation.duration",
+        aggregation=ExplicitBucketHistogramAggregation([1.0, 60.0]),
+    )
+    provider = MeterProvider(metric_readers=[reader], views=[view])
+    configure_telemetry(meter_provider=provider)
+    try:
+        agent = Agent(tools=[], model=_Large(ScriptedModel([finish()])), store="memory://")
+        await agent.run("Say done.")
+    finally:
+        configure_telemetry()
+        provider.shutdown()
+    data = reader.get_metrics_data()
+    assert data is not None
+    bounds = [
+        list(point.explicit_bounds)
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "gen_ai.client.operation.duration"
+        for point in m.data.data_points
+        if isinstance(point, HistogramDataPoint)
+    ]
+    assert bounds == [[1.0, 60.0]]

@@ -52,6 +52,20 @@ __all__ = ["OtelObserver", "configured_providers", "run_span_context"]
 
 _SCOPE = "agentcore"
 
+# The bucket boundaries the GenAI semantic conventions give for their two client metrics
+# ("This metric SHOULD be specified with ExplicitBucketBoundaries of [...]": Semantic
+# conventions for generative AI metrics, https://opentelemetry.io/docs/specs/semconv/gen-ai/
+# gen-ai-metrics/): powers of 4 from 1 token to 64 Mi, and doublings from 10 ms to 81.92 s.
+# The SDK's default boundaries (0, 5, 10, 25, ..., 10,000) put every model call under 5 s
+# in one bucket and every prompt over 10,000 tokens in another. Given as advice: a View the
+# application registers for these instruments still decides.
+_TOKEN_BUCKETS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864
+)  # fmt: skip
+_DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92
+)  # fmt: skip
+
 
 def configured_providers(
     tracer_provider: TracerProvider | None, meter_provider: MeterProvider | None
@@ -115,10 +129,16 @@ def _instruments(tp: TracerProvider | None, mp: MeterProvider | None) -> _Instru
     made = _Instruments(
         tracer=tracer,
         tokens=meter.create_histogram(
-            "gen_ai.client.token.usage", unit="{token}", description="Tokens per model call."
+            "gen_ai.client.token.usage",
+            unit="{token}",
+            description="Tokens per model call.",
+            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         ),
         model_duration=meter.create_histogram(
-            "gen_ai.client.operation.duration", unit="s", description="Model call duration."
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="Model call duration.",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
         ),
         step_duration=meter.create_histogram(
             "agentcore.step.duration",

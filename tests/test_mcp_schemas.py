@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from pydantic import ValidationError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
 from agentcore import Agent, RunStatus
 from agentcore.adapters import ScriptedModel
@@ -28,7 +30,7 @@ from agentcore.contracts import (
     compile_wire_schema,
     model_from_json_schema,
 )
-from agentcore.contracts.errors import ToolDefinitionError
+from agentcore.contracts.errors import InvalidActionError, ToolDefinitionError
 from agentcore.errors import ConfigurationError
 from agentcore.events import Event, ToolFinished
 from agentcore.mcp import McpServer, ToolConfig
@@ -393,3 +395,70 @@ def test_a_servers_definition_names_cannot_rename_the_contracts_own() -> None:
     names = set(action.json_schema()["$defs"])
     assert {"FinishAction", "PlanAction", "t_args", "t_args_FinishAction"} <= names
     assert action.parse('{"type": "finish", "thought": "x", "answer": "long"}').type == "finish"
+
+
+# -- any schema a server could list: refused with a reason, or usable end to end -------------
+
+_REFS = ["#", "#/$defs/a", "#/$defs/b", "#/definitions/a", "#/properties/a", "#/$defs/c~1d"]
+_LEAVES = st.sampled_from(
+    [True, False, {}, *({"type": t} for t in ("string", "integer", "number", "object", "array"))]
+)
+_VALUES = st.sampled_from([1, 1.5, "a", None, True, {"k": 1}, [1], {"$ref": "#"}])
+
+
+def _node(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:  # Any: JSON Schema
+    names = st.sampled_from(["a", "b", "$ref", "c/d"])
+    keyword = st.one_of(
+        st.tuples(st.just("type"), st.sampled_from(["string", "object", ["string", "null"]])),
+        st.tuples(
+            st.sampled_from(["properties", "$defs", "definitions"]),
+            st.dictionaries(names, children, max_size=3),
+        ),
+        st.tuples(
+            st.sampled_from(["anyOf", "oneOf", "allOf", "prefixItems"]),
+            st.lists(children, min_size=1, max_size=3),
+        ),
+        st.tuples(
+            st.sampled_from(["items", "not", "if", "then", "additionalProperties"]), children
+        ),
+        st.tuples(st.just("$ref"), st.sampled_from(_REFS)),
+        st.tuples(st.sampled_from(["enum", "examples"]), st.lists(_VALUES, min_size=1, max_size=3)),
+        st.tuples(st.sampled_from(["const", "default", "x-vendor"]), _VALUES),
+        st.tuples(st.just("required"), st.sampled_from([[], ["a"], ["a", "b"]])),
+        st.tuples(st.sampled_from(["minimum", "maxLength"]), st.sampled_from([0, 3])),
+        st.tuples(st.just("pattern"), st.sampled_from(["^a", "(?=x)", "("])),
+        st.tuples(st.just("format"), st.sampled_from(["email", "date-time", "odd"])),
+    )
+    return st.lists(keyword, max_size=4).map(dict)
+
+
+_SCHEMAS = st.recursive(_LEAVES, _node, max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=_SCHEMAS.filter(lambda s: isinstance(s, dict)))
+def test_any_schema_is_refused_saying_why_or_usable_in_every_dialect(
+    schema: dict[str, Any],  # Any: JSON Schema
+) -> None:
+    schema = {**schema, "type": "object"}
+    model: type[BaseModel] | None = None
+    refused = ""
+    try:
+        model = model_from_json_schema("t_args", schema)
+    except ToolDefinitionError as exc:
+        refused = str(exc)
+    if model is None:
+        assert refused.startswith("t_args: ")  # a reason, naming the tool's model
+        return
+    action = compile_action_schema([ToolSpec("t", "T.", model)], max_batch=2)
+    action.json_schema()
+    for dialect in ("openai_strict", "anthropic", "gemini", "json_prompt"):
+        compile_wire_schema(choose_form(action, dialect), dialect)
+    for args in ({}, {"a": 1}, {"a": {"b": [1]}}, {"$ref": "x"}):
+        reply = json.dumps({"type": "tool", "thought": "x", "tool": "t", "args": args})
+        problem = ""
+        try:
+            action.parse(reply)
+        except InvalidActionError as exc:  # any other exception fails the test
+            problem = str(exc)
+        assert problem == "" or "args" in problem

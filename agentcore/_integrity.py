@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._state import FINAL_STATUSES, UNDO_SUFFIX, RunState, RunStatus
+from ._state import COMPENSATION_ENDINGS, FINAL_STATUSES, UNDO_SUFFIX, RunState, RunStatus
 from .events import (
     ActionProposed,
     Approval,
@@ -56,8 +56,12 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
         if ev.seq != i:
             problems.append(f"{where}: expected seq {i}")
             break
-        undo = isinstance(ev, CompensationStarted | CompensationFinished) or (
-            isinstance(ev, Approval) and ev.call_id.endswith(UNDO_SUFFIX)
+        undo = (
+            isinstance(ev, CompensationStarted | CompensationFinished)
+            or (isinstance(ev, Approval) and ev.call_id.endswith(UNDO_SUFFIX))
+            or (  # a compensation's end, or its stop, with nothing to undo before it
+                isinstance(ev, RunFinished) and (ev.reason or "").startswith(COMPENSATION_ENDINGS)
+            )
         )
         if final_at is not None and not undo and not (compensating and ev.type == "run_finished"):
             problems.append(f"{where}: follows the final run_finished at seq {final_at}")

@@ -53,7 +53,13 @@ UNDO_SUFFIX = ":undo"
 """Ends the ``call_id`` of an ``approval`` of the undo of that call (a compensation that
 needs several people), and the idempotency key of the undo itself."""
 
+COMPENSATION_ENDINGS = ("compensated by ", "compensation stopped: ")
+"""How the reason of a ``run_finished`` that a compensation records begins: it ended (the
+run is ``cancelled``), or it stopped for a person (``needs_attention``). Either marks the
+run as compensating, even when it stopped before any undo was recorded."""
+
 __all__ = [
+    "COMPENSATION_ENDINGS",
     "FINAL_STATUSES",
     "UNDO_SUFFIX",
     "OpenCall",
@@ -384,6 +390,8 @@ class RunState:
                     self.call.put_to_a_person = True
                 self.answer = event.answer
                 self.reason = event.reason
+                if (event.reason or "").startswith(COMPENSATION_ENDINGS):
+                    self.compensating = True  # it never advances again (``_compensation``)
             case CompensationStarted() | CompensationFinished():
                 self.compensating = True
             case RunStarted():

@@ -186,6 +186,34 @@ async def test_a_call_in_doubt_is_settled_by_a_person_before_anything_older() ->
     assert bank.log[-2:] == ["undo lost", "refund a 1"]
 
 
+async def test_a_compensation_stopped_before_any_undo_never_advances_again() -> None:
+    bank = Bank()
+    agent = bank.make_agent(plan=[call("lost", n=1)])
+    assert (await agent.run("go", run_id="r1")).status is RunStatus.NEEDS_ATTENTION
+    await agent.cancel("r1", by="ops")
+    stopped = await agent.compensate("r1", by="ops")  # stops on the call in doubt at once
+    assert stopped.status is RunStatus.NEEDS_ATTENTION
+    n = len(await agent.transcript("r1"))
+    for go_on in (agent.resume("r1"), agent.resume("r1", by="ops")):
+        with pytest.raises(RunError, match="being compensated"):
+            await go_on
+    with pytest.raises(RunError, match="being compensated"):
+        await agent.resolve("r1", by="ops", rerun=True)
+    assert len(await agent.transcript("r1")) == n and bank.log == ["lost happened"]
+    assert check_transcript(await agent.transcript("r1")) == []
+
+
+async def test_compensating_a_cancelled_run_with_nothing_to_undo_keeps_it_sound() -> None:
+    bank = Bank()
+    agent = bank.make_agent(plan=[call("close", account="x")])
+    await agent.run("close x", run_id="r1")  # waits for a person
+    await agent.cancel("r1", by="ops")
+    done = await agent.compensate("r1", by="ops")
+    assert done.status is RunStatus.CANCELLED
+    assert done.reason == "compensated by ops: nothing needed undoing"
+    assert check_transcript(await agent.transcript("r1")) == []
+
+
 async def test_a_person_can_say_a_call_in_doubt_never_happened() -> None:
     bank = Bank()
     agent = bank.make_agent(plan=[call("pay", to="a", amount=1), call("lost", n=1)])

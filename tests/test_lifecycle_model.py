@@ -42,7 +42,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-import pytest
 from _lifecycle_support import (
     CRASH_POINTS,
     KILLING_OS,
@@ -88,16 +87,7 @@ __all__ = ["postgres_dsn"]  # the store tests' fixture: skips (fails under CI=tr
 
 T = TypeVar("T")
 
-OPEN_DEFECTS: dict[str, str] = {
-    "resume_after_compensation": (
-        "a cancelled run whose compensation stopped for a person (needs_attention) is "
-        "advanced by a plain resume(): the model is asked again and the run completes"
-    ),
-    "empty_compensation_transcript": (
-        "compensating a cancelled run with nothing to undo appends a second run_finished, "
-        "which check_transcript rejects ('follows the final run_finished')"
-    ),
-}
+OPEN_DEFECTS: dict[str, str] = {}
 """Invariants the model does not check yet, by name, with the open defect that breaks them."""
 
 CLOSED = (RunStatus.COMPLETED, RunStatus.CANCELLED)
@@ -512,9 +502,6 @@ def test_compensating_a_completed_run_leaves_it_completed() -> None:
     replay("completed_stays_completed", play)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason=OPEN_DEFECTS["empty_compensation_transcript"]
-)
 def test_compensating_a_cancelled_run_with_nothing_to_undo_keeps_a_sound_transcript() -> None:
     def play(state: LifecycleModel) -> None:
         run = state.start(crash="after_model_response", script=["plan"], total=0, worker=0)
@@ -524,9 +511,6 @@ def test_compensating_a_cancelled_run_with_nothing_to_undo_keeps_a_sound_transcr
     replay("empty_compensation_transcript", play)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason=OPEN_DEFECTS["resume_after_compensation"]
-)
 def test_a_cancelled_run_stopped_in_its_compensation_never_advances_again() -> None:
     def play(state: LifecycleModel) -> None:
         run = state.start(crash="", script=["slow_charge"], total=0, worker=0)

@@ -57,7 +57,7 @@ from agentcore.contracts.errors import (
 )
 
 from .._faults import crash_point
-from .._state import UNDO_SUFFIX, PendingCall, RunStatus
+from .._state import COMPENSATION_ENDINGS, UNDO_SUFFIX, PendingCall, RunStatus
 from ..approvals import person_key
 from ..events import (
     Approval,
@@ -87,7 +87,7 @@ __all__ = ["Settle", "compensate", "compensation_needed"]
 Settle = Literal["done", "not_done"]
 """A person's word on a call or an undo whose outcome is unknown: it happened, or not."""
 
-_DONE = "compensated by "
+_DONE, _STOPPED = COMPENSATION_ENDINGS
 _UNCOMPENSABLE = frozenset({RunStatus.RUNNING, RunStatus.AWAITING_CONFIRMATION})
 
 
@@ -227,7 +227,10 @@ async def compensate(
                 continue
             await _one(d, effect, tools.get(effect.started.tool), by, settle, undone, kept, gate)
     except _StopError as stop:
-        d.finish(RunStatus.NEEDS_ATTENTION, reason=str(stop))
+        why = str(stop)  # begins with _STOPPED: the run never advances again (the fold)
+        d.finish(
+            RunStatus.NEEDS_ATTENTION, reason=why if why.startswith(_STOPPED) else _STOPPED + why
+        )
         await d.flush()
         return
     what = f"undid {', '.join(undone)}" if undone else "nothing needed undoing"

@@ -45,7 +45,7 @@ from agentcore.events import (
 from agentcore.queue import InProcessQueue
 
 from .._observability import get_logger
-from .._state import UNDO_SUFFIX, RunState
+from .._state import COMPENSATION_ENDINGS, UNDO_SUFFIX, RunState
 
 __all__ = [
     "Answer",
@@ -56,6 +56,9 @@ __all__ = [
     "pending_of",
     "undo_approved_by",
 ]
+
+_COMPENSATED = COMPENSATION_ENDINGS[0]
+"""How the reason of a run whose compensation ended begins."""
 
 _UNDOABLE_FROM = frozenset(
     {
@@ -74,7 +77,7 @@ def compensable(events: Sequence[Event]) -> bool:
     first, last = events[0], events[-1]
     if not isinstance(first, RunStarted):
         return False
-    if isinstance(last, RunFinished) and (last.reason or "").startswith("compensated by "):
+    if isinstance(last, RunFinished) and (last.reason or "").startswith(_COMPENSATED):
         return False
     state = RunState(first.run_id)
     for ev in events:

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import http.server
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -459,3 +460,63 @@ async def test_an_applications_view_still_decides_the_buckets() -> None:
         if isinstance(point, HistogramDataPoint)
     ]
     assert bounds == [[1.0, 60.0]]
+
+
+# --- agentcore.stores where fcntl is missing --------------------------------------------
+
+_NO_FCNTL = """
+import asyncio, importlib.abc, sys
+
+class NoFcntl(importlib.abc.MetaPathFinder):  # what a platform without fcntl (Windows) has
+    def find_spec(self, name, path, target=None):
+        if name == "fcntl":
+            raise ModuleNotFoundError("No module named 'fcntl'", name="fcntl")
+        return None
+
+sys.modules.pop("fcntl", None)
+sys.meta_path.insert(0, NoFcntl())
+
+import agentcore.stores
+from agentcore import Agent
+from agentcore.adapters import ScriptedModel
+from agentcore.errors import ConfigurationError
+from agentcore.stores import SQLiteStore, open_store
+from agentcore.testing import finish
+
+async def main():
+    done = await Agent([], ScriptedModel([finish("ok")]), store="memory://").run("Say ok.")
+    print("memory run:", done.status.value)
+    path = sys.argv[1]
+    for open_it in (lambda: SQLiteStore(path), lambda: open_store("sqlite:///" + path)):
+        try:
+            open_it()
+        except ConfigurationError as exc:
+            print("sqlite refused:", exc)
+    store = SQLiteStore(sys.argv[2], read_only=True)
+    print("read-only runs:", [s.run_id for s in await store.list_runs()])
+    await store.close()
+    print("fcntl imported:", "fcntl" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_stores_import_and_refuse_sqlite_clearly_without_fcntl(tmp_path: Path) -> None:
+    existing = tmp_path / "written.db"
+    make_runs(existing, {"done": ("completed", 1_000_000_000.0, None)})
+    new = tmp_path / "new.db"
+    result = subprocess.run(
+        [sys.executable, "-c", _NO_FCNTL, str(new), str(existing)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "memory run: completed"
+    for refused in lines[1:3]:
+        assert refused.startswith(f"sqlite refused: SQLite store {new}: this platform has no flock")
+        assert "use PostgresStore, or MemoryStore" in refused
+    assert lines[3:] == ["read-only runs: ['done']", "fcntl imported: False"]
+    assert not new.exists()  # refused before anything was created

@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
+import importlib
 import os
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from agentcore.contracts.errors import StoreError
+from agentcore.contracts.errors import ConfigurationError, StoreError
 
-__all__ = ["CallGuardStore", "FileGuards", "LocalGuards", "guard_digest"]
+__all__ = ["CallGuardStore", "FileGuards", "LocalGuards", "flock", "guard_digest", "need_flock"]
 
 
 @runtime_checkable
@@ -68,6 +68,36 @@ class CallGuardStore(Protocol):
             StoreError: it cannot be told now (the caller must not assume either way).
         """
         ...
+
+
+def need_flock(db_path: str) -> None:
+    """Check that this platform has ``flock`` (the ``fcntl`` module), which a SQLite store's
+    leases and call guards need.
+
+    Raises:
+        ConfigurationError: it has not (Windows): say which stores work there.
+    """
+    try:
+        importlib.import_module("fcntl")  # POSIX only
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"SQLite store {db_path}: this platform has no flock (Python's fcntl module), "
+            "which the SQLite store's run leases and call guards need: it runs on Linux, "
+            "macOS and other POSIX systems. Here use PostgresStore, or MemoryStore for tests "
+            "(a read-only SQLite store, read_only=True, takes no lock and opens)."
+        ) from exc
+
+
+def flock(fd: int) -> None:
+    """Lock ``fd`` exclusively without waiting (``flock(LOCK_EX | LOCK_NB)``).
+
+    Raises:
+        BlockingIOError: another open file description holds it.
+        OSError: it cannot be locked.
+    """
+    import fcntl  # here, not at the top: agentcore.stores imports where fcntl is missing
+
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def guard_digest(run_id: str, key: str) -> bytes:
@@ -139,7 +169,7 @@ class FileGuards:
             while True:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    flock(fd)
                 except BlockingIOError:
                     os.close(fd)
                     return None
@@ -162,7 +192,7 @@ class FileGuards:
         except OSError as exc:
             raise StoreError(f"Cannot read the guard of call {key!r}: {exc}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            flock(fd)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 return True

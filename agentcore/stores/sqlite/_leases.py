@@ -23,7 +23,6 @@ exactly one winner.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import sqlite3
@@ -35,6 +34,7 @@ from agentcore.contracts.errors import LeaseLostError, RunNotFoundError, StoreEr
 
 from .._base import Lease, busy_error, lost_error
 from .._codec import run_label
+from .._guards import flock
 from ._transaction import immediate
 
 __all__ = [
@@ -93,7 +93,7 @@ def try_flock(db_path: str, run_id: str) -> int | None:
     except OSError as exc:
         raise StoreError(f"SQLite store {db_path}: cannot create a run lock: {exc}") from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        flock(fd)
     except BlockingIOError:
         os.close(fd)
         return None

@@ -84,7 +84,7 @@ from .._base import (
 from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from .._codec import decode_rows, printable, run_label
 from .._commits import CommitStats
-from .._guards import FileGuards
+from .._guards import FileGuards, need_flock
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import BIND_ERRORS, Pending, SQLiteCommits
 from ._integrity import chain_rows, run_page, save_snapshot, snapshot_rows
@@ -196,6 +196,7 @@ class SQLiteStore(StoreBase):
                 self._conn = open_read_only(self.path, busy_timeout_s)
             self._commits = SQLiteCommits(self._conn, write, self._error, group=False)
             return
+        need_flock(self.path)
         if Path(self.path).is_dir():
             raise StoreError(
                 f"Cannot open SQLite store {self.path}: it is a directory. "

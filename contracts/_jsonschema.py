@@ -55,7 +55,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from .errors import ToolDefinitionError
 
-__all__ = ["MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "model_from_json_schema"]
+__all__ = ["model_from_json_schema"]
 
 JsonSchema = dict[str, Any]  # Any: JSON Schema is arbitrary JSON data
 

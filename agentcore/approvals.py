@@ -318,10 +318,9 @@ def webhook(
     :class:`~agentcore.adapters.RetryPolicy`: three attempts, jittered backoff, a
     ``Retry-After`` (seconds or an HTTP-date, read by
     :func:`~agentcore.adapters.parse_retry_after`) honoured up to ``max_retry_after``); any
-    other 4xx is not. Each failed
-    attempt is logged (``webhook_attempt_failed``); the last one raises
-    :class:`WebhookDeliveryError`, which :class:`~agentcore.policy.Policy` logs as
-    ``on_pending_failed``. ``timeout`` bounds each phase of each attempt (connect, send,
+    other 4xx is not. Each failed attempt is logged (``webhook_attempt_failed``); the last
+    one raises :class:`WebhookDeliveryError`, which :class:`~agentcore.policy.Policy` logs
+    as ``on_pending_failed``. ``timeout`` bounds each phase of each attempt (connect, send,
     wait for the answer), in seconds.
 
     Raises:

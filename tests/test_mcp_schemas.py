@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp_sources.mcp_helpers import EVERYTHING, unavailable
 from pydantic import BaseModel, ValidationError
 
 from agentcore import Agent, RunStatus
@@ -176,6 +177,39 @@ async def test_a_recursive_argument_is_checked_at_every_depth(server_log: TextIO
         schema = model.requests[0].schema
         assert choose_form(schema, "anthropic").form == "generic"
         assert choose_form(schema, "openai_strict").form == "typed"
+
+
+async def test_a_typescript_servers_draft_07_schema_is_checked_by_its_own_rules(
+    server_log: TextIO,
+) -> None:
+    """The reference TypeScript server (zod schemas, draft-07): ``count`` is 1..10."""
+    if not EVERYTHING.exists():  # one stat before the server starts
+        unavailable("server-everything is not installed: npm ci --prefix tests/mcp_sources/node")
+    source = McpServer(
+        "every",
+        command="node",
+        args=[str(EVERYTHING), "stdio"],
+        stderr=server_log,
+        include=["get-resource-links"],
+        tools={"get-resource-links": ToolConfig(effect="read")},
+    )
+    async with source:
+        model = ScriptedModel(
+            [
+                call("every.get-resource-links", count=11),
+                call("every.get-resource-links", count=2),
+                finish(),
+            ]
+        )
+        agent = Agent(tools=source.tools(), model=model, store="memory://")
+        result = await agent.run("Two links, please.")
+        assert result.status is RunStatus.COMPLETED
+        told = " ".join(str(m.content) for m in model.requests[1].messages)
+        assert "count: 11 is greater than the maximum of 10" in told
+        (done,) = finished(await agent.transcript(result.run_id))  # only the good call ran
+        assert done.ok
+        shown = model.requests[0].schema.json_schema()["$defs"]["every_get_resource_links_args"]
+        assert shown["properties"]["count"]["maximum"] == 10 and "$schema" not in shown
 
 
 class _Counter(http.server.BaseHTTPRequestHandler):

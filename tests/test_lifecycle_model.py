@@ -33,11 +33,13 @@ test below, marked ``xfail(strict=True)`` until its fix lands.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -61,9 +63,9 @@ from _lifecycle_support import (
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    Bundle,
     RuleBasedStateMachine,
     invariant,
+    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -87,10 +89,28 @@ __all__ = ["postgres_dsn"]  # the store tests' fixture: skips (fails under CI=tr
 
 T = TypeVar("T")
 
+SEEN: Counter[str] = Counter()
+"""What the examples did (kills, refusals, statuses, effects per key): written as JSON to
+``$AGENTCORE_MODEL_STATS`` when that is set, for a report."""
+
+
+def event(what: str) -> None:
+    """Count ``what`` in :data:`SEEN`."""
+    SEEN[what] += 1
+
+
 OPEN_DEFECTS: dict[str, str] = {}
 """Invariants the model does not check yet, by name, with the open defect that breaks them."""
 
 CLOSED = (RunStatus.COMPLETED, RunStatus.CANCELLED)
+OPEN = frozenset(RunStatus) - {RunStatus.COMPLETED, RunStatus.CANCELLED}
+WAITING = frozenset({RunStatus.AWAITING_CONFIRMATION})
+ATTENTION = frozenset({RunStatus.NEEDS_ATTENTION})
+STOPPED = frozenset(RunStatus) - {
+    RunStatus.RUNNING,
+    RunStatus.AWAITING_CONFIRMATION,
+    RunStatus.COMPLETED,  # undone only under Policy(compensate_completed=...): a test below
+}
 POLICY = Policy(
     plan_before_writes=False,
     approvals={"tool:payout": TWO_PEOPLE},
@@ -99,6 +119,7 @@ POLICY = Policy(
     approval_expiry="deny",
 )
 BUDGET = Budget(max_steps=12)
+MAX_RUNS = 4  # per example: the other rules get the steps
 NEEDS = {"wipe": 1, "payout": TWO_PEOPLE}  # people a call of the tool needs
 
 
@@ -120,14 +141,13 @@ class LifecycleModel(RuleBasedStateMachine):
     checked: ClassVar[frozenset[str]] = frozenset()
     """Entries of :data:`OPEN_DEFECTS` to check all the same (the regression tests)."""
 
-    runs = Bundle("runs")
-
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.ledger = Ledger()
         self.toolset = Toolset(self.ledger)
-        self.scripts: dict[str, list[str]] = {}
+        self.scripts: dict[str, list[str]] = {}  # by run id, in the order they started
+        self.status: dict[str, RunStatus] = {}  # as last read back
         self.totals: dict[str, int] = {}
         self.closed: dict[str, RunStatus] = {}  # runs seen completed or cancelled
         self.settled: dict[str, int] = {}  # undo key -> a person said "not done"
@@ -172,10 +192,12 @@ class LifecycleModel(RuleBasedStateMachine):
         """Run one operation on a worker with ``crash`` armed; ``None`` when it died (the
         worker is then replaced by a fresh one, as a new process would be)."""
         agent = self.workers[worker]
+        event(f"called {what.__qualname__.split('.')[1]}")
         faults.arm(crash)
         try:
             return self.loop.run_until_complete(what(agent))
         except SimulatedKill:
+            event(f"killed at {crash}")
             self.log.append(f"worker {worker} died at {crash}")
             self.loop.run_until_complete(self._close(agent))
             self.workers[worker] = self._worker()
@@ -189,6 +211,16 @@ class LifecycleModel(RuleBasedStateMachine):
         if store in self.stores:
             await store.close()
 
+    def some(self, statuses: frozenset[RunStatus]) -> bool:
+        """Whether a run's last known status is one of ``statuses``."""
+        return any(status in statuses for status in self.status.values())
+
+    def pick(self, n: int, statuses: frozenset[RunStatus]) -> str:
+        """The ``n``-th (modulo) run, in start order, whose last known status is in
+        ``statuses``."""
+        found = [run_id for run_id, status in self.status.items() if status in statuses]
+        return found[n % len(found)]
+
     def open_defect(self, name: str) -> bool:
         """Whether the invariant ``name`` is left unchecked (an open defect breaks it)."""
         return name in OPEN_DEFECTS and name not in self.checked
@@ -198,15 +230,15 @@ class LifecycleModel(RuleBasedStateMachine):
 
     # -- rules ------------------------------------------------------------------------------
 
+    @precondition(lambda self: len(self.scripts) < MAX_RUNS)
     @rule(
-        target=runs,
         script=st.lists(st.sampled_from(STEPS), min_size=1, max_size=4),
         total=st.integers(0, 999),
         worker=st.integers(0, 1),
         crash=st.sampled_from(("", *CRASH_POINTS[:4])),
     )
-    def start(self, script: list[str], total: int, worker: int, crash: str) -> str:
-        run_id = f"r{len(self.scripts)}-{secrets.token_hex(3)}"
+    def start(self, script: list[str], total: int, worker: int, crash: str) -> None:
+        run_id = f"run-{len(self.scripts):03d}"  # none is a prefix of another (list_runs)
         self.scripts[run_id] = script
         self.totals[run_id] = total
         self._do(
@@ -214,37 +246,49 @@ class LifecycleModel(RuleBasedStateMachine):
             lambda a: a.run(task_for(run_id), run_id=run_id, budget=BUDGET),
             crash,
         )
-        return run_id
 
+    @precondition(lambda self: self.some(OPEN))
     @rule(
-        run_id=runs,
+        run=st.integers(0, 7),
         worker=st.integers(0, 1),
         by=st.none() | st.sampled_from(PEOPLE),
         crash=st.sampled_from(("", *CRASH_POINTS[:4])),
     )
-    def resume(self, run_id: str, worker: int, by: str | None, crash: str) -> None:
+    def resume(self, run: int, worker: int, by: str | None, crash: str) -> None:
+        run_id = self.pick(run, OPEN)
         if run_id in self.asked_undo and self.open_defect("resume_after_compensation"):
             return
         self._attempt(worker, lambda a: a.resume(run_id, by=by), crash)
 
+    @precondition(lambda self: self.some(WAITING))
     @rule(
-        run_id=runs,
+        run=st.integers(0, 7),
         worker=st.integers(0, 1),
         approve=st.booleans(),
-        by=st.sampled_from(PEOPLE),
+        people=st.lists(st.sampled_from(PEOPLE), min_size=1, max_size=3),
         crash=st.sampled_from(("", *CRASH_POINTS[1:4])),
     )
-    def confirm(self, run_id: str, worker: int, approve: bool, by: str, crash: str) -> None:
-        self._attempt(worker, lambda a: a.confirm(run_id, approve=approve, by=by), crash)
+    def confirm(self, run: int, worker: int, approve: bool, people: list[str], crash: str) -> None:
+        """One person after another answers the call the run waits on (a two-person rule
+        needs two); the crash is armed for each answer."""
+        run_id = self.pick(run, WAITING)
+        for by in people:
+            if not self._attempt(
+                worker, lambda a, by=by: a.confirm(run_id, approve=approve, by=by), crash
+            ):
+                return
 
+    @precondition(lambda self: self.some(ATTENTION))
     @rule(
-        run_id=runs,
+        run=st.integers(0, 7),
         worker=st.integers(0, 1),
         decision=st.sampled_from(("rerun", "result", "fail")),
         by=st.sampled_from(PEOPLE),
         crash=st.sampled_from(("", *CRASH_POINTS[1:4])),
     )
-    def resolve(self, run_id: str, worker: int, decision: str, by: str, crash: str) -> None:
+    def resolve(self, run: int, worker: int, decision: str, by: str, crash: str) -> None:
+        run_id = self.pick(run, ATTENTION)
+
         async def go(a: Agent[Invoice]) -> RunResult[Invoice]:
             if decision == "rerun":
                 return await a.resolve(run_id, by=by, rerun=True)
@@ -254,8 +298,9 @@ class LifecycleModel(RuleBasedStateMachine):
 
         self._attempt(worker, go, crash)
 
+    @precondition(lambda self: self.some(STOPPED))
     @rule(
-        run_id=runs,
+        run=st.integers(0, 7),
         worker=st.integers(0, 1),
         by=st.sampled_from(PEOPLE),
         word=st.none() | st.sampled_from(("done", "not_done")),
@@ -263,12 +308,13 @@ class LifecycleModel(RuleBasedStateMachine):
     )
     def compensate(
         self,
-        run_id: str,
+        run: int,
         worker: int,
         by: str,
         word: Literal["done", "not_done"] | None,
         crash: str,
     ) -> None:
+        run_id = self.pick(run, STOPPED)
         settle: dict[str, Literal["done", "not_done"]] = {}
         if word is not None:
             events = self._events(run_id)
@@ -280,16 +326,25 @@ class LifecycleModel(RuleBasedStateMachine):
             ]
             settle = {e.call_id: word for e in open_undos}
         self.asked_undo.setdefault(run_id, set()).add(identity(by))
-        done = self._attempt(worker, lambda a: a.compensate(run_id, by=by, settle=settle), crash)
+
+        async def go(a: Agent[Invoice]) -> RunResult[Invoice]:
+            result = await a.compensate(run_id, by=by, settle=settle)
+            event(f"compensated: {result.status.value}: {(result.reason or '')[:70]}")
+            return result
+
+        done = self._attempt(worker, go, crash)
         if done and word == "not_done":
             for call_id in settle:
                 key = f"{run_id}:{call_id.removeprefix('c')}:undo"
                 self.settled[key] = self.settled.get(key, 0) + 1
 
-    @rule(run_id=runs, by=st.sampled_from(PEOPLE))
-    def cancel(self, run_id: str, by: str) -> None:
+    @precondition(lambda self: self.some(OPEN))
+    @rule(run=st.integers(0, 7), by=st.sampled_from(PEOPLE))
+    def cancel(self, run: int, by: str) -> None:
+        run_id = self.pick(run, OPEN)
         self._attempt(0, lambda a: a.cancel(run_id, by=by), "")
 
+    @precondition(lambda self: self.some(WAITING))
     @rule(worker=st.integers(0, 1))
     def expire(self, worker: int) -> None:
         """The approval window of every waiting call passes; expiry denies them."""
@@ -309,6 +364,7 @@ class LifecycleModel(RuleBasedStateMachine):
         try:
             return self._do(worker, what, crash) is not None
         except AgentcoreError as exc:
+            event(f"refused: {type(exc).__name__}: {str(exc)[:90]}")
             self.log.append(f"refused: {type(exc).__name__}: {exc}"[:300])
             return False
 
@@ -405,6 +461,8 @@ class LifecycleModel(RuleBasedStateMachine):
                     f"{run_id} was cancelled, now {result.status.value}: a compensation "
                     "stops for a person or ends the run cancelled"
                 )
+            event(f"status seen: {result.status.value}")
+            self.status[run_id] = result.status
             if result.status in CLOSED:
                 self.closed.setdefault(run_id, result.status)
             if result.status is RunStatus.COMPLETED:
@@ -423,6 +481,11 @@ class LifecycleModel(RuleBasedStateMachine):
                     )
 
     def teardown(self) -> None:
+        for tool, key in set(self.ledger.effects):
+            event(f"{tool} keys with {self.ledger.count(key)} effect(s)")
+        stats = os.environ.get("AGENTCORE_MODEL_STATS")
+        if stats:
+            Path(stats).write_text(json.dumps(dict(SEEN.most_common()), indent=1))
         try:
             self.toolset.settle_threads()
             for agent in self.workers:
@@ -468,9 +531,9 @@ def test_lifecycle_on_postgres(postgres_dsn: str) -> None:
 # -- what the model found: each minimal example, replayed ----------------------------------------
 
 
-def replay(checked: str, play: Callable[[LifecycleModel], None]) -> None:
-    """Play one example the model found (``play`` calls its rules, and the invariants where
-    it matters), then check every invariant, ``checked`` (an open defect's) included."""
+def replay(checked: str, *steps: Callable[[LifecycleModel], object]) -> None:
+    """Play one example the model found, step by step, checking every invariant after each,
+    ``checked`` (an open defect's) included."""
 
     class Strict(LifecycleModel):
         pass
@@ -478,45 +541,46 @@ def replay(checked: str, play: Callable[[LifecycleModel], None]) -> None:
     Strict.checked = frozenset({checked})
     state = Strict()
     try:
-        play(state)
-        state.effects_at_most_once()
-        state.approvals_before_effects()
-        state.runs_read_back_consistent()
+        for step in steps:
+            step(state)
+            state.effects_at_most_once()
+            state.approvals_before_effects()
+            state.runs_read_back_consistent()
     finally:
         state.teardown()
 
 
 def test_a_completed_run_is_not_read_as_another_output_type() -> None:
-    def play(state: LifecycleModel) -> None:
-        state.start(crash="", script=["plan"], total=0, worker=0)
-
-    replay("typed_output_pinned", play)
+    replay(
+        "typed_output_pinned",
+        lambda state: state.start(crash="", script=["plan"], total=0, worker=0),
+    )
 
 
 def test_compensating_a_completed_run_leaves_it_completed() -> None:
-    def play(state: LifecycleModel) -> None:
-        run = state.start(crash="", script=["charge"], total=7, worker=0)
-        state.runs_read_back_consistent()  # seen completed
-        state.compensate(by="alice", crash="", run_id=run, word=None, worker=1)
-
-    replay("completed_stays_completed", play)
+    replay(
+        "completed_stays_completed",
+        lambda state: state.start(crash="", script=["charge"], total=7, worker=0),
+        lambda state: state._attempt(  # pyright: ignore[reportPrivateUsage]
+            1, lambda a: a.compensate("run-000", by="alice"), ""
+        ),
+    )
 
 
 def test_compensating_a_cancelled_run_with_nothing_to_undo_keeps_a_sound_transcript() -> None:
-    def play(state: LifecycleModel) -> None:
-        run = state.start(crash="after_model_response", script=["plan"], total=0, worker=0)
-        state.cancel(by="alice", run_id=run)
-        state.compensate(by="alice", crash="", run_id=run, word=None, worker=0)
-
-    replay("empty_compensation_transcript", play)
+    replay(
+        "empty_compensation_transcript",
+        lambda state: state.start(crash="after_model_response", script=["plan"], total=0, worker=0),
+        lambda state: state.cancel(by="alice", run=0),
+        lambda state: state.compensate(by="alice", crash="", run=0, word=None, worker=0),
+    )
 
 
 def test_a_cancelled_run_stopped_in_its_compensation_never_advances_again() -> None:
-    def play(state: LifecycleModel) -> None:
-        run = state.start(crash="", script=["slow_charge"], total=0, worker=0)
-        state.cancel(by="alice", run_id=run)
-        state.compensate(by="alice", crash="", run_id=run, word=None, worker=0)
-        state.runs_read_back_consistent()
-        state.resume(by=None, crash="", run_id=run, worker=0)
-
-    replay("resume_after_compensation", play)
+    replay(
+        "resume_after_compensation",
+        lambda state: state.start(crash="", script=["slow_charge"], total=0, worker=0),
+        lambda state: state.cancel(by="alice", run=0),
+        lambda state: state.compensate(by="alice", crash="", run=0, word=None, worker=0),
+        lambda state: state.resume(by=None, crash="", run=0, worker=0),
+    )

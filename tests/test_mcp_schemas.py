@@ -28,6 +28,7 @@ from agentcore.contracts import (
     ToolSpec,
     choose_form,
     compile_action_schema,
+    compile_parameters,
     compile_wire_schema,
     model_from_json_schema,
 )
@@ -118,6 +119,13 @@ async def test_the_model_sees_the_servers_nested_schema_and_a_good_call_reaches_
         anthropic = compile_wire_schema(choose_form(schema, "anthropic"), "anthropic").schema
         nights = anthropic["$defs"]["shaped_book_trip_args"]["properties"]["nights"]
         assert "minimum" not in nights and "at least 1; at most 30" in nights["description"]
+
+        # A native tool definition's parameters: the same schema, its definitions kept.
+        (book,) = [t for t in server.tools() if t.remote_name == "book_trip"]
+        params = compile_parameters(book.spec.args_schema, "openai_strict")
+        place = params["properties"]["destination"]
+        assert place == {"$ref": "#/$defs/shaped_book_trip_args_Place"}
+        assert params["$defs"]["shaped_book_trip_args_Place"]["additionalProperties"] is False
 
 
 @pytest.mark.parametrize(

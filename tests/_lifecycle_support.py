@@ -253,6 +253,32 @@ def action(step: Step, n: int) -> dict[str, Any]:  # Any: JSON action
     return {"type": "tool", "thought": step, "tool": step, "args": args}
 
 
+CHILD_STEPS: tuple[Step, ...] = ("charge", "payout", "wipe")
+"""What a sub-agent's run may do (the parent's ``delegate_<step>`` hands it one)."""
+
+CHILD_MARK = "[child "
+
+
+def delegated(step: Step, n: int) -> dict[str, Any]:  # Any: JSON action
+    """The parent's call of its sub-agent (``delegate``) for ``delegate_<child step>``."""
+    child = step.removeprefix("delegate_")
+    task = f"Help with part {n}. {CHILD_MARK}{child}]"
+    return {"type": "tool", "thought": "delegate", "tool": "delegate", "args": {"task": task}}
+
+
+def child_scripted() -> ScriptedModel:
+    """The sub-agent's model: the one step its task names, then a text answer."""
+
+    def reply(messages: Sequence[Message]) -> dict[str, Any]:  # Any: JSON action
+        task = next(m.content for m in messages if m.role == "user" and CHILD_MARK in m.content)
+        step = task.split(CHILD_MARK, 1)[1].split("]", 1)[0]
+        if any(m.role == "assistant" for m in messages):
+            return {"type": "finish", "thought": "done", "answer": f"{step} handled"}
+        return action(step, 0)
+
+    return ScriptedModel(reply)
+
+
 def finish(total: int) -> dict[str, Any]:  # Any: JSON action
     """The last action: the typed answer."""
     return {"type": "finish", "thought": "done", "answer": {"total": total}}
@@ -275,7 +301,10 @@ def scripted(scripts: Mapping[str, Sequence[Step]], totals: Mapping[str, int]) -
         run_id = task.split(RUN_MARK, 1)[1].split("]", 1)[0]
         done = sum(1 for m in messages if m.role == "assistant")
         script = scripts[run_id]
-        return action(script[done], done) if done < len(script) else finish(totals[run_id])
+        if done >= len(script):
+            return finish(totals[run_id])
+        step = script[done]
+        return delegated(step, done) if step.startswith("delegate_") else action(step, done)
 
     return ScriptedModel(reply)
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 from _lifecycle_support import (
+    CHILD_STEPS,
     CRASH_POINTS,
     KILLING_OS,
     PEOPLE,
@@ -56,6 +57,7 @@ from _lifecycle_support import (
     Receipt,
     SimulatedKill,
     Toolset,
+    child_scripted,
     identity,
     scripted,
     task_for,
@@ -119,6 +121,7 @@ POLICY = Policy(
     approval_expiry="deny",
 )
 BUDGET = Budget(max_steps=12)
+DELEGATIONS = tuple(f"delegate_{step}" for step in CHILD_STEPS)
 MAX_RUNS = 4  # per example: the other rules get the steps
 NEEDS = {"wipe": 1, "payout": TWO_PEOPLE}  # people a call of the tool needs
 
@@ -157,6 +160,7 @@ class LifecycleModel(RuleBasedStateMachine):
         self.pg_schema: str | None = None
         self.url = f"sqlite:///{self.tmp / 'runs.db'}"
         self.stores: list[TranscriptStore] = []
+        self.children: list[Agent[str]] = []  # the sub-agents' agents (they open stores too)
         self.workers: list[Agent[Invoice]] = []
         self.clock = Clock(time.time)
         self._real_time = time.time
@@ -178,8 +182,18 @@ class LifecycleModel(RuleBasedStateMachine):
                 self.pg_schema = f"agentcore_t_{secrets.token_hex(6)}"
             store = PostgresStore(dsn, schema=self.pg_schema)
             self.stores.append(store)
-        return Agent(
+        child = Agent(
             tools=self.toolset.tools,
+            model=child_scripted(),
+            store=store,
+            policy=Policy(plan_before_writes=False),
+        )
+        self.children.append(child)
+        delegate = child.as_tool(
+            "delegate", "Hand one part of the work to a helper.", scope=list(CHILD_STEPS)
+        )
+        return Agent(
+            tools=[*self.toolset.tools, delegate],
             model=scripted(self.scripts, self.totals),
             store=store,
             policy=POLICY,
@@ -221,6 +235,11 @@ class LifecycleModel(RuleBasedStateMachine):
         found = [run_id for run_id, status in self.status.items() if status in statuses]
         return found[n % len(found)]
 
+    def other_runs(self) -> set[str]:
+        """Runs with an effect that the model did not start: the sub-agents' runs."""
+        runs = {key.removesuffix(":undo").rpartition(":")[0] for key in self.ledger.effect_keys()}
+        return runs - self.scripts.keys()
+
     def open_defect(self, name: str) -> bool:
         """Whether the invariant ``name`` is left unchecked (an open defect breaks it)."""
         return name in OPEN_DEFECTS and name not in self.checked
@@ -232,7 +251,11 @@ class LifecycleModel(RuleBasedStateMachine):
 
     @precondition(lambda self: len(self.scripts) < MAX_RUNS)
     @rule(
-        script=st.lists(st.sampled_from(STEPS), min_size=1, max_size=4),
+        script=st.lists(
+            st.sampled_from((*STEPS, "charge", "payout", "wipe", *DELEGATIONS)),
+            min_size=1,
+            max_size=5,
+        ),
         total=st.integers(0, 999),
         worker=st.integers(0, 1),
         crash=st.sampled_from(("", *CRASH_POINTS[:4])),
@@ -373,7 +396,7 @@ class LifecycleModel(RuleBasedStateMachine):
     @invariant()
     def effects_at_most_once(self) -> None:
         reruns: dict[str, int] = {}
-        for run_id in self.scripts:
+        for run_id in self.scripts.keys() | self.other_runs():
             for ev in self._events(run_id):
                 if isinstance(ev, Resolution) and ev.decision == "rerun":
                     key = f"{run_id}:{ev.step}"
@@ -415,7 +438,7 @@ class LifecycleModel(RuleBasedStateMachine):
             )
         for tool, key in self.ledger.effects:
             if tool == "undo:payout" and not self.open_defect("undo_approvals"):
-                run_id = key.split(":")[0]
+                run_id = key.removesuffix(":undo").rpartition(":")[0]
                 asked = self.asked_undo.get(run_id, set())
                 assert len(asked) >= TWO_PEOPLE, (
                     f"the payout of {key} was undone at the word of {sorted(asked)}; the payout "
@@ -424,6 +447,11 @@ class LifecycleModel(RuleBasedStateMachine):
 
     @invariant()
     def runs_read_back_consistent(self) -> None:
+        for run_id in self.other_runs():  # a sub-agent's run: sound, and its chain intact
+            problems = check_transcript(self._events(run_id))
+            assert problems == [], (run_id, problems)
+            report = self.loop.run_until_complete(self.workers[0].store.verify_chain(run_id))  # pyright: ignore[reportAttributeAccessIssue]
+            assert report.intact, report
         for run_id in self.scripts:
             events = self._events(run_id)
             problems = check_transcript(events)
@@ -446,9 +474,11 @@ class LifecycleModel(RuleBasedStateMachine):
                     result.status,
                     [e.type for e in events],
                 )
-            assert (result.status is RunStatus.AWAITING_CONFIRMATION) == (
-                result.pending is not None
-            )
+            if result.status is RunStatus.AWAITING_CONFIRMATION:
+                assert result.pending is not None, result
+            elif result.pending is not None:  # the call waits in a sub-agent's run
+                assert result.status is RunStatus.NEEDS_ATTENTION, result
+                assert result.pending.run_id not in (None, run_id), result.pending
             was = self.closed.get(run_id)
             if was is RunStatus.COMPLETED and not self.open_defect("completed_stays_completed"):
                 assert result.status is was, f"{run_id} was completed, now {result.status.value}"
@@ -462,7 +492,9 @@ class LifecycleModel(RuleBasedStateMachine):
                     "stops for a person or ends the run cancelled"
                 )
             event(f"status seen: {result.status.value}")
-            self.status[run_id] = result.status
+            # A parent whose sub-agent's call waits for people is answered like a waiting run.
+            waits = result.pending is not None
+            self.status[run_id] = RunStatus.AWAITING_CONFIRMATION if waits else result.status
             if result.status in CLOSED:
                 self.closed.setdefault(run_id, result.status)
             if result.status is RunStatus.COMPLETED:
@@ -488,7 +520,7 @@ class LifecycleModel(RuleBasedStateMachine):
             Path(stats).write_text(json.dumps(dict(SEEN.most_common()), indent=1))
         try:
             self.toolset.settle_threads()
-            for agent in self.workers:
+            for agent in [*self.workers, *self.children]:
                 self.loop.run_until_complete(self._close(agent))
             self.loop.run_until_complete(self.loop.shutdown_default_executor())
         finally:

@@ -763,10 +763,15 @@ async def test_open_store_absolute_path(tmp_path: Path) -> None:
     assert count_rows(path, "SELECT count(*) FROM events") == 1
 
 
-@pytest.mark.parametrize("url", ["mysql://x/y", "sqlite://runs.db", "runs.db", "memory:"])
+@pytest.mark.parametrize("url", ["mysql://x/y", "runs.db", "memory:"])
 def test_open_store_unknown_scheme(url: str) -> None:
-    with pytest.raises(ConfigurationError, match="Valid forms"):
+    with pytest.raises(ConfigurationError, match="registered schemes are memory://, postgres://"):
         open_store(url)
+
+
+def test_open_store_sqlite_with_two_slashes() -> None:
+    with pytest.raises(ConfigurationError, match=r"no file path: use sqlite:///runs\.db"):
+        open_store("sqlite://runs.db")
 
 
 def test_open_store_empty_path() -> None:

@@ -1,5 +1,5 @@
-"""A durable store's layout version, read and upgraded by URL (``agentcore db status`` and
-``agentcore db upgrade``).
+"""Durable layouts: a store's layout version, read and upgraded by URL (``agentcore db
+status`` and ``agentcore db upgrade``), and the SQLite and PostgreSQL stores' layouts.
 
 Opening a store applies pending migrations by default; these functions let an operator see
 and apply them as an explicit step (before a deploy, with the workers stopped or not:
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
 
@@ -25,11 +25,11 @@ from .sqlite._schema import SCHEMA_VERSION as SQLITE_VERSION
 from .sqlite._schema import check_ours, open_schema, read_version
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import psycopg
 
-__all__ = ["SchemaStatus", "schema_status", "upgrade_schema"]
+__all__ = ["POSTGRES_LAYOUT", "SQLITE_LAYOUT", "SchemaStatus", "StoreLayout", "sqlite_path"]
 
 _CONNECT_TIMEOUT_S = 10
 
@@ -57,40 +57,44 @@ class SchemaStatus:
         return self.version > self.latest
 
 
-def schema_status(url: str) -> SchemaStatus:
-    """Read a durable store's layout version without changing anything.
+@dataclass(frozen=True, slots=True)
+class StoreLayout:
+    """How a durable store's layout version is read and upgraded by URL (``agentcore db
+    status`` and ``agentcore db upgrade``), as :func:`register_store` takes it.
 
-    Raises:
-        ConfigurationError: a URL with no layout (``memory://``) or an unknown scheme.
-        StoreError: the store cannot be read, or is not an agentcore store.
+    Attributes:
+        status: reads the layout version, writing nothing (:func:`schema_status`).
+        upgrade: applies the pending migrations in one transaction and returns the
+            version before and after (:func:`upgrade_schema`).
     """
-    if url.startswith("sqlite:///"):
-        path = _sqlite_path(url)
-        return _status(url, SQLITE_MIGRATIONS, _sqlite_version(path))
-    if url.startswith(("postgresql://", "postgres://")):
-        return _status(_redact_dsn(url), PG_MIGRATIONS, _pg_version(url))
-    raise _no_layout(url)
+
+    status: Callable[[str], SchemaStatus]
+    upgrade: Callable[[str], tuple[int, int]]
 
 
-def upgrade_schema(url: str) -> tuple[int, int]:
-    """Apply a durable store's pending migrations, all in one transaction.
+def _sqlite_status(url: str) -> SchemaStatus:
+    return _status(url, SQLITE_MIGRATIONS, _sqlite_version(sqlite_path(url)))
 
-    Returns:
-        ``(from, to)``: the version before and after (equal when nothing was pending).
 
-    Raises:
-        ConfigurationError: a URL with no layout (``memory://``) or an unknown scheme.
-        StoreError: the store is newer than this agentcore (it is left untouched), is not
-            an agentcore store, or the upgrade failed (rolled back).
-    """
-    if url.startswith("sqlite:///"):
-        path = _sqlite_path(url)
-        before = _sqlite_upgrade(path)
-        return before, max(before, SQLITE_VERSION)
-    if url.startswith(("postgresql://", "postgres://")):
-        before = _pg_upgrade(url)
-        return before, max(before, PG_VERSION)
-    raise _no_layout(url)
+def _sqlite_upgrade_url(url: str) -> tuple[int, int]:
+    before = _sqlite_upgrade(sqlite_path(url))
+    return before, max(before, SQLITE_VERSION)
+
+
+def _pg_status(url: str) -> SchemaStatus:
+    return _status(_redact_dsn(url), PG_MIGRATIONS, _pg_version(url))
+
+
+def _pg_upgrade_url(url: str) -> tuple[int, int]:
+    before = _pg_upgrade(url)
+    return before, max(before, PG_VERSION)
+
+
+SQLITE_LAYOUT: Final = StoreLayout(_sqlite_status, _sqlite_upgrade_url)
+"""The SQLite store's layout (``PRAGMA user_version``)."""
+
+POSTGRES_LAYOUT: Final = StoreLayout(_pg_status, _pg_upgrade_url)
+"""The PostgreSQL store's layout (its version table)."""
 
 
 def _redact_dsn(url: str) -> str:
@@ -105,19 +109,18 @@ def _status(store: str, migrations: Sequence[Migration], version: int) -> Schema
     return SchemaStatus(store, version, len(migrations), steps)
 
 
-def _no_layout(url: str) -> ConfigurationError:
-    if url == "memory://":
-        return ConfigurationError("memory:// keeps nothing between processes: it has no layout.")
-    return ConfigurationError(
-        f"Unknown store URL {url!r}. Valid forms: 'sqlite:///path/to/file.db', "
-        "'postgresql://user@host/dbname'."
-    )
+def sqlite_path(url: str) -> str:
+    """The file a ``sqlite:///`` URL names.
 
-
-def _sqlite_path(url: str) -> str:
-    path = url[len("sqlite:///") :]
-    if not path:
-        raise ConfigurationError(f"Store URL {url!r} has no file path: use sqlite:///runs.db")
+    Raises:
+        ConfigurationError: no file path, or two slashes where three belong.
+    """
+    path = url.removeprefix("sqlite:///")
+    if path == url or not path:
+        raise ConfigurationError(
+            f"Store URL {url!r} has no file path: use sqlite:///runs.db (a relative path) or "
+            "sqlite:////var/lib/runs.db (an absolute one)"
+        )
     return path
 
 

@@ -44,7 +44,6 @@ output is untrusted): the child's answer may quote what a third party wrote.
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import inspect
 import time
@@ -163,10 +162,8 @@ class SubagentTool(Tool):
     def child(self) -> Agent[Any]:
         """The sub-agent; bound to a parent, it uses the run tree's one store."""
         child = self._child
-        if self._tree_store is not None and child._store is None:  # pyright: ignore[reportPrivateUsage]
-            store = self._tree_store()
-            child._store_arg = store  # pyright: ignore[reportPrivateUsage]  # not the child's to close
-            child._store = store  # pyright: ignore[reportPrivateUsage]
+        if self._tree_store is not None:
+            child._share_store(self._tree_store())  # pyright: ignore[reportPrivateUsage]  # not the child's to close
         return child
 
     def bound(
@@ -189,12 +186,7 @@ class SubagentTool(Tool):
         if check_store:
             _check_same_store(origin.name, child, parent)
         root = tree_store or (lambda: parent.store)
-        governed = copy.copy(child)
-        governed.policy = governed_policy(child.policy, parent.policy)
-        governed._store_arg = None  # pyright: ignore[reportPrivateUsage]  # set on first use
-        governed._store = None  # pyright: ignore[reportPrivateUsage]
-        governed._schema_cache = {}  # pyright: ignore[reportPrivateUsage]
-        governed._system_cache = {}  # pyright: ignore[reportPrivateUsage]
+        governed = child._governed(governed_policy(child.policy, parent.policy))  # pyright: ignore[reportPrivateUsage]  # its store: set on first use
         tool = SubagentTool(
             governed,
             origin.name,
@@ -456,8 +448,8 @@ def _check_same_store(name: str, child: Agent[Any], parent: Agent[Any]) -> None:
     Raises:
         ConfigurationError: it is another.
     """
-    own = child._store_arg  # pyright: ignore[reportPrivateUsage]
-    theirs = parent._store_arg  # pyright: ignore[reportPrivateUsage]
+    own = child._config.store  # pyright: ignore[reportPrivateUsage]
+    theirs = parent._config.store  # pyright: ignore[reportPrivateUsage]
     if own is None or own is theirs or (isinstance(own, str) and own == theirs):
         return
     raise ConfigurationError(
@@ -483,7 +475,7 @@ def _untrusted_sources(child: Agent[Any], in_scope: tuple[str, ...]) -> list[str
     """What the child reads that is untrusted: its tools in scope whose output is, and
     ``context`` for an untrusted context provider."""
     found = [t for t in in_scope if child.tools[t].output == "untrusted"]
-    if any(isinstance(p, UntrustedContext) for p in child._context):  # pyright: ignore[reportPrivateUsage]
+    if any(isinstance(p, UntrustedContext) for p in child._config.context):  # pyright: ignore[reportPrivateUsage]
         found.append("context")
     return found
 

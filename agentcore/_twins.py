@@ -2,13 +2,15 @@
 
 A twin is a descriptor over the method it wraps, so the twin has the method's full typed
 signature (``Callable[P, ...]`` from its ``ParamSpec``): editors and pyright see every
-argument, and nothing is written twice.
+argument, and nothing is written twice. At run time it carries the same signature
+(``__signature__``), so ``inspect.signature`` and ``help()`` list the real parameters too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
@@ -30,6 +32,12 @@ class SyncTwin(Generic[A, P, T]):
     def __init__(self, method: Callable[Concatenate[A, P], Coroutine[Any, Any, T]]) -> None:
         self._method = method  # Any: coroutine plumbing
         self.__doc__ = f":meth:`{method.__name__}` for code without an event loop."
+        self.__name__ = f"{method.__name__}_sync"
+        self.__signature__ = inspect.signature(method)
+        self._bound_signature = _without_self(self.__signature__)
+
+    def __set_name__(self, owner: type[A], name: str) -> None:
+        self.__name__ = name
 
     def __call__(self, agent: A, *args: P.args, **kwargs: P.kwargs) -> T:
         """Called on the class: ``Agent.run_sync(agent, ...)``."""
@@ -54,7 +62,7 @@ class SyncTwin(Generic[A, P, T]):
                 f"{method.__name__}() instead."
             )
 
-        return call
+        return _described(call, self, self._bound_signature)
 
 
 class StreamTwin(Generic[A, P]):
@@ -66,6 +74,14 @@ class StreamTwin(Generic[A, P]):
     ) -> None:
         self._method = method  # Any: coroutine plumbing
         self.__doc__ = f":meth:`{method.__name__}`, streamed (see ``Agent.stream``)."
+        self.__name__ = f"stream_{method.__name__}"
+        self.__signature__ = inspect.signature(method).replace(
+            return_annotation="AsyncIterator[StreamEvent]"
+        )
+        self._bound_signature = _without_self(self.__signature__)
+
+    def __set_name__(self, owner: type[A], name: str) -> None:
+        self.__name__ = name
 
     def __call__(self, agent: A, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[StreamEvent]:
         """Called on the class: ``Agent.stream(agent, ...)``."""
@@ -85,7 +101,25 @@ class StreamTwin(Generic[A, P]):
         def call(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[StreamEvent]:
             return stream_events(lambda: method(agent, *args, **kwargs))
 
-        return call
+        return _described(call, self, self._bound_signature)
+
+
+def _without_self(signature: inspect.Signature) -> inspect.Signature:
+    """A method's signature as its bound form shows it: without the first parameter."""
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+def _described(
+    call: Callable[P, T],
+    twin: SyncTwin[Any, Any, Any] | StreamTwin[Any, Any],
+    signature: inspect.Signature,
+) -> Callable[P, T]:  # Any: any twin
+    """``call`` named and documented as ``twin``, with its method's bound signature."""
+    call.__name__ = call.__qualname__ = twin.__name__
+    call.__doc__ = twin.__doc__
+    call.__module__ = twin._method.__module__  # pyright: ignore[reportPrivateUsage]  # this module's
+    call.__signature__ = signature  # pyright: ignore[reportFunctionMemberAccess]  # read by inspect.signature
+    return call
 
 
 async def stream_events(

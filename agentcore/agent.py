@@ -1,34 +1,40 @@
-"""The public entry point: :class:`Agent`, a facade over the run package.
+"""The public entry point: :class:`Agent`, a facade over the parts it holds.
 
-Each public method checks its arguments, asks a pure command (``_run._commands``) for the
-events that carry it out, and hands them to a session (``_run._session``), which records
+An agent holds a :class:`~agentcore._operations.Configuration` (what it was made with,
+checked) and :class:`~agentcore._operations.RunOperations` (what is done to its runs; they
+own its store and the one session built from both). Each public method checks its
+arguments and hands over; an operation asks a pure command (``_run._commands``) for the
+events that carry it out and gives them to the session (``_run._session``), which records
 them under the run's lease and advances the run through the loop (``_run._loop``).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
-from agentcore.adapters import resolve_route
+from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
     ContractDocument,
     WorkedExample,
     check_run_id,
+    check_text,
     load_contract,
     output_spec,
 )
-from agentcore.contracts.errors import ConfigurationError, ContractLintError, RunBusyError
+from agentcore.contracts.errors import ConfigurationError, ContractLintError
 
 from ._extract import Extractor
-from ._operations import RunOperations, tool_table
+from ._operations import Configuration, RunOperations, person, tool_table
 from ._ownership import DEFAULT_LEASE_S, default_owner
-from ._run import LOST_CALL_WAIT_S, ContextProvider, Turn, commands
+from ._run import LOST_CALL_WAIT_S, ContextProvider, Settle, Turn, commands
 from ._snapshot import snapshot_interval
-from ._state import OutputT, RunResult, RunStatus
+from ._state import OutputT, RunResult
 from ._subagent import SubagentTool, bind_subagents
 from ._twins import StreamTwin, SyncTwin
+from .events import Event
 from .policy import Budget, Policy
 from .queue import RunQueue
 from .routing import ModelSpec, Route
@@ -37,6 +43,10 @@ from .stores import TranscriptStore
 from .tools import DepsFactory, Tool
 
 __all__ = ["Agent", "ModelSpec"]
+
+V = TypeVar("V")
+
+_UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 
 
 def _rule_targets(tools: Mapping[str, Tool]) -> tuple[set[str], set[str]]:
@@ -55,7 +65,28 @@ def _rule_targets(tools: Mapping[str, Tool]) -> tuple[set[str], set[str]]:
     return names, labels
 
 
-class Agent(RunOperations[OutputT], Extractor):
+class _Setting(Generic[V]):
+    """An agent's setting, read from its configuration; setting it makes a configuration
+    with the new value (and the run setup again, on next use)."""
+
+    def __set_name__(self, owner: type[object], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, agent: None, owner: type[object]) -> _Setting[V]: ...
+    @overload
+    def __get__(self, agent: Agent[Any], owner: type[object]) -> V: ...
+    def __get__(self, agent: Agent[Any] | None, owner: type[object]) -> _Setting[V] | V:
+        if agent is None:
+            return self
+        return getattr(agent._config, self._name)  # pyright: ignore[reportPrivateUsage]  # the setting's home
+
+    def __set__(self, agent: Agent[Any], value: V) -> None:
+        config = dataclasses.replace(agent._config, **{self._name: value})  # pyright: ignore[reportPrivateUsage]  # the setting's home
+        agent._reconfigure(config, agent._ops.opened)  # pyright: ignore[reportPrivateUsage]  # the setting's home
+
+
+class Agent(Extractor, Generic[OutputT]):
     """Tools, a model route, a store and a policy: runs tasks step by step.
 
     The agent is generic in the type of its runs' answers: ``Agent(..., output=Invoice)``
@@ -120,6 +151,35 @@ class Agent(RunOperations[OutputT], Extractor):
         >>> result = await agent.run("Where is order A1?", budget=Budget(max_steps=5))
     """
 
+    tools = _Setting[dict[str, Tool]]()
+    """The agent's tools by name (sub-agents bound to it)."""
+    route = _Setting[tuple[ModelAdapter, ...]]()  # pyright: ignore[reportAssignmentType]  # Extractor's route: read and set through the setting
+    """The models that act, in order (a failing model hands the step to the next)."""
+    plan_route = _Setting[tuple[ModelAdapter, ...]]()
+    """The models for plan steps (empty: the route's)."""
+    policy = _Setting[Policy]()
+    """The governance rules."""
+    contract = _Setting[ContractDocument]()
+    """The contract document, with the worked examples."""
+    instructions = _Setting[str | None]()
+    """Operator instructions added to the system text."""
+    owner = _Setting[str]()
+    """This worker's name in the runs it holds."""
+    lease_s = _Setting[float]()
+    """How long a run stays this worker's without a renewal."""
+    name = _Setting[str | None]()
+    """The agent's name in a worker's registry."""
+    queue = _Setting[RunQueue | None]()
+    """Where runs are handed to workers (``None``: advanced in the caller's process)."""
+    secrets = _Setting[SecretResolver | None]()
+    """Fills tool parameters marked :class:`~agentcore.secrets.Secret`."""
+    deps = _Setting[DepsFactory | None]()
+    """Builds what tools receive as ``ToolContext.deps``."""
+    lost_call_wait_s = _Setting[float]()
+    """How long a worker waits for a process that may still be running a lost call."""
+    snapshot_every = _Setting[int]()
+    """Events between two snapshots of a run (0: never)."""
+
     def __init__(
         self,
         tools: Sequence[Tool],
@@ -143,58 +203,88 @@ class Agent(RunOperations[OutputT], Extractor):
         lost_call_wait_s: float = LOST_CALL_WAIT_S,
         deps: DepsFactory | None = None,
     ) -> None:
-        self.secrets = secrets
-        self._redactor = Redactor.listed(redact, redact_env)
-        self.tools = tool_table(tools)
+        redactor = Redactor.listed(redact, redact_env)
+        table = tool_table(tools)
         if isinstance(model, Route):
-            self.route, self.plan_route = model.act_models, model.plan_models
+            route, plan_route = model.act_models, model.plan_models
         else:
-            self.route = resolve_route(model)
-            self.plan_route = ()
-        self.policy = policy or Policy()
-        self.policy.check_rules(*_rule_targets(self.tools))
-        self._output = output_spec(output)
+            route, plan_route = resolve_route(model), ()
+        policy = policy or Policy()
+        policy.check_rules(*_rule_targets(table))
+        spec = output_spec(output)
         doc = contract if isinstance(contract, ContractDocument) else load_contract(contract)
-        self.contract = doc.with_examples(examples)
-        problems = self.contract.lint([t.spec for t in self.tools.values()])
+        doc = doc.with_examples(examples)
+        problems = doc.lint([t.spec for t in table.values()])
         if problems:
             raise ContractLintError(problems)
-        self.instructions = instructions
         context = () if context is None else context
-        self._context = (context,) if callable(context) else tuple(context)
         if lease_s <= 0:
             raise ConfigurationError(f"lease_s must be > 0, got {lease_s!r}")
         if not lost_call_wait_s >= 0:
             raise ConfigurationError(f"lost_call_wait_s must be >= 0, got {lost_call_wait_s!r}")
-        self.lost_call_wait_s = lost_call_wait_s
-        self.deps = deps
-        self.owner = owner or default_owner()
-        self.lease_s = lease_s
-        self.snapshot_every = snapshot_interval(snapshot_every)
         if queue is not None and not name:
             raise ConfigurationError("An agent with a queue needs a name= that workers know it by.")
-        self.name = name
-        self.queue = queue
-        self._store_arg = store
-        self._store = store if not isinstance(store, str | None) else None
-        self._schema_cache = {}
-        self._system_cache = {}
-        self.tools = bind_subagents(self)  # a run tree: one store, governed as one
+        config = Configuration(
+            tools=table,
+            route=route,
+            plan_route=plan_route,
+            policy=policy,
+            contract=doc,
+            instructions=instructions,
+            context=(context,) if callable(context) else tuple(context),
+            owner=owner or default_owner(),
+            lease_s=lease_s,
+            name=name,
+            queue=queue,
+            secrets=secrets,
+            redactor=redactor,
+            snapshot_every=snapshot_interval(snapshot_every),
+            lost_call_wait_s=lost_call_wait_s,
+            deps=deps,
+            output=spec,
+            store=store,
+        )
+        self._config = config  # binding its sub-agents reads the agent's settings
+        # a run tree: one store, governed as one
+        self._reconfigure(dataclasses.replace(config, tools=bind_subagents(self)), None)
+
+    def _reconfigure(self, config: Configuration, store: TranscriptStore | None) -> None:
+        """Hold ``config``, and operations over it (``store``: one already open)."""
+        self._config = config
+        self._ops = RunOperations[OutputT](config, store)
+
+    def _share_store(self, store: TranscriptStore) -> None:
+        """Use ``store`` (a run tree's, not this agent's to close) unless a store is
+        open already."""
+        if self._ops.opened is None:
+            self._reconfigure(dataclasses.replace(self._config, store=store), store)
+
+    def _governed(self, policy: Policy) -> Agent[OutputT]:
+        """A copy under ``policy`` with no store yet (a sub-agent bound to a parent)."""
+        clone = copy.copy(self)
+        clone._reconfigure(dataclasses.replace(self._config, policy=policy, store=None), None)
+        return clone
+
+    @property
+    def store(self) -> TranscriptStore:
+        """The transcript store (opened on first use)."""
+        return self._ops.store
 
     def configured(
         self, *, model: ModelSpec | None = None, store: str | None = None
     ) -> Agent[OutputT]:
         """A copy of this agent with another model route and/or store URL."""
-        clone = copy.copy(self)
+        config = self._config
         if model is not None:
-            clone.route = resolve_route(model)
-            clone.plan_route = ()
+            config = dataclasses.replace(config, route=resolve_route(model), plan_route=())
         if store is not None:
-            clone._store_arg = store
-            clone._store = None
-        clone._schema_cache = {}
-        clone._system_cache = {}
-        clone.tools = bind_subagents(clone, check_store=False)  # they follow its store
+            config = dataclasses.replace(config, store=store)
+        clone = copy.copy(self)
+        clone._config = config  # binding its sub-agents reads the clone's settings
+        bound = bind_subagents(clone, check_store=False)  # they follow its store
+        clone._reconfigure(
+            dataclasses.replace(config, tools=bound), self._ops.opened if store is None else None
+        )
         return clone
 
     def as_tool(
@@ -240,7 +330,7 @@ class Agent(RunOperations[OutputT], Extractor):
         """
         return commands.scope_names(self.tools, scope)
 
-    # -- public API ---------------------------------------------------------------------------
+    # -- starting and advancing runs --------------------------------------------------------
 
     async def run(
         self,
@@ -271,17 +361,7 @@ class Agent(RunOperations[OutputT], Extractor):
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
             StoreError: the store failed; nothing after the last durable event happened.
         """
-        session = self._session()
-        begun = await session.start(task, scope, budget, run_id, metadata, tenant)
-        if isinstance(begun, RunResult):  # the run exists: read as result() reads it
-            return await self.result(begun.run_id)
-        state, history = begun
-        try:
-            async with session.owned(state.run_id) as own:
-                result = self._typed(await session.drive(own, state, history))
-            return await self._surfaced(result)
-        except RunBusyError:
-            return await self.result(state.run_id)  # someone resumed it already
+        return await self._ops.run(task, scope, budget, run_id, metadata, tenant)
 
     async def submit(
         self,
@@ -299,11 +379,7 @@ class Agent(RunOperations[OutputT], Extractor):
         recorded: call :meth:`advance` (or :meth:`resume`) to advance it. Submitting an id
         that exists enqueues nothing new and returns the id.
         """
-        begun = await self._session().start(task, scope, budget, run_id, metadata, tenant)
-        if isinstance(begun, RunResult):
-            return begun.run_id
-        self._handed_off(begun[0].result())
-        return begun[0].run_id
+        return await self._ops.submit(task, scope, budget, run_id, metadata, tenant)
 
     async def advance(
         self, run_id: str, *, max_steps: int | None = None, max_seconds: float | None = None
@@ -324,21 +400,7 @@ class Agent(RunOperations[OutputT], Extractor):
             RunNotFoundError: no such run.
         """
         check_run_id(run_id)
-        session = self._session()
-        async with session.owned(run_id) as own:
-            state, history = await session.load(run_id)
-            if state.status is not RunStatus.RUNNING:
-                return self._typed(commands.read(state, self._output_hash))
-            first = commands.advance(
-                state,
-                self.tools,
-                worker=self.owner,
-                taken_over=own.lease.taken_over is not None,
-                output_hash=self._output_hash,
-            )
-            return self._typed(
-                await session.drive(own, state, history, first, turn=Turn(max_steps, max_seconds))
-            )
+        return await self._ops.advance(run_id, Turn(max_steps, max_seconds))
 
     async def resume(
         self,
@@ -373,31 +435,242 @@ class Agent(RunOperations[OutputT], Extractor):
             RunNotFoundError: no such run.
             ToolManifestChangedError: a tool the run used changed or is gone.
             OutputTypeChangedError: the run was started with another output type.
-            LimitExceededError: ``run_id`` is not a valid run id.
+            ConfigurationError: ``by`` names nobody (empty once normalised).
+            LimitExceededError: ``run_id`` is not a valid run id, or ``by`` cannot be
+                recorded.
         """
         check_run_id(run_id)
-        session = self._session()
-        state, history = await session.load(run_id)
-        if not commands.needs_continuing(state, by):
-            return self._typed(commands.read(state, self._output_hash))
-        try:
-            async with session.owned(run_id) as own:
-                await session.catch_up(state, history)  # what others wrote before we owned it
-                if not commands.needs_continuing(state, by):
-                    return self._typed(commands.read(state, self._output_hash))
-                first = commands.resume(
-                    state,
-                    self.tools,
-                    taken_over=own.lease.taken_over is not None,
-                    budget=budget,
-                    by=by,
-                    accept_tool_changes=accept_tool_changes,
-                    output_hash=self._output_hash,
+        by = None if by is None else person(by, "resume")
+        return await self._ops.resume(run_id, budget, by, accept_tool_changes)
+
+    # -- reading runs -------------------------------------------------------------------------
+
+    async def result(self, run_id: str) -> RunResult[OutputT]:
+        """The run's current result, without advancing it.
+
+        Raises:
+            RunNotFoundError: no such run.
+            LimitExceededError: ``run_id`` is not a valid run id.
+            OutputTypeChangedError: the run completed with an answer that is not of this
+                agent's output type.
+        """
+        check_run_id(run_id)
+        return await self._ops.result(run_id)
+
+    async def transcript(self, run_id: str) -> list[Event]:
+        """Every event of the run, in order."""
+        check_run_id(run_id)
+        return await self._ops.transcript(run_id)
+
+    async def close(self) -> None:
+        """Close the store if the agent opened it."""
+        await self._ops.close()
+
+    # -- what people decide -------------------------------------------------------------------
+
+    async def resolve(
+        self,
+        run_id: str,
+        *,
+        by: str,
+        result: Any = _UNSET,  # Any: the JSON result the lost call produced
+        rerun: bool = False,
+        fail: bool = False,
+        reason: str | None = None,
+        accept_tool_changes: bool = False,
+    ) -> RunResult[OutputT]:
+        """Settle a call whose outcome was lost, for a run in ``needs_attention``.
+
+        Exactly one of: ``result=<JSON value>`` (the call happened and returned this),
+        ``rerun=True`` (it did not happen: run it once), ``fail=True`` (treat it as failed;
+        the model sees the failure). The decision is recorded, then the run continues.
+
+        Like :meth:`resume`, it first checks the tools the run used against the definitions
+        recorded when it started.
+
+        Args:
+            accept_tool_changes: continue although a tool the run used (the lost call's
+                included) changed since the run started; the accepted changes are recorded.
+
+        Raises:
+            RunError: the run is not waiting on a lost call.
+            ConfigurationError: not exactly one of ``result``, ``rerun``, ``fail``; empty ``by``;
+                an invalid run id (:class:`LimitExceededError`).
+            ToolManifestChangedError: a tool the run used changed or is gone.
+        """
+        check_run_id(run_id)
+        by = person(by, "resolve")
+        check_text(reason or "", "resolution's reason")
+        options: tuple[tuple[commands.Settlement, bool], ...] = (
+            ("result", result is not _UNSET),
+            ("rerun", rerun),
+            ("fail", fail),
+        )
+        chosen: list[commands.Settlement] = [name for name, on in options if on]
+        if len(chosen) != 1:
+            raise ConfigurationError(
+                "resolve() takes exactly one of result=..., rerun=True, fail=True."
+            )
+        return await self._ops.resolve(
+            run_id,
+            by=by,
+            decision=chosen[0],
+            result=result,
+            reason=reason,
+            accept_tool_changes=accept_tool_changes,
+        )
+
+    async def confirm(
+        self,
+        run_id: str,
+        *,
+        approve: bool,
+        by: str,
+        reason: str | None = None,
+        args: Mapping[str, Any] | None = None,  # Any: JSON arguments, validated by the tool
+        step: int | None = None,
+        args_hash: str | None = None,
+        accept_tool_changes: bool = False,
+    ) -> RunResult[OutputT]:
+        """Approve or deny the call a run is waiting on, then continue the run.
+
+        The approved call runs exactly as persisted (or with ``args``, validated against
+        the tool's schema); the model is not asked again. A denial's ``reason`` is shown
+        to the model.
+
+        **Unbound unless you bind it.** Without ``step`` and ``args_hash`` this approves
+        whatever call the run is waiting on when the approval arrives, which may not be the
+        one the person saw. Pass ``step=pending.step, args_hash=pending.args_hash`` from
+        the :class:`PendingCall` that was shown; the CLI always does.
+
+        Like :meth:`resume`, it first checks the tools the run used (and the waiting call's
+        tool) against the definitions recorded when the run started. With
+        ``Policy(approval_ttl=...)`` an approval that arrives later than that many seconds
+        after the call began waiting is refused (the run keeps waiting; a denial is still
+        accepted).
+
+        Args:
+            approve: approve (``True``) or deny (``False``).
+            by: who decided (recorded).
+            reason: why; shown to the model on a denial.
+            args: edited arguments to run instead of the proposed ones.
+            step: with ``args_hash``, binds the approval to what the person saw; a mismatch
+                refuses.
+            args_hash: see ``step``.
+            accept_tool_changes: continue although a tool the run used changed since it
+                started; the accepted changes are recorded in the confirmation.
+
+        Raises:
+            NotAwaitingConfirmationError: the run is not waiting for a person.
+            ConfirmationMismatchError: ``step`` or ``args_hash`` is not what is waiting, or
+                the approval came after ``Policy.approval_ttl``.
+            ToolManifestChangedError: a tool the run used changed or is gone.
+            OutputTypeChangedError: the run was started with another output type.
+            ConfigurationError: ``by`` is empty, edited ``args`` do not validate or an
+                argument policy of the tool refuses them, or the run
+                id is invalid (:class:`LimitExceededError`).
+            RunBusyError: another worker is advancing the run right now.
+        """
+        check_run_id(run_id)
+        by = person(by, "confirm")
+        check_text(reason or "", "confirmation's reason")
+        return await self._ops.confirm(
+            run_id,
+            approve=approve,
+            by=by,
+            reason=reason,
+            args=args,
+            step=step,
+            args_hash=args_hash,
+            accept_tool_changes=accept_tool_changes,
+        )
+
+    async def compensate(
+        self, run_id: str, *, by: str, settle: Mapping[str, Settle] | None = None
+    ) -> RunResult[OutputT]:
+        """Undo a stopped run's committed effects, newest first, each at most once.
+
+        Every committed call of a tool with ``@tool(compensate=...)`` is undone; the run
+        then ends ``cancelled`` with a reason that lists what was undone and what could not
+        be (tools without ``compensate``). A call whose own outcome is unknown is reconciled
+        first, or put to a person; an undo that fails, or whose outcome is lost and cannot
+        be reconciled, stops the run as ``needs_attention``: call ``compensate`` again (it
+        goes on where it stopped), with ``settle`` for what a person found out. A run whose
+        compensation began never advances again.
+
+        An undo is governed like the call it undoes: ``Policy.authorize`` is asked about
+        each (``pending.kind == "undo"``), and an undo of a call whose tool needs N
+        approvals (``Policy.approvals``) needs N different people, each calling
+        ``compensate`` (until then the run stops as ``needs_attention`` saying who
+        approved). A completed run is undone only with ``Policy(compensate_completed=True)``.
+
+        Args:
+            by: who asks (recorded on each undo).
+            settle: a person's word, by call id, on a call or an undo whose outcome is
+                unknown: ``"done"`` (it happened) or ``"not_done"`` (it did not).
+
+        Raises:
+            RunError: the run is running or waiting for a person (cancel it first), it is
+                completed and this agent's ``Policy.compensate_completed`` is not set, or
+                ``settle`` names a call with nothing in doubt.
+            NotAuthorizedError: ``Policy.authorize`` refuses ``by`` for an undo still to
+                do (nothing recorded).
+            AlreadyApprovedError: ``by`` approved every undo that waits for more people
+                already (nothing recorded).
+            RunBusyError: another worker holds the run.
+            RunNotFoundError: no such run.
+            ConfigurationError: ``by`` is empty, or the run id is invalid.
+        """
+        check_run_id(run_id)
+        by = person(by, "compensate")
+        for call_id, word in (settle or {}).items():
+            if word not in ("done", "not_done"):
+                raise ConfigurationError(
+                    f"settle[{call_id!r}] must be 'done' or 'not_done', got {word!r}"
                 )
-                result = await session.drive(own, state, history, first, advance=self.queue is None)
-        except RunBusyError:
-            return self._typed(commands.read(state, self._output_hash))  # another worker has it
-        return await self._surfaced(self._typed(self._handed_off(result)))
+        return await self._ops.compensate(run_id, by=by, settle=settle or {})
+
+    async def expire_approvals(self, *, limit: int = 1_000) -> list[RunResult[OutputT]]:
+        """Apply ``Policy.approval_expiry`` to every waiting call whose approval window
+        (``Policy.approval_ttl``) has passed: deny it (the run continues, the model is
+        told) or escalate it (``on_pending`` hears of it, the window starts again). Run it
+        periodically (a cron job, a Celery beat task, ``agentcore expire``); runs that
+        another worker holds are left for the next pass, and runs of other agents sharing
+        the store (a scope beyond this agent's tools) are left alone.
+
+        Returns:
+            The runs it changed, as they stand afterwards.
+        """
+        return await self._ops.expire_approvals(limit=limit)
+
+    async def cancel(
+        self, run_id: str, *, by: str, reason: str | None = None
+    ) -> RunResult[OutputT]:
+        """End a run for good (status ``cancelled``), now or at its next safe point.
+
+        With no live process advancing the run, the cancellation is recorded now (under
+        the run's lease). If another process or task is advancing it, the request is
+        recorded in the store and that process honours it at its next safe point: a tool
+        that is running finishes and its outcome is recorded, then the cancellation;
+        nothing is abandoned mid-call. A call that started and has no recorded outcome
+        (its process died, or it timed out) gets a ``tool_finished`` saying its outcome is
+        unknown before the cancellation, so no started call is ever silently dropped.
+
+        Returns:
+            The run's result. ``status`` is ``cancelled`` when the run is cancelled now;
+            otherwise (the run is still ``running``, or paused) the request is recorded and
+            the process advancing the run cancels it at its next safe point. A completed
+            run is returned as it is.
+
+        Raises:
+            RunNotFoundError: no such run.
+            ConfigurationError: ``by`` is empty, or the run id is invalid
+                (:class:`LimitExceededError`).
+        """
+        check_run_id(run_id)
+        by = person(by, "cancel")
+        check_text(reason or "", "cancellation's reason")
+        return await self._ops.cancel(run_id, by=by, reason=reason)
 
     # -- streaming and sync twins: the signatures of the methods they wrap ----------------------
 
@@ -414,3 +687,7 @@ class Agent(RunOperations[OutputT], Extractor):
     """:meth:`run` for code without an event loop."""
     resume_sync = SyncTwin(resume)
     """:meth:`resume` for code without an event loop."""
+    stream_confirm = StreamTwin(confirm)
+    """:meth:`confirm`, streamed like :meth:`Agent.stream`."""
+    confirm_sync = SyncTwin(confirm)
+    """:meth:`confirm` for code without an event loop."""

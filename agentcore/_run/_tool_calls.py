@@ -11,7 +11,6 @@ it, or put to a person (``_settle_lost_call``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable
@@ -19,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from agentcore.contracts import BatchAction, ToolAction, clean_text
-from agentcore.contracts.errors import CallStillRunningError, LimitExceededError, StoreError
+from agentcore.contracts.errors import LimitExceededError
 
 from .._dispatch import Ruling, batch_refusal, decide_in_batch
 from .._extract import ExtractionLog, extraction_log
@@ -27,9 +26,17 @@ from .._faults import crash_point
 from .._state import OpenCall, RunState, RunStatus
 from ..events import Decision, ModelCalled, ToolFinished, ToolStarted
 from ..secrets import resolve_secret
-from ..stores import CallGuardStore
 from ..tools import RunIdentity, Tool, ToolContext, ToolOutcome, recordable_result
 from ._commands import short_args
+from ._effects import (
+    HELD,
+    Failed,
+    ask_reconcile,
+    guards_for,
+    refuse_while_running,
+    run_guarded,
+    wait_for_guard,
+)
 
 if TYPE_CHECKING:
     from ._loop import Driver
@@ -59,71 +66,18 @@ async def run_call(d: Driver, call: OpenCall) -> None:
     assert isinstance(call.action, ToolAction)
     tool = d.setup.tools[call.action.tool]
     key = f"{d.state.run_id}:{call.step}"
-    guards = _guards(d, tool)
+    guards = guards_for(d.setup.store, idempotent=tool.spec.idempotent)
     if guards is None:
         await _start(d, call, tool, key, guarded=False)
         return
-    # A non-idempotent call runs under its guard, taken before its intent is written and
-    # let go when it returns, so whoever settles it later can tell whether it may still
-    # be running.
-    guard = contextlib.AsyncExitStack()
-    if await guard.enter_async_context(guards.guard_call(d.state.run_id, key)):
-        running: asyncio.Future[Any] | None = None  # Any: the call's result, unused
-        keep = False
-        try:
-            running = await _start(d, call, tool, key, guarded=True)
-        except asyncio.CancelledError:
-            # A cancelled wait does not stop a sync tool's thread: the call may still be
-            # running, so its guard stays held until this process ends.
-            keep = tool.runs_in_thread
-            raise
-        finally:
-            if keep:
-                _KEPT_GUARDS.append(guard.pop_all())
-            elif running is not None and not running.done():
-                _release_when_done(guard.pop_all(), running)
-            else:
-                await guard.aclose()
-        return
-    await guard.aclose()
-    # Another process holds it: a worker that lost the run is running this call, or
-    # is about to find out that it may not.
-    await _settle_lost_call(d, call, tool, key, timed_out=False, since=time.time())
 
+    async def body() -> tuple[None, asyncio.Future[Any] | None]:  # Any: unused result
+        return None, await _start(d, call, tool, key, guarded=True)
 
-_KEPT_GUARDS: list[contextlib.AsyncExitStack] = []
-"""Guards of calls whose thread may still be running after their task was cancelled: held
-(never let go, never collected) until this process ends and its OS or database session
-frees them."""
-
-_RELEASING: set[asyncio.Future[Any]] = set()  # Any: unused results; kept from collection
-
-
-def _release_when_done(guard: contextlib.AsyncExitStack, running: asyncio.Future[Any]) -> None:
-    """Let go of a timed-out call's guard once its thread returns (a rerun waits until
-    then); if the loop ends first, the guard is held until this process ends."""
-
-    _KEPT_GUARDS.append(guard)  # until the thread returns; for good if the loop ends first
-
-    async def release() -> None:
-        with contextlib.suppress(Exception):  # the thread's own outcome: nobody reads it
-            await asyncio.shield(running)
-        _KEPT_GUARDS.remove(guard)
-        await guard.aclose()
-
-    task = asyncio.ensure_future(release())
-    _RELEASING.add(task)
-    task.add_done_callback(_RELEASING.discard)
-
-
-def _guards(d: Driver, tool: Tool) -> CallGuardStore | None:
-    """Where a call of ``tool`` takes its guard: every non-idempotent call, so that a
-    rerun (``reconcile`` finding nothing, or a person's) never starts while the call may
-    still be running."""
-    store = d.setup.store
-    if tool.spec.idempotent:
-        return None
-    return store if isinstance(store, CallGuardStore) else None
+    if await run_guarded(guards, d.state.run_id, key, body, thread=tool.runs_in_thread) is HELD:
+        # Another process holds it: a worker that lost the run is running this call, or
+        # is about to find out that it may not.
+        await _settle_lost_call(d, call, tool, key, timed_out=False, since=time.time())
 
 
 async def _start(
@@ -444,13 +398,13 @@ async def _settle_lost_call(
         if d.state.status is not RunStatus.RUNNING:
             return  # cancelled while it waited
     if tool.reconcile is not None:
-        found, failed = await _reconcile(tool, key)
-        if found is not None:
+        found = await ask_reconcile(tool.reconcile, key)
+        if isinstance(found, Failed):
+            problem, free, guard_held = f"; reconcile raised {found.error}", False, False
+        elif found is not None:
             d.record(_reconciled(d, call, tool.name, found))
             await d.flush()
             return
-        if failed:
-            problem, free, guard_held = failed, False, False
         elif not free:
             problem = "; reconcile(key) found no record of it" + problem
     if free:
@@ -512,39 +466,17 @@ async def refuse_rerun_while_running(store: object, state: RunState) -> None:
         CallStillRunningError: the call's guard is held (nothing is recorded).
     """
     call = state.call
-    if call is None or call.started is None or not call.started.guarded:
-        return  # whether it still runs cannot be told: the person decides
-    if not isinstance(store, CallGuardStore):
+    if call is None or call.started is None:
         return
-    key = call.started.idempotency_key
-    try:
-        running = await store.call_running(state.run_id, key)
-    except StoreError as exc:
-        raise CallStillRunningError(
-            f"Run {state.run_id}: whether call {key} ({call.started.tool}) is still running "
-            f"cannot be told now (its call guard could not be read: {exc}); nothing was "
-            "recorded. Try the rerun again."
-        ) from exc
-    if running:
-        raise CallStillRunningError(
-            f"Run {state.run_id}: call {key} ({call.started.tool}) may still be running: the "
-            "process that started it still holds the call's guard (a timed-out tool's thread "
-            "or a stalled worker). Nothing was recorded. Rerun it once that process's call "
-            "has returned or the process is gone, or settle it now with --result JSON or "
-            "--fail."
-        )
-
-
-async def _reconcile(tool: Tool, key: str) -> tuple[object | None, str]:
-    """What ``reconcile(key)`` found (``None``: no record), and why it could not say."""
-    assert tool.reconcile is not None
-    try:
-        found = tool.reconcile(key)
-        if inspect.isawaitable(found):
-            found = await found
-    except Exception as exc:  # user code: its failure is a reason for a person
-        return None, f"; reconcile raised {type(exc).__name__}: {exc}"
-    return found, ""
+    started = call.started
+    await refuse_while_running(
+        store,
+        state.run_id,
+        started.idempotency_key,
+        guarded=started.guarded,
+        what=(f"call {started.idempotency_key} ({started.tool})", "the call's guard"),
+        instead="settle it now with --result JSON or --fail",
+    )
 
 
 async def _guard_free(
@@ -560,7 +492,7 @@ async def _guard_free(
     the run (``state.status`` tells the caller).
     """
     started = call.started
-    guards = _guards(d, tool)
+    guards = guards_for(d.setup.store, idempotent=tool.spec.idempotent)
     unknown = ""
     if started is not None and not started.guarded:
         unknown = (
@@ -575,49 +507,53 @@ async def _guard_free(
     if guards is None or unknown:
         return authorised, "" if authorised else unknown, False
     begun = started.at if started is not None else since if since is not None else time.time()
-    deadline = begun + d.setup.lost_call_wait_s + (tool.timeout or 0.0)
-    waited = False
-    while True:
-        unreadable: StoreError | None = None
-        try:
-            running = await guards.call_running(d.state.run_id, key)
-        except StoreError as exc:  # cannot tell now: assume it may run, ask again
-            d.log.warning("call_guard_unreadable", step=call.step, error=str(exc))
-            running, unreadable = True, exc
-        if not running:
-            if waited:
-                d.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
-            return True, "", False
-        now = time.time()
-        if now >= deadline:
-            if unreadable is not None:
-                return (
-                    False,
-                    (
-                        ", and whether the worker that started it is gone could not be told "
-                        f"{now - begun:.0f}s after it started (its guard could not be read: "
-                        f"{unreadable})"
-                    ),
-                    True,
-                )
-            return (
-                False,
-                (
-                    f", and the worker that started it still holds the call's guard "
-                    f"{now - begun:.0f}s after it started: it may still be running it (a "
-                    "stalled process, or a timed-out tool's thread)"
-                ),
-                True,
-            )
-        if not waited:
-            waited = True
-            d.log.warning("lost_call_waiting", step=call.step, tool=tool.name, until=deadline)
-            await d.flush()  # what this worker recorded is not held back by the wait
-        await asyncio.sleep(min(GUARD_POLL_S, deadline - now))
+
+    async def on_wait() -> None:
+        d.log.warning("lost_call_waiting", step=call.step, tool=tool.name, until=deadline)
+        await d.flush()  # what this worker recorded is not held back by the wait
+
+    async def between() -> bool:
         if d.own is not None:
             d.own.check()
-        if await d.cancel_requested():
-            return False, "", False
+        return await d.cancel_requested()
+
+    deadline = begun + d.setup.lost_call_wait_s + (tool.timeout or 0.0)
+    look = await wait_for_guard(
+        guards,
+        d.state.run_id,
+        key,
+        deadline=deadline,
+        poll_s=GUARD_POLL_S,
+        on_wait=on_wait,
+        between=between,
+        on_unreadable=lambda exc: d.log.warning(
+            "call_guard_unreadable", step=call.step, error=str(exc)
+        ),
+    )
+    if look is None:
+        return False, "", False  # a cancel request was honoured
+    if look.state == "free":
+        if look.waited:
+            d.log.info("lost_call_guard_free", step=call.step, tool=tool.name)
+        return True, "", False
+    after = f"{time.time() - begun:.0f}s after it started"
+    if look.state == "unreadable":
+        return (
+            False,
+            (
+                f", and whether the worker that started it is gone could not be told {after} "
+                f"(its guard could not be read: {look.error})"
+            ),
+            True,
+        )
+    return (
+        False,
+        (
+            f", and the worker that started it still holds the call's guard {after}: it may "
+            "still be running it (a stalled process, or a timed-out tool's thread)"
+        ),
+        True,
+    )
 
 
 def _reconciled(d: Driver, call: OpenCall, tool: str, found: object) -> ToolFinished:

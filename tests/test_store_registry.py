@@ -5,6 +5,7 @@ opens it; an unknown scheme names the registered ones."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -14,12 +15,15 @@ from agentcore.contracts.errors import ConfigurationError
 from agentcore.stores import (
     MemoryStore,
     SchemaStatus,
+    SQLiteStore,
     StoreLayout,
     TranscriptStore,
+    open_read_only,
     open_store,
     register_store,
     registered_stores,
     schema_status,
+    store_layout,
     upgrade_schema,
 )
 from agentcore.stores.testing import StoreConformance, fresh_run_id
@@ -125,6 +129,40 @@ def test_a_factory_that_cannot_be_called_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="cannot be called"):
         register_store("shelf-broken", "open_shelf")  # pyright: ignore[reportArgumentType]  # the mistake under test
     assert "shelf-broken" not in registered_stores()
+
+
+async def test_open_read_only_uses_the_factory_without_migrating_unless_told_how() -> None:
+    url = fresh_shelf()
+    store = open_read_only(url)
+    assert isinstance(store, ShelfStore) and ShelfStore.opened[-1] == (url, False)
+
+    def nothing_there(url: str) -> TranscriptStore | None:
+        return None
+
+    register_store("shelf-empty", open_shelf, read_only=nothing_there)
+    assert open_read_only("shelf-empty://a") is None
+
+
+async def test_open_read_only_of_a_missing_sqlite_file_creates_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sub' / 'runs.db'}"
+    assert open_read_only(url) is None
+    assert not (tmp_path / "sub").exists()  # noqa: ASYNC240  # a check, not I/O worth a thread
+    written = open_store(url)
+    await written.close()
+    read = open_read_only(url)
+    try:
+        assert isinstance(read, SQLiteStore) and await read.list_runs() == []
+    finally:
+        assert read is not None
+        await read.close()
+
+
+def test_store_layout_is_the_registered_one() -> None:
+    assert store_layout("memory://") is None
+    layout = store_layout("shelf://a")
+    assert layout is not None and layout.status("shelf://a").latest == 1
+    with pytest.raises(ConfigurationError, match="Unknown store URL"):
+        store_layout("mysql://x")
 
 
 def test_a_store_without_a_layout_has_no_schema_status() -> None:

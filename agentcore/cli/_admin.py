@@ -34,6 +34,7 @@ from agentcore.stores import (
     default_store_url,
     open_store,
     schema_status,
+    store_layout,
     upgrade_schema,
 )
 
@@ -125,7 +126,8 @@ def prune(
         abort(f"unknown status {unknown[0]!r}; valid: {', '.join(sorted(valid))}", EXIT_USAGE)
     before = cutoff_time(older_than, "--older-than")
     url = store or default_store_url()
-    if url != "memory://" and _guard(lambda: schema_status(url)).version == 0:
+    layout = _guard(lambda: store_layout(url))
+    if layout is not None and _guard(lambda: layout.status(url)).version == 0:
         out.print(f"no store at {url}: nothing to prune", highlight=False)  # none created
         return
     if export is not None and not dry_run:

@@ -12,7 +12,6 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Coroutine, MutableMapping, Sequence
-from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeGuard, TypeVar
 
 import typer
@@ -36,11 +35,9 @@ from agentcore.contracts.errors import (
     AgentcoreError,
     ConfigurationError,
     LimitExceededError,
-    StoreCorruptedError,
-    StoreError,
 )
 from agentcore.events import RunStarted
-from agentcore.stores import SQLiteStore, TranscriptStore, default_store_url, open_store
+from agentcore.stores import TranscriptStore, default_store_url, open_read_only, open_store
 
 __all__: list[str] = []  # private: see agentcore.cli
 
@@ -115,36 +112,30 @@ AgentOpt = Annotated[
 
 def open_listing(url: str | None) -> TranscriptStore | None:
     """The store a listing command reads (``runs``, ``show``, ``export``, ``stats``,
-    ``check``): ``None`` when it is a SQLite file that does not exist, so that listing
-    creates no file, directory or lock directory; otherwise opened to read only (a SQLite
-    file read-only, so a read-only file or directory can be listed). An older SQLite store
-    that can be written is upgraded first, as by every other command."""
-    url = url or default_store_url()
-    if url.startswith("sqlite:///"):
-        path = Path(url.removeprefix("sqlite:///"))
-        if missing_store(url) is not None:
-            return None
-        try:
-            return SQLiteStore(path, read_only=True)
-        except StoreCorruptedError:
-            raise
-        except StoreError:
-            # An older store that can be written is upgraded on open, as by every other
-            # command (a 0.1.0 file must list); a newer or foreign file is still refused.
-            if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
-                raise
-            return SQLiteStore(path)
-    return open_store(url, migrate=False)
+    ``check``), opened only to read (:func:`open_read_only`): ``None`` when there is no
+    store at ``url``, so that listing creates nothing."""
+    return open_read_only(url)
 
 
 def missing_store(url: str | None) -> str | None:
-    """What to tell a person on stderr when ``url`` names a SQLite file that does not exist
-    (listing it shows nothing, and creates nothing); ``None`` when it exists or is not a
-    file."""
-    url = url or default_store_url()
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
-        return f"no store at {url} (no such file): no runs yet; pass --store or set AGENTCORE_STORE"
-    return None
+    """What to tell a person on stderr when there is no store at ``url`` (:func:`no_store`);
+    ``None`` when there is one, or when opening it fails (the command that opens it says
+    why). Opens the store to read and closes it: call it outside an event loop."""
+    try:
+        found = open_read_only(url)
+    except AgentcoreError:
+        return None
+    if found is not None:
+        run_async(found.close())
+        return None
+    return no_store(url)
+
+
+def no_store(url: str | None) -> str:
+    """The note for a store that is not there: listing it shows nothing, and creates
+    nothing."""
+    where = url or default_store_url()
+    return f"no store at {where}: no runs yet; pass --store or set AGENTCORE_STORE"
 
 
 def valid_tenant(value: str | None) -> str | None:

@@ -43,7 +43,7 @@ from agentcore.cli._common import (
     compensate_command,
     err,
     load_agent,
-    missing_store,
+    no_store,
     open_listing,
     out,
     pending_text,
@@ -305,7 +305,7 @@ def runs(
     async def go() -> list[Any]:  # Any: RunSummary rows
         st = open_listing(store)
         if st is None:
-            err.print(missing_store(store) or "", highlight=False, soft_wrap=True)
+            err.print(no_store(store), highlight=False, soft_wrap=True)
             return []
         try:
             return list(await st.list_runs(status=status, tenant=tenant, limit=limit))

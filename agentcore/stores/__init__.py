@@ -29,10 +29,12 @@ from ._registry import (
     DEFAULT_STORE_URL,
     StoreFactory,
     default_store_url,
+    open_read_only,
     open_store,
     register_store,
     registered_stores,
     schema_status,
+    store_layout,
     upgrade_schema,
 )
 from ._snapshots import Snapshot
@@ -62,10 +64,12 @@ __all__ = [
     "StoreLayout",
     "TranscriptStore",
     "default_store_url",
+    "open_read_only",
     "open_store",
     "register_store",
     "registered_stores",
     "schema_status",
+    "store_layout",
     "upgrade_schema",
 ]
 

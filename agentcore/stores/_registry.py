@@ -1,8 +1,10 @@
 """Which store a URL opens: one registry of URL schemes, read by :func:`open_store`,
-:func:`schema_status` and :func:`upgrade_schema`.
+:func:`open_read_only`, :func:`store_layout`, :func:`schema_status` and
+:func:`upgrade_schema`.
 
-A scheme maps to a factory (the URL and ``migrate`` in, a :class:`TranscriptStore` out)
-and, for a store with a durable layout, a :class:`StoreLayout`. The built-in schemes are
+A scheme maps to a factory (the URL and ``migrate`` in, a :class:`TranscriptStore` out),
+for a store with a durable layout a :class:`StoreLayout`, and, for a store that can be
+opened to read without creating anything, a read-only opener. The built-in schemes are
 registered here: ``memory``, ``sqlite``, ``postgresql`` and ``postgres``. A store of your
 own registers its scheme with :func:`register_store`; nothing else switches on schemes.
 """
@@ -11,10 +13,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
-from agentcore.contracts.errors import ConfigurationError
+from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
 
 from ._base import TranscriptStore
 from ._layout import POSTGRES_LAYOUT, SQLITE_LAYOUT, SchemaStatus, StoreLayout, sqlite_path
@@ -25,10 +29,12 @@ __all__ = [
     "StoreFactory",
     "StoreLayout",
     "default_store_url",
+    "open_read_only",
     "open_store",
     "register_store",
     "registered_stores",
     "schema_status",
+    "store_layout",
     "upgrade_schema",
 ]
 
@@ -58,13 +64,18 @@ class StoreFactory(Protocol):
 class _Scheme:
     factory: StoreFactory
     layout: StoreLayout | None
+    read_only: Callable[[str], TranscriptStore | None] | None
 
 
 _SCHEMES: dict[str, _Scheme] = {}
 
 
 def register_store(
-    scheme: str, factory: StoreFactory, *, layout: StoreLayout | None = None
+    scheme: str,
+    factory: StoreFactory,
+    *,
+    layout: StoreLayout | None = None,
+    read_only: Callable[[str], TranscriptStore | None] | None = None,
 ) -> None:
     """Make ``scheme://...`` URLs open stores made by ``factory``, e.g.
     ``register_store("redis", open_redis_store)``; a scheme registered again is replaced.
@@ -75,6 +86,9 @@ def register_store(
         factory: called as ``factory(url, migrate=...)`` by :func:`open_store`.
         layout: for a store whose layout is versioned: how ``agentcore db status`` and
             ``agentcore db upgrade`` read and upgrade it (``None``: it has none).
+        read_only: opens the store at a URL only to read it (:func:`open_read_only`):
+            creating nothing, and returning ``None`` when there is no store there
+            (``None``: the factory with ``migrate=False``).
 
     Raises:
         ConfigurationError: ``scheme`` is not a valid URL scheme, or ``factory`` cannot be
@@ -90,7 +104,7 @@ def register_store(
             f"The factory for {scheme}:// is {factory!r}, which cannot be called: give a "
             "function of (url, *, migrate) that returns the store."
         )
-    _SCHEMES[scheme] = _Scheme(factory, layout)
+    _SCHEMES[scheme] = _Scheme(factory, layout, read_only)
 
 
 def registered_stores() -> list[str]:
@@ -121,6 +135,37 @@ def open_store(url: str | None = None, *, migrate: bool = True) -> TranscriptSto
     """
     url = url or default_store_url()
     return _scheme(url).factory(url, migrate=migrate)
+
+
+def open_read_only(url: str | None = None) -> TranscriptStore | None:
+    """Open a store only to read it (listings, exports, verification), creating nothing:
+    ``None`` when there is no store at ``url`` (``None``: :func:`default_store_url`).
+
+    A SQLite file that does not exist is ``None`` (no file, directory or lock is made); one
+    that exists is opened read-only, so a read-only file or directory can be read (an older
+    file that can be written is upgraded first, as by :func:`open_store`). A scheme
+    registered without a read-only opener is opened by its factory with ``migrate=False``.
+
+    Raises:
+        ConfigurationError: an unknown scheme or a malformed URL.
+        StoreCorruptedError: the SQLite file is not a usable database.
+        StoreError: the store cannot be read, or has a layout this agentcore cannot read.
+    """
+    url = url or default_store_url()
+    found = _scheme(url)
+    if found.read_only is None:
+        return found.factory(url, migrate=False)
+    return found.read_only(url)
+
+
+def store_layout(url: str) -> StoreLayout | None:
+    """The layout registered for ``url``'s scheme (``None``: its store has no layout, as
+    ``memory://``).
+
+    Raises:
+        ConfigurationError: an unknown scheme.
+    """
+    return _scheme(url).layout
 
 
 def schema_status(url: str) -> SchemaStatus:
@@ -184,6 +229,24 @@ def _open_sqlite(url: str, /, *, migrate: bool) -> TranscriptStore:
     return SQLiteStore(sqlite_path(url), migrate=migrate)
 
 
+def _read_sqlite(url: str, /) -> TranscriptStore | None:
+    from .sqlite import SQLiteStore
+
+    path = Path(sqlite_path(url))
+    if not path.is_file():
+        return None
+    try:
+        return SQLiteStore(path, read_only=True)
+    except StoreCorruptedError:
+        raise
+    except StoreError:
+        # An older store that can be written is upgraded on open, as by every other
+        # command (a 0.1.0 file must list); a newer or foreign file is still refused.
+        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise
+        return SQLiteStore(path)
+
+
 def _open_postgres(url: str, /, *, migrate: bool) -> TranscriptStore:
     from .postgres import PostgresStore  # psycopg loads on first use
 
@@ -191,6 +254,6 @@ def _open_postgres(url: str, /, *, migrate: bool) -> TranscriptStore:
 
 
 register_store("memory", _open_memory)
-register_store("sqlite", _open_sqlite, layout=SQLITE_LAYOUT)
+register_store("sqlite", _open_sqlite, layout=SQLITE_LAYOUT, read_only=_read_sqlite)
 register_store("postgresql", _open_postgres, layout=POSTGRES_LAYOUT)
 register_store("postgres", _open_postgres, layout=POSTGRES_LAYOUT)

@@ -146,7 +146,7 @@ async def test_open_read_only_uses_the_factory_without_migrating_unless_told_how
 async def test_open_read_only_of_a_missing_sqlite_file_creates_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sub' / 'runs.db'}"
     assert open_read_only(url) is None
-    assert not (tmp_path / "sub").exists()  # noqa: ASYNC240  # a check, not I/O worth a thread
+    assert not (tmp_path / "sub").exists()  # a check, not I/O worth a thread
     written = open_store(url)
     await written.close()
     read = open_read_only(url)

@@ -1,7 +1,8 @@
 """What a user's type checker knows: pyright (strict) accepts the files under
 ``tests/typing/``, whose ``assert_type`` calls state the types agentcore's public API gives
 (``Agent(output=Invoice)`` is an ``Agent[Invoice]``, its results' ``output`` an
-``Invoice | None``)."""
+``Invoice | None``; ``run_sync``, ``confirm_sync`` and ``stream`` take their methods'
+parameters). What ``inspect`` and ``help()`` show of the twins: tests/test_facade.py."""
 
 from __future__ import annotations
 

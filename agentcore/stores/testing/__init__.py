@@ -4,7 +4,9 @@ hypothesis; ``import agentcore.stores`` does not load it).
 
 A store passes by subclassing :class:`StoreConformance` in a ``Test...`` class and
 overriding the ``store`` fixture (and ``peer`` when a second store object can open the same
-data, so that races and leases are also checked across objects)::
+data, so that races and leases are also checked across objects; and ``tamper`` when the
+test can write the store's data behind its back, so that a changed event or snapshot is
+shown to be found)::
 
     class TestMyStore(StoreConformance):
         @pytest.fixture
@@ -13,7 +15,9 @@ data, so that races and leases are also checked across objects)::
             yield s
             await s.close()
 
-Every test starts from an empty store.
+Every test starts from an empty store. The snapshot checks run for a
+:class:`SnapshotStore`, the chain checks for a :class:`ChainVerifier`; a store that is
+neither skips them, saying so.
 """
 
 from __future__ import annotations
@@ -32,13 +36,17 @@ from ._builders import (
     started,
     tool_result,
 )
+from ._chains import ChainChecks
 from ._content import ContentChecks
 from ._ownership import OwnershipChecks
 from ._runs import RunChecks
+from ._snapshots import SnapshotChecks
+from ._tamper import Tamper
 
 __all__ = [
     "UNICODE_SAMPLES",
     "StoreConformance",
+    "Tamper",
     "context",
     "every_event_type",
     "finished",
@@ -49,8 +57,11 @@ __all__ = [
 ]
 
 
-class StoreConformance(AppendChecks, RunChecks, OwnershipChecks, ContentChecks):
-    """The behaviour every transcript store shares. Override ``store`` (and ``peer``)."""
+class StoreConformance(
+    AppendChecks, RunChecks, OwnershipChecks, ContentChecks, SnapshotChecks, ChainChecks
+):
+    """The behaviour every transcript store shares. Override ``store`` (and ``peer``,
+    ``tamper``)."""
 
     @pytest.fixture
     async def store(self) -> TranscriptStore:
@@ -61,4 +72,10 @@ class StoreConformance(AppendChecks, RunChecks, OwnershipChecks, ContentChecks):
     async def peer(self, store: TranscriptStore) -> TranscriptStore | None:
         """A second store object on the same data as ``store``, or ``None`` where a store
         cannot be opened twice (MemoryStore). It races appends and leases across objects."""
+        return None
+
+    @pytest.fixture
+    def tamper(self, store: TranscriptStore) -> Tamper | None:
+        """Raw writes to ``store``'s data (:class:`Tamper`), or ``None`` where the test
+        cannot make them: the checks that tampering is found then skip."""
         return None

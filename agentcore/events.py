@@ -261,6 +261,10 @@ class ToolFinished(_Event):
     untrusted: bool = False
     """The result is third-party content (``@tool(output="untrusted")``): arguments that
     could only have come from it are judged by ``Policy.untrusted_arguments``."""
+    outcome_unknown: bool = Field(default=False, exclude_if=_unset)
+    """The call started and its outcome was never recorded (the run was cancelled, or
+    compensated, while it ran): it failed as far as the run goes, but its effect may have
+    happened, so it is reconciled or put to a person before anything older is undone."""
 
 
 class RunResumed(_Event):

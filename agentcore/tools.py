@@ -156,11 +156,20 @@ class Compensation:
             blindly.
         reconcile: ``reconcile(key)``: whether a compensation whose outcome was lost
             already happened (its result, or ``None``).
+        timeout: seconds the undo is waited for (``None``: no limit). A sync undo runs
+            in the tools' pool and keeps running in its thread past it; either way its
+            outcome is then unknown, settled as a lost undo is (and, when it is not
+            idempotent, no one runs it again before its thread returns).
     """
 
     fn: Callable[[CommittedCall], Any]
     idempotent: bool = False
     reconcile: Reconcile | None = None
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not self.timeout > 0:
+            raise ToolDefinitionError(f"Compensation timeout must be > 0, got {self.timeout}")
 
 
 Reconcile = Callable[[str], Any]

@@ -713,6 +713,7 @@ def _unknown(state: RunState, call: OpenCall, seq: int, what: str) -> ToolFinish
         call_id=call.call_id,
         tool=call.action.tool,
         ok=False,
+        outcome_unknown=True,
         error=(
             f"{OUTCOME_UNKNOWN}{what} after this call started and before its outcome was "
             f"recorded; it may or may not have happened (idempotency key {key})"

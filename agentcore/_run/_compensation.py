@@ -41,9 +41,6 @@ compensating (or whose undo a person approved) never advances again.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +50,6 @@ from agentcore.contracts.errors import (
     AlreadyApprovedError,
     NotAuthorizedError,
     RunError,
-    StoreError,
 )
 
 from .._faults import crash_point
@@ -69,16 +65,27 @@ from ..events import (
     ToolStarted,
 )
 from ..policy import Policy
-from ..stores import CallGuardStore
 from ..tools import (
     CommittedCall,
     Compensation,
     Tool,
-    ToolContext,
     current_context,
     recordable_result,
 )
-from ._commands import OUTCOME_UNKNOWN, outcomes_unknown
+from ._commands import outcomes_unknown
+from ._effects import (
+    HELD,
+    Failed,
+    Running,
+    Unknown,
+    ask_reconcile,
+    guards_for,
+    look_at_guard,
+    outcome_lost,
+    refuse_while_running,
+    run_effect,
+    run_guarded,
+)
 from ._loop import Driver
 from ._tool_calls import call_context, deps_of
 
@@ -105,7 +112,7 @@ class _Effect:
     @property
     def outcome_known(self) -> bool:
         f = self.finished
-        return f is not None and not (not f.ok and (f.error or "").startswith(OUTCOME_UNKNOWN))
+        return f is not None and not outcome_lost(f)
 
     @property
     def settled(self) -> bool:
@@ -209,6 +216,7 @@ async def compensate(
             "names calls or undos whose outcome is unknown: "
             f"{', '.join(sorted(doubtful)) or 'none'}."
         )
+    await _refuse_rerun_while_running(d, effects, settle)  # raises before anything is recorded
     gate = _Gate(d, effects, effect_of, by=by, policy=policy, person=person)
     gate.check(settling=bool(settle))  # raises before anything is recorded
     lost = outcomes_unknown(st, f"a compensation by {by} began")
@@ -242,6 +250,30 @@ async def compensate(
 
 def _label(effect: _Effect) -> str:
     return f"{effect.started.tool} at step {effect.started.step}"
+
+
+async def _refuse_rerun_while_running(
+    d: Driver, effects: Sequence[_Effect], settle: Mapping[str, Settle]
+) -> None:
+    """A person's ``not_done`` for an undo in doubt runs it again: refused, as a rerun of a
+    tool call is, while the process that started the undo still holds its guard.
+
+    Raises:
+        CallStillRunningError: that guard is held, or cannot be read (nothing recorded).
+    """
+    for e in effects:
+        undo = e.undo_started
+        if undo is None or not e.undo_in_doubt or settle.get(e.started.call_id) != "not_done":
+            continue
+        key = undo.idempotency_key
+        await refuse_while_running(
+            d.setup.store,
+            d.state.run_id,
+            key,
+            guarded=undo.guarded,
+            what=(f"the undo of {_label(e)} ({e.started.call_id}, key {key})", "the undo's guard"),
+            instead=f"settle it now: --done {e.started.call_id} (it happened)",
+        )
 
 
 class _Gate:
@@ -474,8 +506,8 @@ async def _did_it_happen(
     if tool is not None and tool.reconcile is not None:
         free = await _guard_free(d, key) if started.guarded else None
         if free:
-            found = await _ask(tool.reconcile, key)
-            if isinstance(found, _Failed):
+            found = await ask_reconcile(tool.reconcile, key)
+            if isinstance(found, Failed):
                 raise _StopError(_doubt(d, effect, f"reconcile raised {found.error}"))
             return found is not None, found
         why = (
@@ -530,8 +562,8 @@ async def _reconciled_undo(
         raise stop("whether the worker that ran it is gone cannot be told (no guard)")
     if not await _guard_free(d, key):
         raise stop("the worker that ran it still holds its guard: it may still be running")
-    found = await _ask(comp.reconcile, key)
-    if isinstance(found, _Failed):
+    found = await ask_reconcile(comp.reconcile, key)
+    if isinstance(found, Failed):
         raise stop(f"reconcile raised {found.error}")
     return None if found is None else (found, "reconcile found it happened")
 
@@ -539,24 +571,19 @@ async def _reconciled_undo(
 async def _run_undo(
     d: Driver, effect: _Effect, comp: Compensation, call: CommittedCall, key: str, by: str
 ) -> None:
-    """Record the undo's intent, run it (under its guard when it can be reconciled),
-    record its outcome.
+    """Record the undo's intent, run it (under its guard when it is not idempotent, in the
+    tools' pool when it is sync, within ``comp.timeout``), record its outcome.
 
     Raises:
-        _StopError: it failed.
+        _StopError: it failed, or its outcome is unknown (it timed out), or another
+            process holds its guard.
     """
     s = effect.started
-    guards = d.setup.store if isinstance(d.setup.store, CallGuardStore) else None
-    use_guard = guards is not None and not comp.idempotent and comp.reconcile is not None
-    crash_point("before_compensation_intent")
-    async with contextlib.AsyncExitStack() as stack:
-        if use_guard:
-            assert guards is not None
-            if not await stack.enter_async_context(guards.guard_call(d.state.run_id, key)):
-                raise _StopError(
-                    f"compensation stopped: another process holds the guard of the undo of "
-                    f"{s.tool} at step {s.step} (key {key}); run compensate again later"
-                )
+    guards = guards_for(d.setup.store, idempotent=comp.idempotent)
+    begun = 0.0
+
+    async def body() -> tuple[object, Running | None]:
+        nonlocal begun
         d.record(
             CompensationStarted(
                 **d.fields(),
@@ -565,7 +592,7 @@ async def _run_undo(
                 tool=s.tool,
                 idempotency_key=key,
                 by=by,
-                guarded=use_guard,
+                guarded=guards is not None,
             )
         )
         await d.flush()  # write-ahead, as for a tool call
@@ -574,10 +601,43 @@ async def _run_undo(
         crash_point("after_compensation_intent")
         begun = time.perf_counter()
         ctx = call_context(d, s.step, s.call_id, key, await deps_of(d))
-        value = await _invoke(comp, call, ctx)
+        with current_context(ctx):  # a sync undo's thread runs in a copy of this context
+            value = await run_effect(comp.fn, call, within=comp.timeout)
         crash_point("after_compensation_effect")
+        return value, value.still_running if isinstance(value, Unknown) else None
+
+    crash_point("before_compensation_intent")
+    if guards is None:
+        value, _ = await body()
+    else:
+        value = await run_guarded(guards, d.state.run_id, key, body, thread=True)
+        if value is HELD:
+            raise _StopError(
+                f"compensation stopped: another process holds the guard of the undo of "
+                f"{s.tool} at step {s.step} (key {key}); run compensate again later"
+            )
     took = round((time.perf_counter() - begun) * 1000, 3)
-    if isinstance(value, _Failed):
+    if isinstance(value, Unknown):
+        # Not a failure: the undo may have happened, or still be happening (its thread
+        # keeps running, and keeps its guard until it returns). It stays in doubt.
+        d.log.warning("compensation_outcome_lost", step=s.step, tool=s.tool)
+        settle = (
+            f"run compensate again once it has returned: reconcile settles it "
+            f"(agentcore compensate {d.state.run_id} --by NAME)"
+            if comp.reconcile is not None and not comp.idempotent
+            else f"a person says whether it happened once it has returned: agentcore "
+            f"compensate {d.state.run_id} --by NAME --done {s.call_id} (it happened) | "
+            f"--not-done {s.call_id} (run it again)"
+            if not comp.idempotent
+            else f"run compensate again (agentcore compensate {d.state.run_id} --by NAME): "
+            "it is idempotent and runs again"
+        )
+        raise _StopError(
+            f"compensation stopped: the undo of {s.tool} at step {s.step} (key {key}) "
+            f"{value.why}; its outcome is unknown and it may still be running; nothing "
+            f"older was undone; {settle}"
+        )
+    if isinstance(value, Failed):
         d.record(_finished(d, s, "failed", error=value.error, duration_ms=took))
         await d.flush()
         raise _StopError(
@@ -593,47 +653,17 @@ async def _run_undo(
     await d.flush()
 
 
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    error: str
-
-
-async def _invoke(comp: Compensation, call: CommittedCall, ctx: ToolContext) -> Any:  # Any: result
-    """Run the undo with ``ctx`` current (a sync one in a thread); its exception as
-    :class:`_Failed`."""
-    try:
-        with current_context(ctx):
-            if inspect.iscoroutinefunction(comp.fn):
-                return await comp.fn(call)
-            value = await asyncio.to_thread(comp.fn, call)  # copies the context: ctx too
-            if inspect.isawaitable(value):
-                value = await value
-            return value
-    except Exception as exc:  # user code: its failure stops for a person
-        return _Failed(f"{type(exc).__name__}: {exc}")
-
-
-async def _ask(reconcile: Any, key: str) -> Any:  # Any: user callable and its JSON answer
-    try:
-        found = reconcile(key)
-        if inspect.isawaitable(found):
-            found = await found
-    except Exception as exc:  # user code
-        return _Failed(f"{type(exc).__name__}: {exc}")
-    return found
-
-
 async def _guard_free(d: Driver, key: str) -> bool:
-    """Whether no process holds the guard of ``key`` (a store without guards: unknown,
-    taken as held)."""
-    store = d.setup.store
-    if not isinstance(store, CallGuardStore):
-        return False
-    try:
-        return not await store.call_running(d.state.run_id, key)
-    except StoreError as exc:
-        d.log.warning("call_guard_unreadable", key=key, error=str(exc))
-        return False
+    """Whether no process holds the guard of ``key`` now (a store without guards, or a
+    guard that cannot be read: taken as held). Compensation does not wait for a guard: a
+    person asked for it, and is told to run it again later."""
+    look = await look_at_guard(
+        d.setup.store,
+        d.state.run_id,
+        key,
+        lambda exc: d.log.warning("call_guard_unreadable", key=key, error=str(exc)),
+    )
+    return look is not None and look.state == "free"
 
 
 def _finished(

@@ -8,10 +8,11 @@ put to a person. What each kind of effect records and says lives with it
   store that keeps call guards) and how it holds it (:func:`run_guarded`: taken before the
   intent is written, let go when the effect returns, kept until a timed-out thread returns
   or, if the thread outlives the loop, until the process ends);
-- whether another process may still be running an effect (:func:`wait_for_guard`, a look
-  or a bounded wait) and the refusal of a person's rerun while it may
-  (:func:`refuse_while_running`);
-- asking ``reconcile(key)`` (:func:`ask_reconcile`);
+- whether another process may still be running an effect (:func:`look_at_guard`,
+  :func:`wait_for_guard`: a look, or a bounded wait) and the refusal of a person's rerun
+  while it may (:func:`refuse_while_running`);
+- asking ``reconcile(key)`` (:func:`ask_reconcile`), and whether a recorded call's outcome
+  is unknown (:func:`outcome_lost`);
 - running a sync effect in the tools' pool within a timeout, a timed-out one being an
   :class:`Unknown` outcome (:func:`run_effect`).
 """
@@ -31,16 +32,21 @@ from typing import Any, Final, Literal, TypeVar
 from agentcore.contracts.errors import CallStillRunningError, StoreError
 
 from .._threads import in_thread
+from ..events import ToolFinished
 from ..stores import CallGuardStore
+from ._commands import OUTCOME_UNKNOWN
 
 __all__ = [
     "HELD",
     "Failed",
     "GuardLook",
     "Held",
+    "Running",
     "Unknown",
     "ask_reconcile",
     "guards_for",
+    "look_at_guard",
+    "outcome_lost",
     "refuse_while_running",
     "release_when_done",
     "run_effect",
@@ -50,6 +56,7 @@ __all__ = [
 
 T = TypeVar("T")
 Running = asyncio.Future[Any]  # Any: a timed-out effect's result, which nobody reads
+"""A timed-out effect's thread, still running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +204,31 @@ async def wait_for_guard(
         await asyncio.sleep(min(poll_s, deadline - now))
         if between is not None and await between():
             return None
+
+
+async def look_at_guard(
+    store: object,
+    run_id: str,
+    key: str,
+    on_unreadable: Callable[[StoreError], object] | None = None,
+) -> GuardLook | None:
+    """One look at the guard of ``key``, without waiting; ``None`` when the store keeps no
+    guards (whether the effect still runs cannot be told)."""
+    guards = guards_for(store, idempotent=False)
+    if guards is None:
+        return None
+    return await wait_for_guard(
+        guards, run_id, key, deadline=0.0, poll_s=0.0, on_unreadable=on_unreadable
+    )
+
+
+def outcome_lost(finished: ToolFinished) -> bool:
+    """Whether a call's ``tool_finished`` says its outcome is unknown (it may have
+    happened): its ``outcome_unknown``, or, in a body that leaves the field out, its
+    error's first words (``outcome unknown: ``)."""
+    return finished.outcome_unknown or (
+        not finished.ok and (finished.error or "").startswith(OUTCOME_UNKNOWN)
+    )
 
 
 async def refuse_while_running(

@@ -8,16 +8,21 @@ from ._state import COMPENSATION_ENDINGS, FINAL_STATUSES, UNDO_SUFFIX, RunState,
 from .events import (
     ActionProposed,
     Approval,
+    ApprovalExpired,
     CompensationFinished,
     CompensationStarted,
     Confirmation,
+    ContextAdded,
     Decision,
     Event,
+    ModelCalled,
     Resolution,
     RunFinished,
+    RunResumed,
     RunStarted,
     ToolFinished,
     ToolStarted,
+    unhandled_event,
 )
 
 __all__ = ["check_transcript"]
@@ -111,6 +116,19 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
                             f"{lost.idempotency_key}) has no tool_finished: its outcome was "
                             "dropped"
                         )
+            case (
+                RunStarted()
+                | ContextAdded()
+                | ModelCalled()
+                | Decision()
+                | Confirmation()
+                | Approval()
+                | ApprovalExpired()
+                | CompensationFinished()
+                | RunResumed()
+                | Resolution()
+            ):
+                pass  # their order is the fold's to check (above)
             case _:
-                pass
+                raise unhandled_event(ev, "the transcript check (check_transcript)")
     return problems

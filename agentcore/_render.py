@@ -36,6 +36,7 @@ from .events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    unhandled_event,
 )
 
 __all__ = ["MessageView", "Renderer", "reask_messages", "render_observation"]
@@ -281,6 +282,8 @@ class Renderer:
                     self._user(f"[{ev.call_id}] {ev.tool} returned: {body}", ev.call_id)
                 else:
                     self._user(f"[{ev.call_id}] {ev.tool} failed: {ev.error}", ev.call_id)
+            case _:
+                raise unhandled_event(ev, "the model's view of the transcript (Renderer)")
 
     def _render_decision(self, ev: Decision) -> None:
         match ev.verdict:

@@ -42,6 +42,7 @@ from .events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    unhandled_event,
 )
 from .policy import Budget, Policy
 
@@ -407,6 +408,8 @@ class RunState:
                 self.metadata = dict(event.metadata)
                 self.started_at = event.at
                 self.output_hash = event.output_hash
+            case _:
+                raise unhandled_event(event, "the run state's fold (RunState.apply)")
 
     def _read(self, result: object, call_id: str, tool: str) -> None:
         """Untrusted output the model saw."""

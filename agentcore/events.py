@@ -26,8 +26,9 @@ run_finished       the run stopped: status, answer (typed: also output) or reaso
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Annotated, Any, Final, Literal, Never, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic_core import to_json
@@ -36,6 +37,7 @@ from agentcore.contracts import NextAction
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
+    "EVENT_TYPES",
     "ActionProposed",
     "Approval",
     "ApprovalExpired",
@@ -57,6 +59,7 @@ __all__ = [
     "decode_events",
     "dump_event",
     "encode_event_body",
+    "unhandled_event",
 ]
 
 EVENT_SCHEMA_VERSION = 1
@@ -371,6 +374,25 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 """Any transcript event."""
+
+EVENT_TYPES: Final[Mapping[str, type[_Event]]] = MappingProxyType(
+    {cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])}
+)
+"""Every event type by its ``type`` tag, in the union's order: the members of
+:data:`Event`, the one place an event type is declared."""
+
+
+def unhandled_event(event: Never, view: str) -> TypeError:
+    """The error a view of the transcript (the fold, the model's messages, a timeline)
+    raises in the last case of its ``match`` over :data:`Event`
+    (``case _: raise unhandled_event(ev, "the fold")``): type checkers report the call
+    when a member of the union has no case before it, and at run time it names the view
+    and the event type it was given."""
+    kind = getattr(event, "type", type(event).__name__)
+    return TypeError(
+        f"{view} has no case for the event type {kind!r}: every member of "
+        "agentcore.events.Event needs one (docs/contributing.md, 'Adding an event type')"
+    )
 
 
 @functools.cache

@@ -35,6 +35,7 @@ from agentcore.events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    unhandled_event,
 )
 
 from ._common import EXIT_INTERRUPTED, Interrupted, err, out, plain, print_rows, resume_command
@@ -125,6 +126,8 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
             return "", "resumed" + (" with a new budget" if ev.budget else "")
         case RunFinished():
             return "", f"{ev.status}: {ev.answer or ev.reason or ''}"
+        case _:
+            raise unhandled_event(ev, "the CLI's transcript (agentcore show)")
 
 
 def print_transcript(events: list[Event]) -> None:

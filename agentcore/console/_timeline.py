@@ -32,6 +32,7 @@ from agentcore.events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    unhandled_event,
 )
 
 __all__ = ["Entry", "StepBlock", "timeline"]
@@ -251,6 +252,8 @@ def entry(ev: Event) -> Entry:
                 details.append(("reason", ev.reason))
             tone = {"completed": "ok", "awaiting_confirmation": "wait"}.get(ev.status, "bad")
             return Entry(ev.seq, ev.type, f"run {ev.status}", details=details, tone=tone)
+        case _:
+            raise unhandled_event(ev, "the console's timeline")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from agentcore.contracts.errors import (
     SeqConflictError,
     StoreError,
 )
-from agentcore.events import ContextAdded
+from agentcore.events import EVENT_TYPES, ContextAdded
 
 from .._base import TranscriptStore
 from ._builders import context, every_event_type, fresh_run_id, started
@@ -36,19 +36,7 @@ class AppendChecks:
         await store.append(run, 0, events[:1])
         await store.append(run, 1, events[1:])
         assert await store.load(run) == events
-        assert {ev.type for ev in events} == {
-            "run_started",
-            "context_added",
-            "model_called",
-            "action_proposed",
-            "decision",
-            "confirmation",
-            "tool_started",
-            "tool_finished",
-            "resolution",
-            "run_resumed",
-            "run_finished",
-        }
+        assert {ev.type for ev in events} == set(EVENT_TYPES)
 
     async def test_load_after(self, store: TranscriptStore) -> None:
         run = fresh_run_id()

@@ -1,5 +1,6 @@
 """Events and run ids for store tests: a run's first event, context, a finish, a tool
-result, one event of every type, and text that stresses an encoder."""
+result, a run with every event type (each member of :data:`agentcore.events.Event`), and
+text that stresses an encoder."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from typing import TypedDict
 from agentcore.contracts import FinishAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
+    Approval,
+    ApprovalExpired,
+    CompensationFinished,
+    CompensationStarted,
     Confirmation,
     ContextAdded,
     Decision,
@@ -110,8 +115,11 @@ def _stamps(run_id: str, *, first_seq: int = 0) -> Callable[[float], _Stamp]:
 
 
 def every_event_type(run_id: str) -> list[Event]:
-    """A run that walks through every event type, with non-default optional fields, in an
-    order the state fold accepts; its status moves through every value a listing shows."""
+    """A run that walks through every event type (:data:`agentcore.events.EVENT_TYPES`), with
+    non-default optional fields, in an order the state fold accepts and
+    :func:`~agentcore.check_transcript` finds sound; its status moves through every value
+    but ``failed``: awaiting a person, needing attention, out of budget, completed, then
+    cancelled by the compensation of a call."""
     stamp = _stamps(run_id, first_seq=1)
     return [
         started(run_id),
@@ -197,9 +205,88 @@ def every_event_type(run_id: str) -> list[Event]:
             **stamp(9.0),
             step=3,
             call_id="c3",
+            action=ToolAction(thought="order it", tool="create_order", args={"id": "B1"}),
+        ),
+        Decision(
+            **stamp(9.25),
+            step=3,
+            call_id="c3",
+            verdict="needs_confirmation",
+            reason="two people approve orders",
+            args_hash="h3",
+            approvals_needed=2,
+            provenance={"/id": "model"},
+        ),
+        RunFinished(**stamp(9.5), status="awaiting_confirmation"),
+        ApprovalExpired(
+            **stamp(3609.5), step=3, call_id="c3", action="escalate", waited_s=3600.0, escalations=1
+        ),
+        Approval(
+            **stamp(3610.0),
+            step=3,
+            call_id="c3",
+            by="alice",
+            reason="looks right",
+            args={"id": "B2"},
+            args_hash="h4",
+        ),
+        Confirmation(
+            **stamp(3610.5),
+            step=3,
+            call_id="c3",
+            approved=True,
+            by="bob",
+            args_hash="h4",
+            approvers=["alice", "bob"],
+        ),
+        ToolStarted(
+            **stamp(3611.0),
+            step=3,
+            call_id="c3",
+            tool="create_order",
+            args={"id": "B2"},
+            idempotency_key=f"{run_id}:c3",
+            guarded=True,
+            bound={"tenant": "acme"},
+        ),
+        ToolFinished(
+            **stamp(3611.5),
+            step=3,
+            call_id="c3",
+            tool="create_order",
+            ok=True,
+            result={"order": "B2", "lines": ["ünïcødé ✓", 2.5, None]},
+            duration_ms=40.0,
+            untrusted=True,
+        ),
+        ActionProposed(
+            **stamp(3612.0),
+            step=4,
+            call_id="c4",
             action=FinishAction(thought="done", answer="the answer"),
         ),
-        RunFinished(**stamp(9.5), status="completed", answer="the answer"),
+        RunFinished(**stamp(3612.5), status="completed", answer="the answer"),
+        CompensationStarted(
+            **stamp(3700.0),
+            step=3,
+            call_id="c3",
+            tool="create_order",
+            idempotency_key=f"{run_id}:c3:undo",
+            by="dave",
+            guarded=True,
+        ),
+        CompensationFinished(
+            **stamp(3700.5),
+            step=3,
+            call_id="c3",
+            tool="create_order",
+            outcome="undone",
+            result={"cancelled": "B2"},
+            duration_ms=25.0,
+        ),
+        RunFinished(
+            **stamp(3701.0), status="cancelled", reason="compensated by dave: create_order undone"
+        ),
     ]
 
 

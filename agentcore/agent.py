@@ -245,8 +245,9 @@ class Agent(Extractor, Generic[OutputT]):
             store=store,
         )
         self._config = config  # binding its sub-agents reads the agent's settings
-        # a run tree: one store, governed as one
-        self._reconfigure(dataclasses.replace(config, tools=bind_subagents(self)), None)
+        if config.has_subagents:  # a run tree: one store, governed as one
+            config = dataclasses.replace(config, tools=bind_subagents(self))
+        self._reconfigure(config, None)
 
     def _reconfigure(self, config: Configuration, store: TranscriptStore | None) -> None:
         """Hold ``config``, and operations over it (``store``: one already open)."""

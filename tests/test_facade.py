@@ -11,7 +11,16 @@ import pydoc
 import pytest
 from conftest import Toolbox
 
-from agentcore import Agent, Budget, Policy, RunResult, RunStatus
+from agentcore import (
+    Agent,
+    Budget,
+    Policy,
+    RunIdentity,
+    RunResult,
+    RunStatus,
+    ToolContext,
+    tool,
+)
 from agentcore.adapters import ScriptedModel
 from agentcore.errors import ConfigurationError, LimitExceededError
 from agentcore.events import RunResumed
@@ -132,3 +141,34 @@ async def test_a_clone_shares_the_store_unless_given_another(tools: Toolbox) -> 
     assert await elsewhere.store.list_runs() == []
     assert (await elsewhere.run("Two")).answer == "two"
     assert {s.run_id for s in await agent.store.list_runs()} == {mine.run_id}
+
+
+async def test_deps_are_built_once_per_run_and_advance() -> None:
+    """The session is built once per agent; what ``deps`` builds is kept for one advance."""
+    built: list[str] = []
+
+    def deps(identity: RunIdentity) -> str:
+        built.append(identity.run_id)
+        return "pool"
+
+    @tool(effect="read")
+    def look(order_id: str, ctx: ToolContext[str]) -> str:
+        """Look an order up."""
+        return f"{order_id} via {ctx.deps}"
+
+    @tool(effect="destructive")
+    def drop(order_id: str, ctx: ToolContext[str]) -> str:
+        """Delete an order."""
+        return f"dropped {order_id} via {ctx.deps}"
+
+    script = [call("look", order_id="A1"), call("look", order_id="A2"), call("drop", order_id="A1")]
+    model = ScriptedModel([*script, finish("done"), call("look", order_id="B1"), finish("ok")])
+    agent = Agent(tools=[look, drop], model=model, store="memory://", policy=NO_PLAN, deps=deps)
+    paused = await agent.run("Drop A1")
+    assert paused.status is RunStatus.AWAITING_CONFIRMATION
+    assert built == [paused.run_id]  # two calls, one advance
+    done = await agent.confirm(paused.run_id, approve=True, by="alice")
+    assert done.status is RunStatus.COMPLETED
+    assert built == [paused.run_id] * 2  # the confirmation's advance builds them again
+    other = await agent.run("Look B1")
+    assert built == [paused.run_id] * 2 + [other.run_id]

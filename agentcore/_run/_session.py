@@ -15,7 +15,7 @@ import random
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcore.contracts.errors import (
@@ -66,6 +66,11 @@ class Session:
     def store(self) -> TranscriptStore:
         """The agent's transcript store."""
         return self.setup.store
+
+    def _driver(self, state: RunState, history: History, own: Ownership) -> Driver:
+        """A driver for one advance of the run: the session (built once per agent) lends it
+        the agent's setup, with what ``deps`` builds kept for this advance only."""
+        return Driver(replace(self.setup, deps_built={}), state, history, own)
 
     @contextlib.asynccontextmanager
     async def owned(self, run_id: str) -> AsyncGenerator[Ownership]:
@@ -281,7 +286,7 @@ class Session:
         its last durable batch was written) reports the run as the store has it.
         """
         waiting = _waiting(state)
-        driver = Driver(self.setup, state, history, own)
+        driver = self._driver(state, history, own)
         try:
             with driver.obs.advance(first, self.name):  # one span per advance, when traced
                 for ev in first:
@@ -316,7 +321,7 @@ class Session:
         async def undo(own: Ownership) -> RunResult:
             state, history = await self.load(run_id)
             events = await self.store.load(run_id)  # every call, before any snapshot too
-            driver = Driver(self.setup, state, history, own)
+            driver = self._driver(state, history, own)
             try:
                 await compensate(driver, events, by=by, settle=settle, policy=self.policy)
             except (SeqConflictError, LeaseLostError) as exc:

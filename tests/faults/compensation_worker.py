@@ -11,6 +11,9 @@ Commands: ``start`` (runs until the close waits), ``cancel``, ``compensate`` (``
 ``COMPENSATION_HOLD=<dir>``: while ``<dir>/hold`` exists, an undo about to refund writes
 ``<dir>/entered`` and waits (the test stops or kills the process there, before the refund).
 
+``UNDO_SLEEP_S=<s>``: an undo sleeps that long before it refunds; ``UNDO_TIMEOUT_S=<s>``:
+the compensation's ``timeout`` (a sync undo then outlives it in its thread).
+
 The ledger is a file outside agentcore, one line per real effect, fsynced: ``pay <key>``
 for a payment and ``undo <key>`` for its refund. Compensation kinds:
 
@@ -63,6 +66,7 @@ def refund(call: CommittedCall) -> str:
     from agentcore import ToolContext
 
     hold()
+    time.sleep(float(os.environ.get("UNDO_SLEEP_S", "0")))
 
     ctx = ToolContext.current()
     assert ctx is not None
@@ -77,12 +81,13 @@ def reconcile(key: str) -> str | None:
     return "refunded" if f"undo {key}" in lines() else None
 
 
+TIMEOUT = float(os.environ["UNDO_TIMEOUT_S"]) if os.environ.get("UNDO_TIMEOUT_S") else None
 if KIND == "reconcile":
-    UNDO: Any = Compensation(refund, reconcile=reconcile)
+    UNDO: Any = Compensation(refund, reconcile=reconcile, timeout=TIMEOUT)
 elif KIND == "idempotent":
-    UNDO = Compensation(refund, idempotent=True)
+    UNDO = Compensation(refund, idempotent=True, timeout=TIMEOUT)
 else:
-    UNDO = Compensation(refund)
+    UNDO = Compensation(refund, timeout=TIMEOUT)
 
 
 @tool(effect="write", compensate=UNDO)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from agentcore import check_transcript
-from agentcore.events import CompensationFinished, Event
+from agentcore.events import CompensationFinished, Event, RunFinished
 from agentcore.stores import SQLiteStore
 from faults._support import KILLED, TIMEOUT_S
 
@@ -47,8 +47,11 @@ def _argv(tmp: Path, store: str, schema: str, cmd: str, kind: str, *extra: str) 
     return [sys.executable, str(WORKER), cmd, store, schema, str(tmp / "ledger.txt"), kind, *extra]
 
 
-def _env(crash: str = "", hold: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCORE_")}
+def _env(
+    crash: str = "", hold: Path | None = None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCORE_", "UNDO_"))}
+    env.update(extra or {})
     if crash:
         env["AGENTCORE_CRASH_AT"] = crash
     if hold is not None:
@@ -57,13 +60,20 @@ def _env(crash: str = "", hold: Path | None = None) -> dict[str, str]:
 
 
 def _worker(
-    tmp: Path, store: str, schema: str, cmd: str, kind: str, *extra: str, crash: str = ""
+    tmp: Path,
+    store: str,
+    schema: str,
+    cmd: str,
+    kind: str,
+    *extra: str,
+    crash: str = "",
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         _argv(tmp, store, schema, cmd, kind, *extra),
         capture_output=True,
         text=True,
-        env=_env(crash),
+        env=_env(crash, extra=env),
         timeout=TIMEOUT_S,
         check=False,
     )
@@ -178,6 +188,69 @@ def test_a_stalled_compensator_never_undoes_a_payment_twice(then: str, tmp_path:
     assert check_transcript(events) == []
     outcomes = [(e.call_id, e.outcome) for e in events if isinstance(e, CompensationFinished)]
     assert outcomes == [("c2", "undone"), ("c1", "undone")]
+
+
+@pytest.mark.parametrize("kind", ["plain", "reconcile"])
+def test_a_timed_out_undos_thread_blocks_a_persons_rerun_until_it_returns(
+    kind: str, tmp_path: Path
+) -> None:
+    """Worker A's first undo (a sync refund) passes its 0.5 s timeout and keeps running in
+    its thread (4 s) before it refunds: the compensation stops as needs_attention at once
+    (its outcome is unknown, not failed), and a person's ``--not-done`` (run it again)
+    from another process is refused while that thread runs, nothing recorded. Once it has
+    returned: the plain undo runs once more (the person said so); the one with
+    ``reconcile`` has its refund found and adopted by a plain compensate."""
+    db = str(tmp_path / "runs.db")
+    ledger = tmp_path / "ledger.txt"
+    assert _worker(tmp_path, db, "-", "start", kind).stdout.startswith("awaiting_confirmation")
+    assert _worker(tmp_path, db, "-", "cancel", kind).stdout.startswith("cancelled")
+    slow = {"UNDO_SLEEP_S": "4", "UNDO_TIMEOUT_S": "0.5"}
+    a = subprocess.Popen(
+        _argv(tmp_path, db, "-", "compensate", kind),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(extra=slow),
+    )
+    try:
+        give_up = time.monotonic() + TIMEOUT_S
+        while not _stopped(db):
+            assert a.poll() is None, a.communicate()
+            assert time.monotonic() < give_up, "A's undo never timed out"
+            time.sleep(0.05)
+        before = len(asyncio.run(_events(db)))
+        refused = _worker(tmp_path, db, "-", "compensate", kind, "c2=not_done", env=slow)
+        assert a.poll() is None, "A's undo thread returned before the rerun was tried"
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert refused.stdout.startswith("error: CallStillRunningError"), refused.stdout
+        assert "the undo's guard" in refused.stdout, refused.stdout
+        assert len(asyncio.run(_events(db))) == before  # nothing recorded
+        assert not [line for line in ledger.read_text().splitlines() if "undo" in line]
+        a_out, a_err = a.communicate(timeout=TIMEOUT_S)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.communicate(timeout=TIMEOUT_S)
+    assert a_out.startswith("needs_attention"), a_out + a_err
+    assert "timed out after 0.5s; its outcome is unknown" in a_out, a_out
+    assert "undo comp-run:2:undo" in ledger.read_text()  # the thread refunded after all
+    if kind == "plain":
+        again = _worker(tmp_path, db, "-", "compensate", kind, "c2=not_done")
+    else:
+        again = _worker(tmp_path, db, "-", "compensate", kind)
+    assert again.stdout.startswith("cancelled"), again.stdout + again.stderr
+    refunds = [line for line in ledger.read_text().splitlines() if line.startswith("undo")]
+    twice = ["undo comp-run:2:undo"] if kind == "plain" else []  # one rerun, a person's
+    assert sorted(refunds) == sorted(["undo comp-run:2:undo", *twice, "undo comp-run:1:undo"])
+    events = asyncio.run(_events(db))
+    assert check_transcript(events) == []
+
+
+def _stopped(db: str) -> bool:
+    """Whether the run's last event stops it as needs_attention."""
+    events = asyncio.run(_events(db))
+    last = events[-1] if events else None
+    return isinstance(last, RunFinished) and last.status == "needs_attention"
 
 
 async def _events(db: str) -> list[Event]:

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import (
-    FINISHED_STATUSES,
+from .._status import FINISHED_STATUSES
+from ._chain import ChainReport
+from ._commits import CommitStats
+from ._guards import CallGuardStore
+from ._layout import SchemaStatus, StoreLayout
+from ._memory import MemoryStore
+from ._protocol import (
     CancelAtAppend,
     CancelRequest,
     ChainVerifier,
@@ -20,11 +25,6 @@ from ._base import (
     SnapshotStore,
     TranscriptStore,
 )
-from ._chain import ChainReport
-from ._commits import CommitStats
-from ._guards import CallGuardStore
-from ._layout import SchemaStatus, StoreLayout
-from ._memory import MemoryStore
 from ._registry import (
     DEFAULT_STORE_URL,
     StoreFactory,

@@ -1,160 +1,105 @@
-"""The store protocol: an append-only log of events per run, with conditional appends."""
+"""StoreBase: what the built-in stores share above their storage. ``append``,
+``truncate``, ``list_runs`` and ``prune`` check their arguments here and hand each store
+the checked request (a :class:`Batch`, a :class:`Listing`, a :class:`Pruning`);
+``verify_chains`` pages through run ids here, over each store's ``verify_chain`` and
+``_run_page``. The checks and helpers the stores call from their own methods (leases,
+cancel requests, truncation, search) are here too."""
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Collection,
-    Iterable,
-    Sequence,
-)
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
 
 from pydantic_core import to_json
 
 from agentcore.contracts import check_tenant
 from agentcore.contracts.errors import (
     ConfigurationError,
-    LeaseLostError,
     LimitExceededError,
-    RunBusyError,
+    RunNotFoundError,
     StoreCorruptedError,
     StoreError,
 )
 
-from .._status import FINISHED_STATUSES, status_after
+from .._status import FINISHED_STATUSES, RunStatus, status_after
 from ..events import Event, RunStarted, decode_event
 from ._chain import ChainReport
-from ._codec import DECODE_ERRORS, run_label
-from ._snapshots import Snapshot
+from ._codec import DECODE_ERRORS, encode_batch, run_label
+from ._protocol import CancelRequest, Lease, RunSummary
 
 __all__ = [
-    "FINISHED_STATUSES",
     "PRUNE_CHUNK",
-    "CancelRequest",
-    "ChainVerifier",
-    "Lease",
-    "RunSummary",
-    "SnapshotStore",
-    "TranscriptStore",
-    "busy_error",
+    "Batch",
+    "Listing",
+    "Pruning",
+    "StoreBase",
     "check_batch",
+    "check_cancel_text",
     "check_lease_request",
     "check_truncate",
     "kept_status",
     "like_escape",
-    "lost_error",
     "metadata_text",
-    "status_after",
-    "translated",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """Time-limited ownership of a run, with a fencing token (``acquire``, ``renew``).
-
-    Attributes:
-        run_id: the run.
-        owner: who holds it, chosen by the caller (e.g. ``"host:pid:uuid"``).
-        epoch: the fencing token: the run's epoch goes up by one on every acquire, so a
-            holder whose run was taken over has a smaller epoch than the run's, and the
-            store refuses its appends (:class:`LeaseLostError`).
-        ttl_s: how long each acquire or renew lasts, in seconds.
-        expires_at: Unix seconds when the lease ends unless renewed, by the store's clock
-            (PostgreSQL: the database's ``now()``; SQLite and memory: the machine's).
-        taken_over: on the lease ``acquire`` returned, the owner whose lease it voided (it
-            had expired, or its process died without releasing): the run was taken over
-            from a worker that did not finish its turn. ``None`` when the run was free.
-    """
-
-    run_id: str
-    owner: str
-    epoch: int
-    ttl_s: float
-    expires_at: float
-    taken_over: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RunSummary:
-    """One line of ``list_runs``.
-
-    Attributes:
-        run_id: the run.
-        status: the status after the last event (``running`` until the run stops).
-        task: the task text.
-        created_at, updated_at: Unix seconds of the first and last event.
-        events: how many events the run has.
-        tenant: the run's namespace (``run_started.tenant``), or ``None``.
-        owner: who holds the run's lease, or ``None`` (never acquired, or released).
-        lease_expires_at: when that lease ends unless renewed (Unix seconds, the store's
-            clock, as :attr:`Lease.expires_at`); a past time means its holder stopped
-            renewing and nobody has taken the run over yet.
-    """
-
-    run_id: str
-    status: str
-    task: str
-    created_at: float
-    updated_at: float
-    events: int
-    tenant: str | None = None
-    owner: str | None = None
-    lease_expires_at: float | None = None
-
 
 PRUNE_CHUNK: Final = 500
 """Runs deleted per transaction by ``prune``: short transactions, bounded lock times."""
 
 
-@dataclass(frozen=True, slots=True)
-class CancelRequest:
-    """A person's (or a service's) request to cancel a run, recorded beside its transcript.
+_SEEN_CANCELS = 4096
+"""Runs whose append-time cancel request a store keeps until their driver takes it."""
 
-    The process advancing the run reads it between steps, records the running tool's
-    outcome, then the cancellation; with no live process, the canceller appends it itself.
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """An ``append`` whose events were checked and encoded (the arguments of
+    :meth:`TranscriptStore.append`, and ``bodies``: each event's encoded body)."""
+
+    run_id: str
+    expected_seq: int
+    events: Sequence[Event]
+    bodies: Sequence[str]
+    lease: Lease | None
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A ``list_runs`` request whose ``limit`` and ``tenant`` were checked (the arguments
+    of :meth:`TranscriptStore.list_runs`)."""
+
+    status: str | None
+    tenant: str | None
+    limit: int
+    search: str | None
+    after: tuple[float, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pruning:
+    """A checked ``prune`` request (the arguments of :meth:`TranscriptStore.prune`).
 
     Attributes:
-        by: who asked (recorded).
-        reason: why, when given.
-        at: Unix seconds of the request.
+        statuses: the statuses to prune, known and distinct, in :class:`RunStatus` order.
+        run_ids: the runs it is limited to, distinct and sorted, or ``None``: any run.
     """
 
-    by: str
-    reason: str | None
-    at: float
+    before: float
+    statuses: tuple[str, ...]
+    tenant: str | None
+    run_ids: list[str] | None
+    dry_run: bool
 
 
-@runtime_checkable
-class TranscriptStore(Protocol):
-    """Where transcripts live. Implementations: MemoryStore, SQLiteStore, PostgresStore.
-
-    Appends are conditional: ``append(run_id, expected_seq, events)`` writes only if the
-    run's next sequence number is ``expected_seq`` (0 for a new run), all events or none.
-    Two writers can therefore never both append step N: the loser gets
-    :class:`SeqConflictError` and nothing it sent is written.
-
-    Ownership is a lease with fencing: ``acquire`` takes a run for ``ttl_s`` seconds (by
-    the store's clock) and bumps the run's epoch; ``renew`` extends it; ``release`` gives
-    it back. An append made with a lease is also conditional on the run's owner and epoch
-    still being the lease's, checked in the same transaction as the seq, so a holder that
-    stalled past its lease and was taken over gets :class:`LeaseLostError` and writes
-    nothing. Expiry alone does not fence: until someone else acquires the run, a late
-    holder can still renew and append.
-
-    Errors: apart from :class:`RunNotFoundError` and :class:`RunBusyError` (answers about
-    the run), every exception that leaves a store is a :class:`StoreError` whose message
-    names the run and the seq concerned, with the underlying error as ``__cause__``. An
-    event that would not read back as itself is refused at ``append``, never stored.
-    """
+class StoreBase(ABC):
+    """The base of the built-in stores: the public ``append``, ``truncate``, ``list_runs``,
+    ``prune`` and ``verify_chains`` with their full signatures and argument checks, each
+    over one hook of the store's."""
 
     url: str
+    _appended_cancel: dict[str, CancelRequest | None]
 
     async def append(
         self,
@@ -164,32 +109,50 @@ class TranscriptStore(Protocol):
         *,
         lease: Lease | None = None,
     ) -> None:
-        """Append ``events`` (whose seqs are ``expected_seq, expected_seq+1, ...``) atomically.
+        """See :meth:`TranscriptStore.append`: the batch is checked and encoded here (an
+        event that would not read back as itself is refused before the store sees it)."""
+        check_batch(run_id, expected_seq, events, lease)
+        # What an earlier append read of the run's cancel request is stale from now on: an
+        # append that ends without reading it (refused, failed, retried after a lost
+        # connection) leaves nothing, and the driver reads the request itself.
+        self._forget_cancel(run_id)
+        await self._append(Batch(run_id, expected_seq, events, encode_batch(run_id, events), lease))
 
-        Args:
-            lease: when given, the append also requires the run's owner and epoch to be the
-                lease's, checked together with ``expected_seq`` (expiry alone does not
-                fence; another acquire does).
+    def cancel_at_append(self, run_id: str) -> CancelRequest | None:
+        """See :meth:`CancelAtAppend.cancel_at_append`."""
+        seen = self._cancels()
+        if run_id not in seen:
+            raise LookupError(run_id)
+        return seen.pop(run_id)
 
-        Raises:
-            LeaseLostError: ``lease`` is given and the run is held by someone else now (or
-                by nobody); nothing was written. Checked before the seq.
-            SeqConflictError: the run is not at ``expected_seq``.
-            StoreError: the write failed, or an event cannot be stored so that it reads back
-                equal (a lone surrogate, a number or nesting past the decoder's limits, NaN);
-                nothing was written.
-        """
-        ...
+    def _cancels(self) -> dict[str, CancelRequest | None]:
+        """What appends read of their runs' cancel requests, not handed out yet (made on
+        first use: the stores' own ``__init__`` need not know of it)."""
+        try:
+            return self._appended_cancel
+        except AttributeError:
+            self._appended_cancel = {}
+            return self._appended_cancel
 
-    async def load(self, run_id: str, *, after: int = -1) -> list[Event]:
-        """Events of a run with ``seq > after``, in order.
+    def _saw_cancel(self, run_id: str, request: CancelRequest | None) -> None:
+        """Keep what an append of ``run_id`` read of its cancel request as it committed
+        (the latest few thousand runs': a run's driver takes it right after its append)."""
+        seen = self._cancels()
+        seen.pop(run_id, None)
+        seen[run_id] = request
+        if len(seen) > _SEEN_CANCELS:
+            del seen[next(iter(seen))]
 
-        Raises:
-            RunNotFoundError: no such run.
-            StoreCorruptedError: an event cannot be decoded (names the run and seq).
-            StoreError: the store failed.
-        """
-        ...
+    def _forget_cancel(self, run_id: str) -> None:
+        """Keep nothing for ``run_id``: its driver reads the request itself."""
+        self._cancels().pop(run_id, None)
+
+    async def truncate(
+        self, run_id: str, *, after: int, dry_run: bool = False
+    ) -> list[tuple[int, str]]:
+        """See :meth:`TranscriptStore.truncate`."""
+        check_truncate(run_id, after)
+        return await self._truncate(run_id, after, dry_run)
 
     async def list_runs(
         self,
@@ -200,19 +163,9 @@ class TranscriptStore(Protocol):
         search: str | None = None,
         after: tuple[float, str] | None = None,
     ) -> list[RunSummary]:
-        """Runs, most recently updated first, optionally only those with ``status`` and only
-        those of ``tenant`` (``None``: every run, with a tenant or without).
-
-        Args:
-            search: only runs whose id starts with it, or whose task or metadata (the JSON
-                of ``run_started.metadata``) contains it, ignoring ASCII case.
-            after: a page's last ``(updated_at, run_id)``: only the runs listed after it
-                (keyset pagination: stable while runs are appended to).
-
-        Raises:
-            StoreError: the store failed, ``limit`` is negative or ``tenant`` is invalid.
-        """
-        ...
+        """See :meth:`TranscriptStore.list_runs`."""
+        _check_listing(tenant, limit)
+        return await self._list_runs(Listing(status, tenant, limit, search, after))
 
     async def prune(
         self,
@@ -223,183 +176,92 @@ class TranscriptStore(Protocol):
         run_ids: Collection[str] | None = None,
         dry_run: bool = False,
     ) -> list[str]:
-        """Retention: delete whole runs (events, row, cancel request) last updated before
-        ``before``, in transactions of at most :data:`PRUNE_CHUNK` runs each.
+        """See :meth:`TranscriptStore.prune`."""
+        wanted = _check_pruning(before, statuses, tenant)
+        ids = None if run_ids is None else sorted(set(run_ids))
+        return await self._prune(Pruning(before, wanted, tenant, ids, dry_run))
 
-        Only runs whose status is in ``statuses`` go: by default the finished ones; a run
-        that is running, awaiting confirmation, needs attention or exhausted its budget is
-        pruned only when its status is named. A run whose lease has not expired is never
-        pruned (someone is advancing it). Each run's conditions are checked again in the
-        transaction that deletes it, so a run that moved on meanwhile is kept.
+    async def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
+        """See :meth:`ChainVerifier.verify_chains`: keyset pages of run ids
+        (:meth:`_run_page`), each run checked by :meth:`verify_chain`."""
+        after = ""
+        while True:
+            ids = await self._run_page(after, page)
+            for run_id in ids:
+                try:
+                    yield await self.verify_chain(run_id)
+                except RunNotFoundError:
+                    continue
+            if len(ids) < page:
+                return
+            after = ids[-1]
 
-        Args:
-            before: Unix seconds; runs whose last event is at or after it are kept.
-            statuses: the statuses to prune (each a :class:`RunStatus` value).
-            tenant: only runs of this tenant (``None``: any tenant, or none).
-            run_ids: only these runs (still subject to every other condition), e.g. the
-                ones a caller has exported.
-            dry_run: delete nothing; return what would be deleted.
+    @abstractmethod
+    async def _append(self, batch: Batch, /) -> None:
+        """Write the checked batch."""
 
-        Returns:
-            The run ids pruned (or, with ``dry_run``, that would be).
+    @abstractmethod
+    async def _truncate(self, run_id: str, after: int, dry_run: bool) -> list[tuple[int, str]]:
+        """Delete (or, for a dry run, pick) the run's events after ``after``; ``(seq,
+        body)`` of each."""
 
-        Raises:
-            ConfigurationError: an empty or unknown status, a ``before`` that is not a
-                finite number, an invalid tenant.
-            StoreError: the store failed; the chunks committed before stay deleted, the
-                failing one is rolled back.
-        """
-        ...
-
-    async def truncate(
-        self, run_id: str, *, after: int, dry_run: bool = False
-    ) -> list[tuple[int, str]]:
-        """Repair: delete the run's events with ``seq > after``; an explicit act.
-
-        Args:
-            after: the last seq to keep (``run_started`` is never removed).
-            dry_run: delete nothing; return what would be removed (to back it up first).
-
-        Returns:
-            The removed events as ``(seq, raw stored body)``, for the caller to keep.
-
-        Raises:
-            RunNotFoundError: no such run.
-            StoreCorruptedError: an event that would be kept cannot be decoded (names its
-                seq).
-            StoreError: the store failed; nothing was deleted.
-        """
-        ...
-
-    async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
-        """Record a request to cancel the run (replacing an earlier one); no event is written.
-
-        Raises:
-            RunNotFoundError: no such run.
-            StoreError: the request cannot be recorded (names the run): the store failed, or
-                ``by`` or ``reason`` is not valid text (a lone surrogate), on every store.
-        """
-        ...
-
-    async def cancel_request(self, run_id: str) -> CancelRequest | None:
-        """The run's recorded cancel request, or ``None``.
-
-        Raises:
-            RunNotFoundError: no such run.
-            StoreError: the store failed (names the run).
-        """
-        ...
-
-    async def acquire(self, run_id: str, *, owner: str, ttl_s: float) -> Lease:
-        """Take the run for ``ttl_s`` seconds as ``owner``; the run's epoch goes up by one.
-
-        Succeeds when nobody holds the run, when its holder released it, when the holder's
-        lease expired (by the store's clock), and, where the store can tell (SQLite, memory),
-        when the holder's process is gone.
-
-        Raises:
-            RunBusyError: someone holds the run (the message names them and when their
-                lease expires).
-            RunNotFoundError: no such run.
-            ConfigurationError: an empty owner or a ``ttl_s`` that is not a positive number.
-            StoreError: the store failed.
-        """
-        ...
-
-    async def renew(self, lease: Lease) -> Lease:
-        """Extend the lease by ``lease.ttl_s`` from now (store clock).
-
-        Works while the run's owner and epoch are still the lease's, even if the lease
-        expired meanwhile but nobody took the run.
-
-        Raises:
-            LeaseLostError: someone else acquired the run (the message names them).
-            StoreError: the store failed.
-        """
-        ...
-
-    async def release(self, lease: Lease) -> None:
-        """Give the run back if ``lease`` still holds it; otherwise do nothing. Idempotent.
-
-        Raises:
-            StoreError: the store failed.
-        """
-        ...
-
-    async def close(self) -> None:
-        """Release connections. The store is unusable afterwards."""
-        ...
-
-
-@runtime_checkable
-class SnapshotStore(Protocol):
-    """A store that keeps run snapshots (``agentcore._snapshot``): the three built-in
-    stores do. The agent uses them when its store has these methods, and reads whole
-    transcripts otherwise; a snapshot is only ever a cache of what the events say."""
-
-    async def save_snapshot(self, run_id: str, snapshot: Snapshot, *, lease: Lease) -> None:
-        """Keep ``snapshot``, bound to the digest event ``snapshot.seq`` has now and sealed
-        (``_snapshots``), in place of the run's snapshots from ``snapshot.start`` on.
-
-        Raises:
-            LeaseLostError: ``lease`` is not the run's lease (nothing was saved): a worker
-                that lost the run cannot leave a snapshot of events it never wrote.
-            StoreError: no chained event at ``snapshot.seq``, or the store failed.
-        """
-        ...
-
-    async def load_snapshot(self, run_id: str) -> list[Snapshot]:
-        """The run's usable snapshots in seq order (empty: none): each row whose digest is
-        still its event's and whose seal holds, up to the first that is not.
-
-        Raises:
-            StoreError: the store failed (the caller reads the events instead).
-        """
-        ...
-
-
-@runtime_checkable
-class CancelAtAppend(Protocol):
-    """A store whose ``append`` also reads the run's cancel request, in the append's own
-    transaction (the three built-in stores do). A worker then learns of a request made
-    before the write-ahead commit of a call's ``tool_started`` from that commit, not from
-    one more read per step."""
-
-    def cancel_at_append(self, run_id: str) -> CancelRequest | None:
-        """The cancel request the run's latest append through this store object saw when
-        it committed (``None``: none), handed out once.
-
-        Raises:
-            LookupError: no append of the run through this object since the last call
-                (read the request with :meth:`TranscriptStore.cancel_request`).
-        """
-        ...
-
-
-@runtime_checkable
-class ChainVerifier(Protocol):
-    """A store that keeps each run's hash chain and can check it (``agentcore verify``):
-    the three built-in stores do."""
-
+    @abstractmethod
     async def verify_chain(self, run_id: str) -> ChainReport:
-        """Check the run's hash chain, its signed head (with the store's key) and its
-        snapshots' seals: intact, or the first broken seq and why.
+        """See :meth:`ChainVerifier.verify_chain`."""
 
-        Raises:
-            RunNotFoundError: no such run.
-            StoreError: the store failed.
-        """
-        ...
+    @abstractmethod
+    async def _list_runs(self, listing: Listing) -> list[RunSummary]:
+        """The runs ``listing`` asks for, most recently updated first."""
 
-    def verify_chains(self, *, page: int = 200) -> AsyncIterator[ChainReport]:
-        """:meth:`verify_chain` for every run, in run id order, reading ``page`` run ids at
-        a time (memory stays flat however many runs there are). A run deleted meanwhile is
-        skipped.
+    @abstractmethod
+    async def _prune(self, pruning: Pruning) -> list[str]:
+        """Delete (or, for a dry run, pick) the runs ``pruning`` names; their ids."""
 
-        Raises:
-            StoreError: the store failed.
-        """
-        ...
+    @abstractmethod
+    async def _run_page(self, after: str, page: int) -> Sequence[str]:
+        """Up to ``page`` run ids above ``after``, in order."""
+
+
+def _check_listing(tenant: str | None, limit: int) -> None:
+    """Refuse a listing no store can answer.
+
+    Raises:
+        StoreError: a negative ``limit`` or an invalid tenant.
+    """
+    if limit < 0:
+        raise StoreError(f"list_runs(limit={limit}): the limit must be >= 0")
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except LimitExceededError as exc:
+            raise StoreError(f"list_runs(tenant={tenant!r}): {exc}") from exc
+
+
+def _check_pruning(before: float, statuses: Collection[str], tenant: str | None) -> tuple[str, ...]:
+    """The statuses to prune, checked and deduplicated (in a stable order).
+
+    Raises:
+        ConfigurationError: ``before`` is not a finite number, ``statuses`` is empty or
+            names an unknown status, or ``tenant`` is invalid.
+    """
+    if not math.isfinite(before):
+        raise ConfigurationError(f"prune(before={before!r}): give Unix seconds, e.g. a date.")
+    if isinstance(statuses, str):
+        statuses = (statuses,)
+    valid = [s.value for s in RunStatus]
+    unknown = sorted(set(statuses) - set(valid))
+    if unknown or not statuses:
+        raise ConfigurationError(
+            f"prune(statuses={tuple(statuses)!r}): "
+            + (f"unknown {', '.join(unknown)}" if unknown else "name at least one")
+            + f"; valid: {', '.join(valid)}."
+        )
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except LimitExceededError as exc:
+            raise ConfigurationError(f"prune(tenant={tenant!r}): {exc}") from exc
+    return tuple(s for s in valid if s in statuses)
 
 
 def check_batch(
@@ -483,84 +345,6 @@ def check_cancel_text(url: str, run_id: str, by: str, reason: str | None) -> Non
                 f"{url}: cannot record a cancel request for run {run_label(run_id)}: {exc} "
                 "(UnicodeEncodeError)"
             ) from exc
-
-
-def _when(at: float | None, now: float) -> str:
-    if at is None:
-        return "with no expiry recorded"
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-    left = at - now
-    return f"until {stamp} ({left:.1f} s from now)" if left >= 0 else f"expired at {stamp}"
-
-
-def busy_error(
-    run_label: str, owner: str | None, epoch: int, expires_at: float | None, now: float
-) -> RunBusyError:
-    """RunBusyError naming the run's holder and when its lease expires."""
-    if owner is None:
-        return RunBusyError(
-            f"Run {run_label} is being advanced by another worker right now (it holds the "
-            "run's lock without a lease). Try again once it lets go."
-        )
-    return RunBusyError(
-        f"Run {run_label} is held by {owner!r} (epoch {epoch}) {_when(expires_at, now)}. "
-        "Try again after that, or once it releases the run."
-    )
-
-
-def lost_error(
-    run_label: str,
-    lease: Lease,
-    owner: str | None,
-    epoch: int | None,
-    expires_at: float | None,
-    now: float,
-    *,
-    what: str,
-) -> LeaseLostError:
-    """LeaseLostError naming who holds the run now."""
-    if epoch is None:
-        holder = "the run does not exist"
-    elif owner is None:
-        holder = f"nobody holds it now (epoch {epoch})"
-    else:
-        holder = f"it is held by {owner!r} (epoch {epoch}) {_when(expires_at, now)}"
-    return LeaseLostError(
-        f"Run {run_label}: the lease of {lease.owner!r} (epoch {lease.epoch}) was lost; "
-        f"{holder}. {what}; stop advancing the run."
-    )
-
-
-class translated:  # noqa: N801  # used as a function: `with translated(...):`
-    """Run the block; an exception of ``errors`` (the driver's) leaves it as the store's
-    ``error(exc, what)``, with the driver's exception as its cause. ``what`` may be a
-    function, for a message that says how far the block got. A class, not a generator: it
-    wraps every store call, a few on each step."""
-
-    __slots__ = ("_error", "_errors", "_what")
-
-    def __init__(
-        self,
-        errors: tuple[type[Exception], ...],
-        error: Callable[[Exception, str], StoreError],
-        what: str | Callable[[], str],
-    ) -> None:
-        self._errors = errors
-        self._error = error
-        self._what = what
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if isinstance(exc, self._errors):
-            what = self._what
-            raise self._error(exc, what() if callable(what) else what) from exc
 
 
 def check_truncate(run_id: str, after: int) -> None:

@@ -37,8 +37,8 @@ from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, 
 
 from ._codec import run_label
 
-if TYPE_CHECKING:  # _backend imports this module
-    from ._backend import Batch
+if TYPE_CHECKING:  # _base imports this module
+    from ._base import Batch
 
 __all__ = [
     "KEY_VARIABLE",

@@ -14,20 +14,13 @@ from pydantic_core import to_json
 from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
 from agentcore.events import Event, RunStarted, encode_event_body
 
-from ._backend import Batch, Listing, Pruning, StoreBase
-from ._base import (
-    CancelRequest,
-    Lease,
-    RunSummary,
-    busy_error,
-    check_cancel_text,
-    check_lease_request,
-    lost_error,
-    status_after,
-)
+from .._status import status_after
+from ._base import Batch, Listing, Pruning, StoreBase, check_cancel_text, check_lease_request
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import run_label
+from ._errors import busy_error, lost_error
 from ._guards import LocalGuards
+from ._protocol import CancelRequest, Lease, RunSummary
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
 __all__ = ["MemoryStore"]

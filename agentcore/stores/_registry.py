@@ -20,9 +20,9 @@ from typing import Protocol
 
 from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
 
-from ._base import TranscriptStore
 from ._layout import POSTGRES_LAYOUT, SQLITE_LAYOUT, SchemaStatus, StoreLayout, sqlite_path
 from ._memory import MemoryStore
+from ._protocol import TranscriptStore
 
 __all__ = [
     "DEFAULT_STORE_URL",

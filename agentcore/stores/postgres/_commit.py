@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentcore.contracts.errors import SeqConflictError, StoreError
 
-from .._base import Lease
 from .._codec import run_label
 from .._commits import CommitStats
+from .._protocol import Lease
 
 if TYPE_CHECKING:
     import psycopg

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._base import Lease, lost_error
 from .._chain import ChainKey, ChainRow
 from .._codec import run_label
+from .._errors import lost_error
+from .._protocol import Lease
 from .._snapshots import Snapshot, StoredRow, no_event, row_for
 from ._schema import Statements
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.contracts.errors import StoreCorruptedError
 
-from .._backend import Listing, Pruning
-from .._base import PRUNE_CHUNK, RunSummary, like_escape
+from .._base import PRUNE_CHUNK, Listing, Pruning, like_escape
 from .._codec import run_label
+from .._protocol import RunSummary
 from ._schema import Statements
 
 if TYPE_CHECKING:

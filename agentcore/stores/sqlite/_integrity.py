@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from .._base import Lease
 from .._chain import ChainKey, ChainRow
+from .._protocol import Lease
 from .._snapshots import Snapshot, StoredRow, no_event, row_for
 from ._leases import check_lease
 from ._transaction import immediate

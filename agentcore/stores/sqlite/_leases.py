@@ -32,9 +32,10 @@ from pathlib import Path
 
 from agentcore.contracts.errors import LeaseLostError, RunNotFoundError, StoreError
 
-from .._base import Lease, busy_error, lost_error
 from .._codec import run_label
+from .._errors import busy_error, lost_error
 from .._guards import flock
+from .._protocol import Lease
 from ._transaction import immediate
 
 __all__ = [

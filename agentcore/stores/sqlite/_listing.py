@@ -8,8 +8,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
-from .._backend import Pruning
-from .._base import PRUNE_CHUNK, like_escape
+from .._base import PRUNE_CHUNK, Pruning, like_escape
 from ._transaction import immediate
 
 __all__ = ["list_query", "prune", "prune_chunk", "prune_query"]

@@ -70,21 +70,22 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import Event, RunStarted
 
-from .._backend import Batch, Listing, Pruning, StoreBase
+from ..._status import status_after
 from .._base import (
-    CancelRequest,
-    Lease,
-    RunSummary,
+    Batch,
+    Listing,
+    Pruning,
+    StoreBase,
     check_lease_request,
     kept_status,
     metadata_text,
-    status_after,
-    translated,
 )
 from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from .._codec import decode_rows, printable, run_label
 from .._commits import CommitStats
+from .._errors import translated
 from .._guards import FileGuards, need_flock
+from .._protocol import CancelRequest, Lease, RunSummary
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import BIND_ERRORS, Pending, SQLiteCommits
 from ._integrity import chain_rows, run_page, save_snapshot, snapshot_rows

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pytest
 
-from .._base import TranscriptStore
+from .._protocol import TranscriptStore
 from ._appends import AppendChecks
 from ._builders import (
     UNICODE_SAMPLES,

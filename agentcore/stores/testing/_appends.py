@@ -14,7 +14,7 @@ from agentcore.contracts.errors import (
 )
 from agentcore.events import EVENT_TYPES, ContextAdded
 
-from .._base import TranscriptStore
+from .._protocol import TranscriptStore
 from ._builders import context, every_event_type, fresh_run_id, started
 
 

@@ -8,8 +8,8 @@ import pytest
 from agentcore.contracts.errors import RunNotFoundError
 from agentcore.events import encode_event_body
 
-from .._base import ChainVerifier, TranscriptStore
 from .._chain import ChainReport
+from .._protocol import ChainVerifier, TranscriptStore
 from ._builders import context, fresh_run_id, started
 from ._tamper import Tamper
 

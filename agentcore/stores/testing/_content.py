@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from agentcore.events import Event, ToolFinished, encode_event_body
 from agentcore.limits import MAX_DEPTH, MAX_EVENT_BYTES, MAX_INT, MAX_STRING_CHARS, MIN_INT
 
-from .._base import TranscriptStore
+from .._protocol import TranscriptStore
 from ._builders import UNICODE_SAMPLES, context, fresh_run_id, started, tool_result
 
 

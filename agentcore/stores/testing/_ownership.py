@@ -16,8 +16,8 @@ from agentcore.contracts.errors import (
     StoreError,
 )
 
-from .._base import Lease, TranscriptStore
 from .._guards import CallGuardStore
+from .._protocol import Lease, TranscriptStore
 from ._builders import context, fresh_run_id, started
 
 

@@ -7,7 +7,7 @@ import pytest
 from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, StoreError
 from agentcore.events import RunFinished, encode_event_body
 
-from .._base import CancelAtAppend, TranscriptStore
+from .._protocol import CancelAtAppend, TranscriptStore
 from ._builders import context, every_event_type, finished, folded_status, fresh_run_id, started
 
 

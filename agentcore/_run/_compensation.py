@@ -3,17 +3,20 @@
 A run that a person denied, cancelled, that ran out of budget or failed may have changed
 things along the way. ``Agent.compensate`` (or ``Policy.compensate_on``) undoes every
 committed call of a tool that declares ``@tool(compensate=...)``, newest first. Each undo
-is an intent like a tool call: ``compensation_started`` is durable before it runs (under
-the same kind of guard as a tool call, when it can be reconciled), and
-``compensation_finished`` records how it ended. Nothing older is undone while anything
-newer is in doubt:
+is an effect like a tool call, through the same protocol (``_effects``):
+``compensation_started`` is durable before it runs (under its guard when it is not
+idempotent), a sync undo runs in the tools' pool, and ``compensation_finished`` records how
+it ended. Nothing older is undone while anything newer is in doubt:
 
 - a call whose own outcome is unknown (its worker died, or the run was cancelled while it
   ran) is reconciled first (``reconcile`` of the tool, once no process can still run it),
   or settled by a person (``settle={call_id: "done" | "not_done"}``);
-- an undo whose outcome was lost runs again only when its :class:`Compensation` is
-  idempotent, or ``reconcile`` finds no record of it while no process can still run it;
-  otherwise a person settles it the same way;
+- an undo whose outcome was lost (its worker died, or it passed ``Compensation.timeout``)
+  runs again only when its :class:`Compensation` is idempotent, or ``reconcile`` finds no
+  record of it while no process can still run it; otherwise a person settles it the same
+  way, and a person's ``not_done`` (run it again) is refused with
+  :class:`CallStillRunningError` while the undo's guard is held (a timed-out thread keeps
+  it until it returns);
 - an undo that fails stops the run as ``needs_attention``; calling ``compensate`` again
   (after fixing the cause) retries it and goes on.
 

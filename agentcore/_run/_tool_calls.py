@@ -1,11 +1,13 @@
 """Tool calls: run one (write-ahead, under its guard), recover one whose outcome was never
 recorded, and settle a lost call of a non-idempotent tool.
 
-The durability rule lives here: ``tool_started`` (with everything before it) is durable
-before the tool runs, and a non-idempotent tool's ``tool_finished`` is durable before
-anything else happens. The at-most-once rule too: a non-idempotent call whose outcome is
+A tool call is an effect (``_effects``: intent under a guard, run, outcome). The
+durability rule lives here: ``tool_started`` (with everything before it) is durable before
+the tool runs, and a non-idempotent tool's ``tool_finished`` is durable before anything
+else happens. The at-most-once rule for a call too: a non-idempotent call whose outcome is
 unknown is adopted from ``reconcile``, run again only when no process can still be running
-it, or put to a person (``_settle_lost_call``).
+it (waiting up to ``lost_call_wait_s`` for its guard), or put to a person
+(``_settle_lost_call``).
 """
 
 from __future__ import annotations
@@ -86,28 +88,8 @@ async def _start(
     """Write the call's intent, run it and record its outcome; a timed-out sync call's
     thread, when it is still running."""
     args = call.run_args()
-    st = d.state
-    problem: str | None = None
-    bound: dict[str, Any] = {}  # Any: JSON values from the run's record
-    try:
-        bound = tool.bound_args(st.tenant, st.metadata) if tool.run_params else {}
-        deps = await deps_of(d)
-    except Exception as exc:  # the application's factory, or a changed tool: not run
-        problem, deps = f"{type(exc).__name__}: {exc}", None
-    d.record(
-        ToolStarted(
-            **d.fields(),
-            step=call.step,
-            call_id=call.call_id,
-            tool=tool.name,
-            args=args,
-            idempotency_key=key,
-            guarded=guarded,
-            bound=bound,
-        )
-    )
-    if problem is not None:  # nothing ran: a failure the model sees, like a tool's own
-        d.record(not_run(d, call, tool, f"the call could not start (nothing ran): {problem}"))
+    runs, deps = await _intent(d, call, tool, args, key, guarded=guarded)
+    if not runs:
         await d.flush()
         return None
     await d.flush()  # write-ahead: the intent is durable before the side effect
@@ -147,6 +129,46 @@ async def _start(
     if not tool.spec.idempotent:
         await d.flush()
     return None
+
+
+async def _intent(
+    d: Driver,
+    call: OpenCall,
+    tool: Tool,
+    args: dict[str, Any],  # Any: JSON values
+    key: str,
+    *,
+    guarded: bool,
+) -> tuple[bool, Any]:  # Any: what the application's factory built
+    """Record the call's ``tool_started`` (one call, or one of a batch): whether it may run,
+    and its ``ToolContext.deps``. A call that cannot start (the application's deps factory
+    raised, or a changed tool's run-bound values do not fit) also gets its ``tool_finished``:
+    nothing ran, a failure the model sees like a tool's own."""
+    st = d.state
+    problem: str | None = None
+    bound: dict[str, Any] = {}  # Any: JSON values from the run's record
+    deps: Any = None  # Any: what the application's factory built
+    try:
+        bound = tool.bound_args(st.tenant, st.metadata) if tool.run_params else {}
+        deps = await deps_of(d)
+    except Exception as exc:  # the application's factory, or a changed tool: not run
+        problem = f"{type(exc).__name__}: {exc}"
+    d.record(
+        ToolStarted(
+            **d.fields(),
+            step=call.step,
+            call_id=call.call_id,
+            tool=tool.name,
+            args=args,
+            idempotency_key=key,
+            guarded=guarded,
+            bound=bound,
+        )
+    )
+    if problem is not None:
+        d.record(not_run(d, call, tool, f"the call could not start (nothing ran): {problem}"))
+        return False, None
+    return True, deps
 
 
 def not_run(d: Driver, call: OpenCall, tool: Tool, why: str) -> ToolFinished:
@@ -214,29 +236,9 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
         assert isinstance(m.action, ToolAction)
         tool = tools[m.action.tool]
         key = f"{st.run_id}:{m.call_id.removeprefix('c')}"
-        problem: str | None = None
-        bound: dict[str, Any] = {}  # Any: JSON values from the run's record
-        deps: Any = None  # Any: what the application's factory built
-        try:
-            bound = tool.bound_args(st.tenant, st.metadata) if tool.run_params else {}
-            deps = await deps_of(d)
-        except Exception as exc:  # the application's factory, or a changed tool: not run
-            problem = f"{type(exc).__name__}: {exc}"
-        d.record(
-            ToolStarted(
-                **d.fields(),
-                step=m.step,
-                call_id=m.call_id,
-                tool=tool.name,
-                args=m.run_args(),
-                idempotency_key=key,
-                bound=bound,
-            )
-        )
-        if problem is not None:
-            d.record(not_run(d, m, tool, f"the call could not start (nothing ran): {problem}"))
-            continue
-        todo.append((m, tool, key, deps))
+        runs, deps = await _intent(d, m, tool, m.run_args(), key, guarded=False)
+        if runs:  # read-only and idempotent: no guard
+            todo.append((m, tool, key, deps))
     await d.flush()  # write-ahead: every intent is durable before any call runs
     if not todo:
         return

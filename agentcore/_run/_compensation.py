@@ -82,8 +82,8 @@ from ._effects import (
     Running,
     Unknown,
     ask_reconcile,
+    free_now,
     guards_for,
-    look_at_guard,
     outcome_lost,
     refuse_while_running,
     run_effect,
@@ -507,7 +507,7 @@ async def _did_it_happen(
         return word == "done", None
     key = started.idempotency_key
     if tool is not None and tool.reconcile is not None:
-        free = await _guard_free(d, key) if started.guarded else None
+        free = await _free_now(d, key) if started.guarded else None
         if free:
             found = await ask_reconcile(tool.reconcile, key)
             if isinstance(found, Failed):
@@ -563,7 +563,7 @@ async def _reconciled_undo(
         raise stop("its compensation is not idempotent and has no reconcile")
     if not effect.undo_started.guarded:
         raise stop("whether the worker that ran it is gone cannot be told (no guard)")
-    if not await _guard_free(d, key):
+    if not await _free_now(d, key):
         raise stop("the worker that ran it still holds its guard: it may still be running")
     found = await ask_reconcile(comp.reconcile, key)
     if isinstance(found, Failed):
@@ -656,17 +656,16 @@ async def _run_undo(
     await d.flush()
 
 
-async def _guard_free(d: Driver, key: str) -> bool:
-    """Whether no process holds the guard of ``key`` now (a store without guards, or a
-    guard that cannot be read: taken as held). Compensation does not wait for a guard: a
-    person asked for it, and is told to run it again later."""
-    look = await look_at_guard(
+async def _free_now(d: Driver, key: str) -> bool:
+    """Whether no process holds the guard of ``key`` now. Compensation does not wait for a
+    guard, as a tool call's recovery does: a person asked for it, and is told to ask again
+    later."""
+    return await free_now(
         d.setup.store,
         d.state.run_id,
         key,
         lambda exc: d.log.warning("call_guard_unreadable", key=key, error=str(exc)),
     )
-    return look is not None and look.state == "free"
 
 
 def _finished(

@@ -8,7 +8,7 @@ put to a person. What each kind of effect records and says lives with it
   store that keeps call guards) and how it holds it (:func:`run_guarded`: taken before the
   intent is written, let go when the effect returns, kept until a timed-out thread returns
   or, if the thread outlives the loop, until the process ends);
-- whether another process may still be running an effect (:func:`look_at_guard`,
+- whether another process may still be running an effect (:func:`free_now`,
   :func:`wait_for_guard`: a look, or a bounded wait) and the refusal of a person's rerun
   while it may (:func:`refuse_while_running`);
 - asking ``reconcile(key)`` (:func:`ask_reconcile`), and whether a recorded call's outcome
@@ -44,8 +44,8 @@ __all__ = [
     "Running",
     "Unknown",
     "ask_reconcile",
+    "free_now",
     "guards_for",
-    "look_at_guard",
     "outcome_lost",
     "refuse_while_running",
     "release_when_done",
@@ -206,20 +206,21 @@ async def wait_for_guard(
             return None
 
 
-async def look_at_guard(
+async def free_now(
     store: object,
     run_id: str,
     key: str,
     on_unreadable: Callable[[StoreError], object] | None = None,
-) -> GuardLook | None:
-    """One look at the guard of ``key``, without waiting; ``None`` when the store keeps no
-    guards (whether the effect still runs cannot be told)."""
+) -> bool:
+    """Whether no process holds the guard of ``key`` now, without waiting (a store that
+    keeps no guards, or a guard that cannot be read: taken as held)."""
     guards = guards_for(store, idempotent=False)
     if guards is None:
-        return None
-    return await wait_for_guard(
+        return False
+    look = await wait_for_guard(
         guards, run_id, key, deadline=0.0, poll_s=0.0, on_unreadable=on_unreadable
     )
+    return look is not None and look.state == "free"
 
 
 def outcome_lost(finished: ToolFinished) -> bool:

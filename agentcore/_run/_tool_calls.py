@@ -396,7 +396,7 @@ async def _settle_lost_call(
     )
     free, problem, guard_held = False, "", False
     if may_rerun:
-        free, problem, guard_held = await _guard_free(d, call, tool, key, since, authorised)
+        free, problem, guard_held = await _wait_while_held(d, call, tool, key, since, authorised)
         if d.state.status is not RunStatus.RUNNING:
             return  # cancelled while it waited
     if tool.reconcile is not None:
@@ -481,7 +481,7 @@ async def refuse_rerun_while_running(store: object, state: RunState) -> None:
     )
 
 
-async def _guard_free(
+async def _wait_while_held(
     d: Driver, call: OpenCall, tool: Tool, key: str, since: float | None, authorised: bool
 ) -> tuple[bool, str, bool]:
     """Wait while another process may still be running the call (its guard is held),

@@ -48,6 +48,7 @@ from _lifecycle_support import (
     CHILD_STEPS,
     CRASH_POINTS,
     KILLING_OS,
+    MAILED_ACCOUNT,
     PEOPLE,
     STEPS,
     TWO_PEOPLE,
@@ -84,6 +85,8 @@ from agentcore.events import (
     Event,
     Resolution,
     RunFinished,
+    ToolFinished,
+    ToolStarted,
 )
 from agentcore.stores import TranscriptStore
 
@@ -252,7 +255,7 @@ class LifecycleModel(RuleBasedStateMachine):
     @precondition(lambda self: len(self.scripts) < MAX_RUNS)
     @rule(
         script=st.lists(
-            st.sampled_from((*STEPS, "charge", "payout", "wipe", *DELEGATIONS)),
+            st.sampled_from((*STEPS, "charge", "payout", "wipe", "transfer", *DELEGATIONS)),
             min_size=1,
             max_size=5,
         ),
@@ -403,7 +406,7 @@ class LifecycleModel(RuleBasedStateMachine):
                     reruns[key] = reruns.get(key, 0) + 1
         for key in self.ledger.effect_keys():
             tool = next(t for t, k in self.ledger.effects if k == key)
-            if tool == "lookup":
+            if tool in ("lookup", "read_mail"):
                 continue  # idempotent: at-least-once is its promise
             allowed = 1 + (
                 self.settled.get(key, 0) if key.endswith(":undo") else reruns.get(key, 0)
@@ -444,6 +447,34 @@ class LifecycleModel(RuleBasedStateMachine):
                     f"the payout of {key} was undone at the word of {sorted(asked)}; the payout "
                     f"itself needs {TWO_PEOPLE} people"
                 )
+
+    @invariant()
+    def no_write_from_untrusted_text_without_a_person(self) -> None:
+        """A transfer to the account only a mail named (read by the run itself, or by its
+        sub-agent whose answer quotes it) waits for a person before it takes effect."""
+        if self.open_defect("untrusted_through_subagent"):
+            return
+        for tool, key in self.ledger.effects:
+            if tool != "transfer":
+                continue
+            run_id, _, step = key.rpartition(":")
+            events = self._events(run_id)
+            start = next(e for e in events if isinstance(e, ToolStarted) and e.step == int(step))
+            seen = any(  # what the mail said, read here or quoted by the sub-agent
+                isinstance(e, ToolFinished)
+                and e.tool in ("read_mail", "delegate")
+                and MAILED_ACCOUNT in json.dumps(e.result)
+                for e in events[: start.seq]
+            )
+            people = [
+                e
+                for e in events[: start.seq]
+                if isinstance(e, Confirmation | Approval) and e.call_id == f"c{step}"
+            ]
+            assert not seen or people, (
+                f"transfer {key} paid the account only untrusted text named, and no person "
+                "approved it"
+            )
 
     @invariant()
     def runs_read_back_consistent(self) -> None:
@@ -577,6 +608,7 @@ def replay(checked: str, *steps: Callable[[LifecycleModel], object]) -> None:
             step(state)
             state.effects_at_most_once()
             state.approvals_before_effects()
+            state.no_write_from_untrusted_text_without_a_person()
             state.runs_read_back_consistent()
     finally:
         state.teardown()

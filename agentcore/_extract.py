@@ -24,18 +24,14 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from agentcore.adapters import ModelAdapter, resolve_route
+from agentcore.adapters import ModelAdapter
 from agentcore.contracts import Usage
 from agentcore.contracts.errors import ModelError
-
-from ._twins import SyncTwin
 
 if TYPE_CHECKING:
     from agentcore.adapters import Extraction
 
-    from .routing import ModelSpec
-
-__all__ = ["ExtractionLog", "Extractor", "LoggedExtraction", "extract_with", "extraction_log"]
+__all__ = ["ExtractionLog", "LoggedExtraction", "extract_with", "extraction_log"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -122,55 +118,3 @@ async def extract_with(
     if log is not None:
         log.entries.append(LoggedExtraction(done.model, done.usage, done.attempts, done.latency_ms))
     return done.value
-
-
-class Extractor:
-    """``Agent.extract``: typed extraction with the agent's model (a base of ``Agent``)."""
-
-    route: tuple[ModelAdapter, ...]
-
-    async def extract(
-        self,
-        output: type[T],
-        text: str,
-        *,
-        model: ModelSpec | None = None,
-        instructions: str | None = None,
-        max_reasks: int = 2,
-        max_output_tokens: int | None = None,
-    ) -> T:
-        """One validated ``output`` object read from ``text``, through instructor over litellm
-        (replies that fail validation are asked again with the errors, ``max_reasks`` times).
-
-        Called inside a tool of a run, its tokens are recorded in that run (a
-        ``model_called`` event with ``role="extract"``) and count against its budget.
-        Extraction picks no action, so a model refused for plan and act steps by a route's
-        ``min_score`` may extract.
-
-        Args:
-            output: the pydantic model to fill.
-            text: the text to read.
-            model: a route entry (``"openai/gpt-4.1-mini"`` or an adapter); default the first
-                model of the agent's route.
-            instructions: the system text (default: extract only what the text says).
-            max_reasks: re-asks after a reply that fails validation.
-            max_output_tokens: the reply's token cap (default: the adapter's).
-
-        Raises:
-            ExtractionError: no reply validated after the re-asks.
-            ModelError: the provider failed, refused or cut the reply off.
-            ConfigurationError: the model cannot extract (a scripted model).
-        """
-        adapter = resolve_route(model)[0] if model is not None else self.route[0]
-        return await extract_with(
-            adapter,
-            output,
-            text,
-            instructions=instructions,
-            max_reasks=max_reasks,
-            max_output_tokens=max_output_tokens,
-        )
-
-    extract_sync = SyncTwin(extract)
-    """:meth:`extract` for code without an event loop (a sync tool runs in a thread
-    without one)."""

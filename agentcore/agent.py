@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
+from pydantic import BaseModel
+
 from agentcore.adapters import ModelAdapter, resolve_route
 from agentcore.contracts import (
     ContractDocument,
@@ -26,7 +28,7 @@ from agentcore.contracts import (
 )
 from agentcore.contracts.errors import ConfigurationError, ContractLintError
 
-from ._extract import Extractor
+from ._extract import extract_with
 from ._operations import Configuration, RunOperations, person, tool_table
 from ._ownership import DEFAULT_LEASE_S, default_owner
 from ._run import LOST_CALL_WAIT_S, ContextProvider, Settle, Turn, commands
@@ -45,6 +47,7 @@ from .tools import DepsFactory, Tool
 __all__ = ["Agent", "ModelSpec"]
 
 V = TypeVar("V")
+T = TypeVar("T", bound=BaseModel)
 
 _UNSET: Any = object()  # Any: a sentinel for "no result given" (None is a valid result)
 
@@ -86,7 +89,7 @@ class _Setting(Generic[V]):
         agent._reconfigure(config, agent._ops.opened)  # pyright: ignore[reportPrivateUsage]  # the setting's home
 
 
-class Agent(Extractor, Generic[OutputT]):
+class Agent(Generic[OutputT]):
     """Tools, a model route, a store and a policy: runs tasks step by step.
 
     The agent is generic in the type of its runs' answers: ``Agent(..., output=Invoice)``
@@ -153,7 +156,7 @@ class Agent(Extractor, Generic[OutputT]):
 
     tools = _Setting[dict[str, Tool]]()
     """The agent's tools by name (sub-agents bound to it)."""
-    route = _Setting[tuple[ModelAdapter, ...]]()  # pyright: ignore[reportAssignmentType]  # Extractor's route: read and set through the setting
+    route = _Setting[tuple[ModelAdapter, ...]]()
     """The models that act, in order (a failing model hands the step to the next)."""
     plan_route = _Setting[tuple[ModelAdapter, ...]]()
     """The models for plan steps (empty: the route's)."""
@@ -673,6 +676,50 @@ class Agent(Extractor, Generic[OutputT]):
         check_text(reason or "", "cancellation's reason")
         return await self._ops.cancel(run_id, by=by, reason=reason)
 
+    # -- typed extraction with the agent's model (see ``agentcore._extract``) ------------------
+
+    async def extract(
+        self,
+        output: type[T],
+        text: str,
+        *,
+        model: ModelSpec | None = None,
+        instructions: str | None = None,
+        max_reasks: int = 2,
+        max_output_tokens: int | None = None,
+    ) -> T:
+        """One validated ``output`` object read from ``text``, through instructor over litellm
+        (replies that fail validation are asked again with the errors, ``max_reasks`` times).
+
+        Called inside a tool of a run, its tokens are recorded in that run (a
+        ``model_called`` event with ``role="extract"``) and count against its budget.
+        Extraction picks no action, so a model refused for plan and act steps by a route's
+        ``min_score`` may extract.
+
+        Args:
+            output: the pydantic model to fill.
+            text: the text to read.
+            model: a route entry (``"openai/gpt-4.1-mini"`` or an adapter); default the first
+                model of the agent's route.
+            instructions: the system text (default: extract only what the text says).
+            max_reasks: re-asks after a reply that fails validation.
+            max_output_tokens: the reply's token cap (default: the adapter's).
+
+        Raises:
+            ExtractionError: no reply validated after the re-asks.
+            ModelError: the provider failed, refused or cut the reply off.
+            ConfigurationError: the model cannot extract (a scripted model).
+        """
+        adapter = resolve_route(model)[0] if model is not None else self.route[0]
+        return await extract_with(
+            adapter,
+            output,
+            text,
+            instructions=instructions,
+            max_reasks=max_reasks,
+            max_output_tokens=max_output_tokens,
+        )
+
     # -- streaming and sync twins: the signatures of the methods they wrap ----------------------
 
     stream = StreamTwin(run)
@@ -692,3 +739,6 @@ class Agent(Extractor, Generic[OutputT]):
     """:meth:`confirm`, streamed like :meth:`Agent.stream`."""
     confirm_sync = SyncTwin(confirm)
     """:meth:`confirm` for code without an event loop."""
+    extract_sync = SyncTwin(extract)
+    """:meth:`extract` for code without an event loop (a sync tool runs in a thread
+    without one)."""

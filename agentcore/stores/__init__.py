@@ -15,12 +15,12 @@ from ._chain import ChainReport
 from ._commits import CommitStats
 from ._guards import CallGuardStore
 from ._layout import SchemaStatus, StoreLayout
+from ._lease import Lease
 from ._memory import MemoryStore
 from ._protocol import (
     CancelAtAppend,
     CancelRequest,
     ChainVerifier,
-    Lease,
     RunSummary,
     SnapshotStore,
     TranscriptStore,

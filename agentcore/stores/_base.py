@@ -26,17 +26,17 @@ from agentcore.contracts.errors import (
 
 from .._status import FINISHED_STATUSES, RunStatus, status_after
 from ..events import Event, RunStarted, decode_event
+from ._batch import Batch, check_batch
 from ._chain import ChainReport
 from ._codec import DECODE_ERRORS, encode_batch, run_label
-from ._protocol import CancelRequest, Lease, RunSummary
+from ._lease import Lease
+from ._protocol import CancelRequest, RunSummary
 
 __all__ = [
     "PRUNE_CHUNK",
-    "Batch",
     "Listing",
     "Pruning",
     "StoreBase",
-    "check_batch",
     "check_cancel_text",
     "check_lease_request",
     "check_truncate",
@@ -51,18 +51,6 @@ PRUNE_CHUNK: Final = 500
 
 _SEEN_CANCELS = 4096
 """Runs whose append-time cancel request a store keeps until their driver takes it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """An ``append`` whose events were checked and encoded (the arguments of
-    :meth:`TranscriptStore.append`, and ``bodies``: each event's encoded body)."""
-
-    run_id: str
-    expected_seq: int
-    events: Sequence[Event]
-    bodies: Sequence[str]
-    lease: Lease | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,37 +250,6 @@ def _check_pruning(before: float, statuses: Collection[str], tenant: str | None)
         except LimitExceededError as exc:
             raise ConfigurationError(f"prune(tenant={tenant!r}): {exc}") from exc
     return tuple(s for s in valid if s in statuses)
-
-
-def check_batch(
-    run_id: str, expected_seq: int, events: Sequence[Event], lease: Lease | None = None
-) -> None:
-    """Validate a batch before writing: non-empty, same run, consecutive seqs from expected,
-    and a lease (if any) of this run."""
-    if lease is not None and lease.run_id != run_id:
-        raise StoreError(
-            f"run {run_id!r}: append() at seq {expected_seq} was given the lease of run "
-            f"{lease.run_id!r}; nothing was written"
-        )
-    if not events:
-        raise StoreError(f"run {run_id!r}: append() at seq {expected_seq} needs at least one event")
-    for i, ev in enumerate(events):
-        if ev.run_id != run_id or ev.seq != expected_seq + i:
-            raise StoreError(
-                f"run {run_id!r}: event {i} of the batch has run_id={ev.run_id!r} "
-                f"seq={ev.seq}; expected seq={expected_seq + i}; nothing was written"
-            )
-    if expected_seq == 0 and not isinstance(events[0], RunStarted):
-        raise StoreError(
-            f"run {run_id!r}: the event at seq 0 is {events[0].type}; a run's first event must "
-            "be run_started"
-        )
-    first = events[0]
-    if isinstance(first, RunStarted) and first.tenant is not None:
-        try:
-            check_tenant(first.tenant)
-        except LimitExceededError as exc:
-            raise StoreError(f"run {run_id!r}: {exc} Nothing was written.") from exc
 
 
 def metadata_text(first: Event) -> str | None:

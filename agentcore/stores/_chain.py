@@ -31,14 +31,12 @@ import hmac
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from agentcore.contracts.errors import ConfigurationError, StoreCorruptedError, StoreError
 
+from ._batch import Batch
 from ._codec import run_label
-
-if TYPE_CHECKING:  # _base imports this module
-    from ._base import Batch
 
 __all__ = [
     "KEY_VARIABLE",

@@ -9,7 +9,7 @@ from types import TracebackType
 
 from agentcore.contracts.errors import LeaseLostError, RunBusyError, StoreError
 
-from ._protocol import Lease
+from ._lease import Lease
 
 __all__ = ["busy_error", "lost_error", "translated"]
 

@@ -15,12 +15,14 @@ from agentcore.contracts.errors import RunNotFoundError, SeqConflictError
 from agentcore.events import Event, RunStarted, encode_event_body
 
 from .._status import status_after
-from ._base import Batch, Listing, Pruning, StoreBase, check_cancel_text, check_lease_request
+from ._base import Listing, Pruning, StoreBase, check_cancel_text, check_lease_request
+from ._batch import Batch
 from ._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from ._codec import run_label
 from ._errors import busy_error, lost_error
 from ._guards import LocalGuards
-from ._protocol import CancelRequest, Lease, RunSummary
+from ._lease import Lease
+from ._protocol import CancelRequest, RunSummary
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
 __all__ = ["MemoryStore"]

@@ -14,7 +14,7 @@ import pytest
 
 from agentcore.errors import SeqConflictError, StoreError
 from agentcore.stores import PostgresStore
-from agentcore.stores._base import Batch
+from agentcore.stores._batch import Batch
 from agentcore.stores.postgres._retry import connection_lost, retried_append
 from agentcore.stores.testing import context, fresh_run_id, started
 

@@ -34,7 +34,7 @@ from agentcore.contracts.errors import SeqConflictError, StoreError
 
 from .._codec import run_label
 from .._commits import CommitStats
-from .._protocol import Lease
+from .._lease import Lease
 
 if TYPE_CHECKING:
     import psycopg

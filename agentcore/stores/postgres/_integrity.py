@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._chain import ChainKey, ChainRow
 from .._codec import run_label
 from .._errors import lost_error
-from .._protocol import Lease
+from .._lease import Lease
 from .._snapshots import Snapshot, StoredRow, no_event, row_for
 from ._schema import Statements
 

@@ -44,7 +44,7 @@ from agentcore._observability import get_logger
 from agentcore.contracts.errors import LeaseLostError, SeqConflictError, StoreError
 from agentcore.events import Event, dump_event
 
-from .._base import Batch
+from .._batch import Batch
 
 __all__ = ["BACKOFF_S", "connection_lost", "retried", "retried_append"]
 

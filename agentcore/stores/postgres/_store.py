@@ -75,20 +75,14 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted
 
 from ..._status import status_after
-from .._base import (
-    Batch,
-    Listing,
-    Pruning,
-    StoreBase,
-    check_lease_request,
-    kept_status,
-    metadata_text,
-)
+from .._base import Listing, Pruning, StoreBase, check_lease_request, kept_status, metadata_text
+from .._batch import Batch
 from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from .._codec import decode_rows, run_label
 from .._commits import CommitStats
 from .._errors import busy_error, lost_error, translated
-from .._protocol import CancelRequest, Lease, RunSummary
+from .._lease import Lease
+from .._protocol import CancelRequest, RunSummary
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._arrays import Byteas, Float8s, Int8s, Texts
 from ._commit import PgAppend, PgCommits

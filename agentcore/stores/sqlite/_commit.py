@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from agentcore._faults import crash_point
 from agentcore.contracts.errors import SeqConflictError, StoreError
 
-from .._base import Batch
+from .._batch import Batch
 from .._codec import run_label
 from .._commits import CommitStats
 from ._transaction import immediate

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from .._chain import ChainKey, ChainRow
-from .._protocol import Lease
+from .._lease import Lease
 from .._snapshots import Snapshot, StoredRow, no_event, row_for
 from ._leases import check_lease
 from ._transaction import immediate

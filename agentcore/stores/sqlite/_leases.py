@@ -35,7 +35,7 @@ from agentcore.contracts.errors import LeaseLostError, RunNotFoundError, StoreEr
 from .._codec import run_label
 from .._errors import busy_error, lost_error
 from .._guards import flock
-from .._protocol import Lease
+from .._lease import Lease
 from ._transaction import immediate
 
 __all__ = [

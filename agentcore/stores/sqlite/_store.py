@@ -71,21 +71,15 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted
 
 from ..._status import status_after
-from .._base import (
-    Batch,
-    Listing,
-    Pruning,
-    StoreBase,
-    check_lease_request,
-    kept_status,
-    metadata_text,
-)
+from .._base import Listing, Pruning, StoreBase, check_lease_request, kept_status, metadata_text
+from .._batch import Batch
 from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from .._codec import decode_rows, printable, run_label
 from .._commits import CommitStats
 from .._errors import translated
 from .._guards import FileGuards, need_flock
-from .._protocol import CancelRequest, Lease, RunSummary
+from .._lease import Lease
+from .._protocol import CancelRequest, RunSummary
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import BIND_ERRORS, Pending, SQLiteCommits
 from ._integrity import chain_rows, run_page, save_snapshot, snapshot_rows

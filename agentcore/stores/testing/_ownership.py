@@ -17,7 +17,8 @@ from agentcore.contracts.errors import (
 )
 
 from .._guards import CallGuardStore
-from .._protocol import Lease, TranscriptStore
+from .._lease import Lease
+from .._protocol import TranscriptStore
 from ._builders import context, fresh_run_id, started
 
 

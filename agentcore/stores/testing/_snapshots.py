@@ -8,7 +8,8 @@ import pytest
 
 from agentcore.contracts.errors import LeaseLostError, StoreError
 
-from .._protocol import ChainVerifier, Lease, SnapshotStore, TranscriptStore
+from .._lease import Lease
+from .._protocol import ChainVerifier, SnapshotStore, TranscriptStore
 from .._snapshots import Snapshot
 from ._builders import context, fresh_run_id, started
 from ._tamper import Tamper

@@ -126,8 +126,12 @@ def test_an_invalid_scheme_is_refused_and_registers_nothing(scheme: str) -> None
 
 
 def test_a_factory_that_cannot_be_called_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match="cannot be called"):
+    with pytest.raises(ConfigurationError, match=r"factory for shelf-broken:// .* cannot"):
         register_store("shelf-broken", "open_shelf")  # pyright: ignore[reportArgumentType]  # the mistake under test
+    with pytest.raises(ConfigurationError, match=r"read-only opener .* cannot be called"):
+        register_store("shelf-broken", open_shelf, read_only="open")  # pyright: ignore[reportArgumentType]  # the mistake under test
+    with pytest.raises(ConfigurationError, match=r"give a StoreLayout\(status, upgrade\)"):
+        register_store("shelf-broken", open_shelf, layout=(shelf_status, shelf_upgrade))  # pyright: ignore[reportArgumentType]  # the mistake under test
     assert "shelf-broken" not in registered_stores()
 
 

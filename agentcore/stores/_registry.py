@@ -27,7 +27,6 @@ from ._protocol import TranscriptStore
 __all__ = [
     "DEFAULT_STORE_URL",
     "StoreFactory",
-    "StoreLayout",
     "default_store_url",
     "open_read_only",
     "open_store",
@@ -91,8 +90,9 @@ def register_store(
             (``None``: the factory with ``migrate=False``).
 
     Raises:
-        ConfigurationError: ``scheme`` is not a valid URL scheme, or ``factory`` cannot be
-            called.
+        ConfigurationError: ``scheme`` is not a valid URL scheme, ``factory`` or
+            ``read_only`` cannot be called, or ``layout`` is not a :class:`StoreLayout`;
+            nothing is registered.
     """
     if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme):  # pyright: ignore[reportUnnecessaryIsInstance]  # called from untyped code too
         raise ConfigurationError(
@@ -103,6 +103,15 @@ def register_store(
         raise ConfigurationError(
             f"The factory for {scheme}:// is {factory!r}, which cannot be called: give a "
             "function of (url, *, migrate) that returns the store."
+        )
+    if read_only is not None and not callable(read_only):
+        raise ConfigurationError(
+            f"The read-only opener for {scheme}:// is {read_only!r}, which cannot be called: "
+            "give a function of (url) that returns the store, or None when there is none."
+        )
+    if layout is not None and not isinstance(layout, StoreLayout):  # pyright: ignore[reportUnnecessaryIsInstance]  # called from untyped code too
+        raise ConfigurationError(
+            f"The layout for {scheme}:// is {layout!r}: give a StoreLayout(status, upgrade)."
         )
     _SCHEMES[scheme] = _Scheme(factory, layout, read_only)
 

@@ -139,7 +139,7 @@ class RunOperations(Generic[OutputT]):
     def __init__(self, config: Configuration, store: TranscriptStore | None = None) -> None:
         self.config = config
         given = None if isinstance(config.store, str | None) else config.store
-        self._store = store or given
+        self._store = store if store is not None else given
         self._session: Session | None = None
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,6 +51,58 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("skipped tests, by reason")
         for reason, count in reasons.most_common():
             terminalreporter.write_line(f"{count:5d}  {reason}")
+
+
+# -- In parallel: pytest-xdist (``-n auto``, pyproject.toml) -------------------------------------
+#
+# Every worker has its own tmp_path tree; PostgreSQL schemas, RabbitMQ queues, ports and
+# SQLite lock folders are named per test (random names, port 0, files under tmp_path), so
+# tests of different workers never meet. The tests of one group below run in one worker,
+# one at a time, the largest group first; every other test goes to whichever worker is free.
+ONE_WORKER: dict[str, str] = {
+    # worker processes killed at crash points, judged on 1-2 s leases
+    "tests/faults/": "faults",
+    # Celery worker processes over RabbitMQ and PostgreSQL; the load test has a time limit
+    "tests/integrations/": "celery",
+    # a module-scoped fixture that is expensive to build: built once, in one worker
+    "tests/test_agentdojo.py": "agentdojo",
+    "tests/test_local_model.py": "local_model",
+    "tests/test_light_install.py": "light_install",
+    "tests/security/test_tamper.py": "tamper",
+    "tests/stores/test_query_plans.py": "query_plans",
+}
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error without xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # Any: xdist's types
+    """``--dist load`` (what ``-n`` implies) with the groups of :data:`ONE_WORKER`.
+
+    xdist's own ``loadgroup`` marks a test's group in its node id, which pytest 9 no longer
+    lets a plugin change; a scheduler that reads the groups from the node ids does the same.
+    """
+    if config.getvalue("dist") != "load":
+        return None  # --dist loadfile, loadscope, ...: as asked
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((g for p, g in ONE_WORKER.items() if nodeid.startswith(p)), nodeid)
+
+    return OneWorkerScheduling(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error without xdist
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: for the whole suite, two workers a core, as most tests wait (on worker
+    processes, servers, PostgreSQL, leases) rather than compute; for named tests, files or
+    folders, none (they run in pytest's own process). ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    overrides."""
+    given = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
+    if given.isdigit():
+        return int(given)
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
+        return 0
+    return 2 * (os.cpu_count() or 1)
 
 
 @pytest.fixture(autouse=True)

@@ -129,6 +129,18 @@ TWO_PEOPLE = 2
 
 
 @dataclass
+class Process:
+    """The process a worker (an agent object) stands for, as its tools' ``deps``: when it
+    is killed, the threads it started die with it (``dead``)."""
+
+    dead: threading.Event = field(default_factory=threading.Event)
+
+    def deps(self, identity: object) -> Process:
+        """``Agent(deps=...)``: every run this worker advances sees this process."""
+        return self
+
+
+@dataclass
 class Toolset:
     """The model's tools over one :class:`Ledger`.
 
@@ -199,15 +211,18 @@ class Toolset:
             return effect("payout", ctx.idempotency_key, {"paid": amount})
 
         @tool(effect="write", timeout=TIMEOUT_S)
-        def slow_charge(amount: int, ctx: ToolContext) -> dict[str, int]:
+        def slow_charge(amount: int, ctx: ToolContext[Process]) -> dict[str, int] | None:
             """Charge through a slow provider (not idempotent, times out).
 
             Args:
                 amount: cents.
             """
-            key = ctx.idempotency_key
+            key, process = ctx.idempotency_key, ctx.deps
             with ledger.executing(key):
-                gate.wait(30.0)
+                give_up = time.monotonic() + 30.0
+                while not gate.wait(0.005) and time.monotonic() < give_up:
+                    if process.dead.is_set():
+                        return None  # its process was killed: the thread died with it
                 return ledger.record("slow_charge", key, {"charged": amount})
 
         @tool(effect="read", output="untrusted")

@@ -55,6 +55,7 @@ from _lifecycle_support import (
     Clock,
     Invoice,
     Ledger,
+    Process,
     Receipt,
     SimulatedKill,
     Toolset,
@@ -135,7 +136,7 @@ def _examples() -> tuple[int, int]:
     if wanted:
         return int(wanted), 30
     if os.environ.get("CI", "").lower() == "true":
-        return 40, 20
+        return 80, 25  # about 2 minutes for both stores on two cores
     return 25, 20
 
 
@@ -163,6 +164,7 @@ class LifecycleModel(RuleBasedStateMachine):
         self.pg_schema: str | None = None
         self.url = f"sqlite:///{self.tmp / 'runs.db'}"
         self.stores: list[TranscriptStore] = []
+        self.processes: dict[Agent[Any], Process] = {}  # Any: either output type
         self.children: list[Agent[str]] = []  # the sub-agents' agents (they open stores too)
         self.workers: list[Agent[Invoice]] = []
         self.clock = Clock(time.time)
@@ -185,23 +187,28 @@ class LifecycleModel(RuleBasedStateMachine):
                 self.pg_schema = f"agentcore_t_{secrets.token_hex(6)}"
             store = PostgresStore(dsn, schema=self.pg_schema)
             self.stores.append(store)
+        process = Process()
         child = Agent(
             tools=self.toolset.tools,
             model=child_scripted(),
             store=store,
             policy=Policy(plan_before_writes=False),
+            deps=process.deps,
         )
         self.children.append(child)
         delegate = child.as_tool(
             "delegate", "Hand one part of the work to a helper.", scope=list(CHILD_STEPS)
         )
-        return Agent(
+        agent = Agent(
             tools=[*self.toolset.tools, delegate],
             model=scripted(self.scripts, self.totals),
             store=store,
             policy=POLICY,
             output=output,
+            deps=process.deps,
         )
+        self.processes[agent] = process
+        return agent
 
     def _do(
         self, worker: int, what: Callable[[Agent[Invoice]], Awaitable[T]], crash: str
@@ -216,6 +223,7 @@ class LifecycleModel(RuleBasedStateMachine):
         except SimulatedKill:
             event(f"killed at {crash}")
             self.log.append(f"worker {worker} died at {crash}")
+            self.processes[agent].dead.set()
             self.loop.run_until_complete(self._close(agent))
             self.workers[worker] = self._worker()
             return None
@@ -647,4 +655,18 @@ def test_a_cancelled_run_stopped_in_its_compensation_never_advances_again() -> N
         lambda state: state.cancel(by="alice", run=0),
         lambda state: state.compensate(by="alice", crash="", run=0, word=None, worker=0),
         lambda state: state.resume(by=None, crash="", run=0, worker=0),
+    )
+
+
+def test_a_rerun_after_a_kill_runs_the_timed_out_call_once() -> None:
+    """A timed-out call's thread dies with its process; the person's rerun is the one
+    execution (the model's simulated kill must not leave the thread running)."""
+    replay(
+        "",
+        lambda state: state.start(
+            crash="after_tool_return", script=["slow_charge"], total=0, worker=0
+        ),
+        lambda state: state.resume(by=None, crash="", run=0, worker=1),
+        lambda state: state.resolve(by="alice", crash="", decision="rerun", run=0, worker=0),
+        lambda state: state.let_timed_out_calls_finish(),
     )

@@ -24,10 +24,12 @@ if TYPE_CHECKING:  # loaded on first use (see _LAZY)
     from ._breaker import BreakerPolicy
     from ._errors import parse_retry_after
     from ._extract import Extraction, extract
+    from ._llama_server import SMOLLM2_ALIAS, ServerStartError, serve_llama, smollm2_model_path
     from ._retry import RetryPolicy
     from .scripted import ScriptedModel, ScriptItem
 
 __all__ = [
+    "SMOLLM2_ALIAS",
     "BreakerPolicy",
     "Completion",
     "CompletionRequest",
@@ -38,6 +40,7 @@ __all__ = [
     "RetryPolicy",
     "ScriptItem",
     "ScriptedModel",
+    "ServerStartError",
     "extract",
     "parse_reply",
     "parse_retry_after",
@@ -46,13 +49,21 @@ __all__ = [
     "registered_providers",
     "resolve_model",
     "resolve_route",
+    "serve_llama",
+    "smollm2_model_path",
 ]
 
 
 # Public names whose modules load on first use: extraction brings the litellm adapter
 # modules; the retry and breaker policies (tenacity) and the scripted model are needed by
 # the provider adapters and by tests, not by `from agentcore import Agent` (start-up time).
+# The local llama-cpp server (a subprocess serving the bundled SmolLM2) is for
+# `agentcore demo --local` and tests that run a real model offline.
 _LAZY = {
+    "SMOLLM2_ALIAS": "_llama_server",
+    "ServerStartError": "_llama_server",
+    "serve_llama": "_llama_server",
+    "smollm2_model_path": "_llama_server",
     "BreakerPolicy": "_breaker",
     "Extraction": "_extract",
     "RetryPolicy": "_retry",

@@ -12,10 +12,20 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type che
 if TYPE_CHECKING:
     from ._gc import tune_gc
     from ._integrity import check_transcript
-    from ._observability import configure_logging, configure_telemetry
-    from ._run import ContextProvider, ContextRequest, UntrustedContext
+    from ._observability import configure_logging, configure_telemetry, get_logger
+    from ._run import PAUSE, ContextProvider, ContextRequest, Settle, UntrustedContext
     from ._signals import run_until_signalled
-    from ._state import PendingCall, RunResult, RunStatus, RunUsage
+    from ._state import (
+        COMPENSATION_ENDINGS,
+        UNDO_SUFFIX,
+        PendingCall,
+        RunResult,
+        RunState,
+        RunStatus,
+        RunUsage,
+    )
+    from ._stats import ContractStats, collect_stats, contract_stats
+    from ._subagent import PARENT_KEY, child_run_id
     from .agent import Agent, ModelSpec
     from .guards import ArgumentPolicy, host_allowed, path_within, resolve_within
     from .policy import Budget, Policy
@@ -33,6 +43,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "COMPENSATION_ENDINGS",
+    "PARENT_KEY",
+    "PAUSE",
+    "UNDO_SUFFIX",
     "ActionDetected",
     "Agent",
     "ArgumentPolicy",
@@ -41,6 +55,7 @@ __all__ = [
     "Compensation",
     "ContextProvider",
     "ContextRequest",
+    "ContractStats",
     "FromRun",
     "ModelSpec",
     "PartialOutput",
@@ -50,19 +65,25 @@ __all__ = [
     "RunEnded",
     "RunIdentity",
     "RunResult",
+    "RunState",
     "RunStatus",
     "RunUsage",
     "Secret",
     "SecretResolver",
+    "Settle",
     "StreamEvent",
     "ThoughtDelta",
     "Tool",
     "ToolContext",
     "UntrustedContext",
     "check_transcript",
+    "child_run_id",
+    "collect_stats",
     "configure_logging",
     "configure_telemetry",
+    "contract_stats",
     "env_secrets",
+    "get_logger",
     "host_allowed",
     "path_within",
     "resolve_within",
@@ -81,10 +102,21 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "_gc": ("tune_gc",),
     "_integrity": ("check_transcript",),
-    "_observability": ("configure_logging", "configure_telemetry"),
-    "_run": ("ContextProvider", "ContextRequest", "UntrustedContext"),
+    "_observability": ("configure_logging", "configure_telemetry", "get_logger"),
+    "_run": ("PAUSE", "ContextProvider", "ContextRequest", "Settle", "UntrustedContext"),
     "_signals": ("run_until_signalled",),
-    "_state": ("PendingCall", "RunResult", "RunStatus", "RunUsage"),
+    # the run's fold and the facts of a transcript the CLI and the console read
+    "_state": (
+        "COMPENSATION_ENDINGS",
+        "UNDO_SUFFIX",
+        "PendingCall",
+        "RunResult",
+        "RunState",
+        "RunStatus",
+        "RunUsage",
+    ),
+    "_stats": ("ContractStats", "collect_stats", "contract_stats"),
+    "_subagent": ("PARENT_KEY", "child_run_id"),
     "agent": ("Agent", "ModelSpec"),
     "guards": ("ArgumentPolicy", "host_allowed", "path_within", "resolve_within"),
     "policy": ("Budget", "Policy"),

@@ -6,7 +6,7 @@ import bisect
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
@@ -292,6 +292,20 @@ class RunState:
     ``Agent.compensate`` continues it."""
     output_hash: str | None = None
     """The hash of the run's output type (``run_started``; ``None``: a text answer)."""
+
+    @classmethod
+    def of(cls, events: Sequence[Event]) -> RunState:
+        """The state of the run whose transcript is ``events`` (all of it, from seq 0).
+
+        Raises:
+            ValueError: the transcript is empty, or an event is out of ``seq`` order.
+        """
+        if not events:
+            raise ValueError("an empty transcript has no run state: pass the run's events")
+        state = cls(events[0].run_id)
+        for ev in events:
+            state.apply(ev)
+        return state
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""

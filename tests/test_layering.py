@@ -230,3 +230,75 @@ def test_every_package_directory_is_packaged() -> None:
             rel = init.parent.relative_to(ROOT / top).parts
             found.add(".".join((name, *rel)))
     assert found == listed
+
+
+# The services (the CLI, the console, the integrations) read the core through its public
+# names only: a fact they need is made public, on purpose, in the package that owns it.
+SERVICES = ("cli", "console", "integrations")
+
+
+def _private_imports(source: str, module: str, service: str) -> list[str]:
+    """The imports in ``source`` (the text of module ``module``, in ``agentcore.<service>``)
+    that reach a private module or name of another package."""
+    own = f"agentcore.{service}"
+    package = module.split(".")[:-1]  # a package's __init__ is in the package itself
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            mod = ".".join([*base, *([node.module] if node.module else [])])
+            targets = [f"{mod}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] != "agentcore" or target == own or target.startswith(own + "."):
+                continue
+            parts = target.split(".")[1:]
+            if any(p.startswith("_") and not p.endswith("__") for p in parts):
+                found.append(f"{module}:{node.lineno} imports {target}")
+    return found
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def test_services_import_only_public_names_of_other_packages() -> None:
+    problems = [
+        problem
+        for service in SERVICES
+        for path in _py_files(f"agentcore/{service}")
+        for problem in _private_imports(path.read_text(), _module_name(path), service)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_planted_private_import_is_found() -> None:
+    planted = {
+        "from agentcore._run import PAUSE": "agentcore._run.PAUSE",
+        "from agentcore._state import RunState": "agentcore._state.RunState",
+        "from .._state import RunState": "agentcore._state.RunState",
+        "from .. import _subagent": "agentcore._subagent",
+        "import agentcore._stats": "agentcore._stats",
+        "from agentcore.adapters._llama_server import serve_llama": (
+            "agentcore.adapters._llama_server.serve_llama"
+        ),
+    }
+    for line, target in planted.items():
+        found = _private_imports(line, "agentcore.console._app", "console")
+        assert found == [f"agentcore.console._app:1 imports {target}"], line
+    allowed = (
+        "from agentcore import RunState, __version__",
+        "from ._common import app",
+        "from agentcore.console._auth import Csrf",
+        "from . import _timeline",
+        "from agentcore.stores import open_store",
+    )
+    for line in allowed:
+        assert _private_imports(line, "agentcore.console._app", "console") == [], line
+    assert _private_imports("from . import _runs", "agentcore.cli.__init__", "cli") == []
+    assert _private_imports("from .._run import PAUSE", "agentcore.cli.__init__", "cli") == [
+        "agentcore.cli.__init__:1 imports agentcore._run.PAUSE"
+    ]

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from agentcore._stats import ContractStats, contract_stats
+from agentcore import ContractStats, contract_stats
 from agentcore.adapters import ModelAdapter, resolve_model
 from agentcore.cli._common import (
     EXIT_ERROR,

@@ -20,12 +20,12 @@ from agentcore import (
     PendingCall,
     Policy,
     RunResult,
+    RunState,
     RunStatus,
+    Settle,
     check_transcript,
+    child_run_id,
 )
-from agentcore._run import Settle
-from agentcore._state import RunState
-from agentcore._subagent import child_run_id
 from agentcore.adapters import ModelAdapter, resolve_model
 from agentcore.cli._common import (
     EXIT_CODES,
@@ -144,7 +144,7 @@ def demo(
 
 def _serve_smollm2(stack: contextlib.ExitStack) -> ModelAdapter:
     """Start SmolLM2 on llama-cpp-python's server for the length of ``stack``."""
-    from agentcore.adapters._llama_server import (
+    from agentcore.adapters import (
         SMOLLM2_ALIAS,
         ServerStartError,
         serve_llama,
@@ -370,9 +370,7 @@ def show(
             sys.stdout.write(json.dumps(dump_event(ev), ensure_ascii=False) + "\n")
         return
     print_transcript(events)
-    state = RunState(run_id)
-    for ev in events:
-        state.apply(ev)
+    state = RunState.of(events)
     pending = state.pending() or run_async(_child_pending(state, store))
     if pending is None:
         return
@@ -408,10 +406,7 @@ async def _child_pending(state: RunState, store: str | None) -> PendingCall | No
         events = await _load_listed(child_id, store)
     except RunNotFoundError:
         return None
-    child = RunState(child_id)
-    for ev in events:
-        child.apply(ev)
-    pending = child.pending()
+    pending = RunState.of(events).pending()
     return None if pending is None else dataclasses.replace(pending, run_id=child_id)
 
 

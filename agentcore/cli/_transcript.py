@@ -14,9 +14,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agentcore import RunEnded, RunResult, RunStatus, StreamEvent, ThoughtDelta
-from agentcore._run import PAUSE
-from agentcore._state import UNDO_SUFFIX
+from agentcore import (
+    PAUSE,
+    UNDO_SUFFIX,
+    RunEnded,
+    RunResult,
+    RunStatus,
+    StreamEvent,
+    ThoughtDelta,
+)
 from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
@@ -159,7 +165,7 @@ async def live(
     """Show a run as it happens: the thought while the model writes, then each decision.
 
     Ctrl-C (SIGINT, on the main thread) stops the run at its next safe point
-    (:data:`agentcore._run.PAUSE`): a tool that is running finishes and its outcome is
+    (:data:`agentcore.PAUSE`): a tool that is running finishes and its outcome is
     recorded, a model call in flight is answered and recorded, a proposed tool is not started;
     then :class:`Interrupted` is raised with the resume command (``agent`` and ``store``: the
     ``--agent`` and ``--store`` it must name). A second Ctrl-C exits at once (code 130); the

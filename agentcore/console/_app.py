@@ -32,7 +32,7 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentcore import Agent, PendingCall, RunStatus, RunUsage, check_transcript
+from agentcore import Agent, PendingCall, RunState, RunStatus, RunUsage, check_transcript
 from agentcore.approvals import person_key
 from agentcore.contracts.errors import (
     LimitExceededError,
@@ -734,11 +734,7 @@ def _usage(u: RunUsage) -> dict[str, Any]:  # Any: JSON values
 
 
 def _run_json(events: list[Event]) -> dict[str, Any]:  # Any: JSON values
-    from agentcore._state import RunState
-
-    state = RunState(events[0].run_id)
-    for ev in events:
-        state.apply(ev)
+    state = RunState.of(events)
     first = events[0]
     problems = check_transcript(events)
     return {

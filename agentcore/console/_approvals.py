@@ -20,7 +20,16 @@ from typing import Any
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
-from agentcore import Agent, PendingCall, RunResult, RunStatus
+from agentcore import (
+    COMPENSATION_ENDINGS,
+    UNDO_SUFFIX,
+    Agent,
+    PendingCall,
+    RunResult,
+    RunState,
+    RunStatus,
+    get_logger,
+)
 from agentcore.approvals import person_key
 from agentcore.contracts import model_from_json_schema
 from agentcore.contracts.errors import (
@@ -43,9 +52,6 @@ from agentcore.events import (
     ToolFinished,
 )
 from agentcore.queue import InProcessQueue
-
-from .._observability import get_logger
-from .._state import COMPENSATION_ENDINGS, UNDO_SUFFIX, RunState
 
 __all__ = [
     "Answer",
@@ -79,9 +85,7 @@ def compensable(events: Sequence[Event]) -> bool:
         return False
     if isinstance(last, RunFinished) and (last.reason or "").startswith(_COMPENSATED):
         return False
-    state = RunState(first.run_id)
-    for ev in events:
-        state.apply(ev)
+    state = RunState.of(events)
     if state.status not in _UNDOABLE_FROM:
         return False
     if state.compensating:
@@ -152,12 +156,7 @@ def json_object(text: str | bytes, what: str) -> dict[str, JsonValue]:
 
 def pending_of(events: Sequence[Event]) -> PendingCall | None:
     """The call the run waits on, folded from its events."""
-    from agentcore._state import RunState
-
-    state = RunState(events[0].run_id)
-    for ev in events:
-        state.apply(ev)
-    return state.pending()
+    return RunState.of(events).pending()
 
 
 class Approvals:

@@ -1,6 +1,6 @@
 """Contract health: how runs behave per contract version and model, over time, as SVG.
 
-The figures are :mod:`agentcore._stats`'s (``agentcore stats``), computed per time bucket
+The figures are :func:`agentcore.collect_stats`'s (``agentcore stats``), computed per time bucket
 for each (contract, model) series: steps per run, the share of plan, tool and finish
 actions, invalid replies per model call, re-asked steps per step, and the share of runs
 that exhausted a budget. Each chart marks the time each contract version first appears,
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from agentcore._stats import ContractStats, collect_stats
+from agentcore import ContractStats, collect_stats
 from agentcore.events import Event, ModelCalled, RunStarted
 
 __all__ = ["METRICS", "Chart", "Health", "Series", "health", "svg_chart"]

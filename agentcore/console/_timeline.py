@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agentcore._state import UNDO_SUFFIX
+from agentcore import UNDO_SUFFIX
 from agentcore.contracts import BatchAction, FinishAction, PlanAction, ToolAction
 from agentcore.events import (
     ActionProposed,
@@ -269,7 +269,7 @@ def family(events: Sequence[Event]) -> tuple[Relative | None, list[Relative]]:
     sub-agent runs it started: each sub-agent call's tokens are recorded as a
     ``model_called`` of role ``child`` beside the call's ``tool_started``, whose
     idempotency key names the child run."""
-    from agentcore._subagent import PARENT_KEY, child_run_id
+    from agentcore import PARENT_KEY, child_run_id
 
     parent: Relative | None = None
     first = events[0] if events else None

@@ -3,31 +3,44 @@
 Hypothesis drives runs of one agent through its public API: start a run whose scripted model
 proposes actions drawn by hypothesis (a plan, a read, non-idempotent writes with and without
 ``reconcile``, a destructive tool, a tool two people approve, a tool that times out, a batch
-of reads, the typed ``finish``), resume it from another agent object on the same store
-(another worker), confirm or deny it as people whose names are spelt several ways, resolve
-lost calls (rerun, result, fail), compensate, cancel and expire approvals; any of these may
-die at one of agentcore's crash points, and the dead worker is replaced. The tools write to
-an outside ledger (``_lifecycle_support.Ledger``) that agentcore never writes.
+of reads, a mail with an attacker's account and a transfer to it, a sub-agent that charges,
+pays out, wipes or reads the mail, the typed ``finish``), resume it from another agent object
+on the same store (another worker), confirm or deny it as people whose names are spelt
+several ways, resolve lost calls (rerun, result, fail), compensate (settling undos in doubt),
+cancel, expire approvals (the clock jumps past ``approval_ttl``) and let timed-out threads
+finish; any operation may die at one of agentcore's crash points in the driver (a
+:class:`SimulatedKill` raised where ``AGENTCORE_CRASH_AT`` would SIGKILL), and the dead worker
+is replaced by a fresh one, its threads dying with it. The tools write to an outside ledger
+(``_lifecycle_support.Ledger``) that agentcore never writes. Rules pick runs by their last
+status (confirm a waiting run, resolve one in ``needs_attention``, compensate a stopped one).
 
 After every rule the invariants hold:
 
-- at most one effect per idempotency key, plus one per person's ``rerun`` of that call (the
-  ``resolution`` events of the transcript); never two executions of one key at once;
+- at most one effect per idempotency key (an undo's included), plus one per person's
+  ``rerun`` of that call (the ``resolution`` events of the transcript) or ``not_done`` of
+  that undo; never two executions of one key at once;
 - no destructive or two-person effect without its approvals, counting people by identity
-  (NFKC, whitespace stripped, casefolded);
+  (NFKC, whitespace stripped, casefolded); no undo of a two-person call at one person's word;
+- no transfer to an account only untrusted text named (read by the run or quoted by its
+  sub-agent) without a person;
 - a completed run's typed output is the answer it finished with, and an agent with another
   output type does not read it;
-- every transcript passes ``check_transcript`` and its store's ``verify_chain``;
+- every transcript (the sub-agents' too) passes ``check_transcript`` and its store's
+  ``verify_chain``;
 - the status read back agrees with the store's listing and the transcript's last
-  ``run_finished``; a completed or cancelled run never moves again.
+  ``run_finished``; a completed run never moves again, a cancelled one only through its
+  compensation (stopped for a person, then cancelled again).
 
 SQLite always; PostgreSQL too when its test database answers. Under ``CI=true`` the
-examples are derandomized and capped to finish in about three minutes on two cores;
-``AGENTCORE_MODEL_EXAMPLES=<n>`` runs ``n`` examples (longer runs, locally).
+examples are derandomized and capped (about two minutes for both stores on two cores);
+``AGENTCORE_MODEL_EXAMPLES=<n>`` runs ``n`` random examples of 30 steps (longer runs,
+locally); ``AGENTCORE_MODEL_STATS=<path>`` writes what the examples did (kills, refusals,
+statuses, effects per key) as JSON.
 
-Violations of rules that are open defects are listed in :data:`OPEN_DEFECTS`: the model does
-not check them (it would stop at the first one every time); each has an explicit regression
-test below, marked ``xfail(strict=True)`` until its fix lands.
+Violations of rules that are open defects go in :data:`OPEN_DEFECTS`: the model leaves them
+unchecked (it would stop at the first one every time), and each gets an explicit regression
+test below, marked ``xfail(strict=True)`` until its fix lands. The regressions below are the
+examples the model found, replayed step by step.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ Redaction: ``Agent(redact=[...], redact_env=[...])`` lists values (strings, and 
 variables by name) that must never be written. Every event is redacted before it is
 recorded (store, exports, logs, streams) and so before it is rendered for a model: each
 occurrence becomes ``[secret:NAME]`` (``NAME`` the variable's name, or ``redacted`` for a
-listed string); values that overlap or nest become one placeholder together. Values a resolver returns are added to the run's list as they are
-resolved, so a tool that echoes its key in a result or an error does not leak it.
+listed string); values that overlap or nest become one placeholder together. Values a
+resolver returns are added to the run's list as they are resolved, so a tool that echoes
+its key in a result or an error does not leak it.
 A redacted value is gone: the transcript holds the placeholder, and so do the arguments a
 call runs with when a model sends a listed value in one.
 """

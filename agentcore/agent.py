@@ -33,10 +33,10 @@ from ._operations import Configuration, RunOperations, person, tool_table
 from ._ownership import DEFAULT_LEASE_S, default_owner
 from ._run import LOST_CALL_WAIT_S, ContextProvider, Settle, Turn, commands
 from ._snapshot import snapshot_interval
-from ._state import OutputT, RunResult
+from ._state import OutputT, RunResult, RunState
 from ._subagent import SubagentTool, bind_subagents
 from ._twins import StreamTwin, SyncTwin
-from .events import Event
+from .events import Event, RunStarted
 from .policy import Budget, Policy
 from .queue import RunQueue
 from .routing import ModelSpec, Route
@@ -333,6 +333,12 @@ class Agent(Generic[OutputT]):
             ConfigurationError: an entry is neither a tool name nor a label.
         """
         return commands.scope_names(self.tools, scope)
+
+    def owns(self, run: RunStarted | RunState) -> bool:
+        """Whether this agent can carry ``run`` on: it has every tool of the run's scope
+        (as its ``run_started`` recorded it). The one rule for which of several agents
+        sharing a store owns a run (the console, the Celery sweep)."""
+        return set(run.scope) <= set(self.tools)
 
     # -- starting and advancing runs --------------------------------------------------------
 

@@ -458,7 +458,7 @@ class Console:
         first = events[0]
         assert isinstance(first, RunStarted)
         try:
-            _, agent = self.approvals.agent_for(first, None)
+            _, agent = self.approvals.agent_for(first)
         except ConsoleError:
             return False
         return agent.policy.compensate_completed

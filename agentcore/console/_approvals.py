@@ -31,7 +31,6 @@ from agentcore import (
     get_logger,
 )
 from agentcore.approvals import person_key
-from agentcore.contracts import model_from_json_schema
 from agentcore.contracts.errors import (
     ConfigurationError,
     ConfirmationMismatchError,
@@ -40,7 +39,6 @@ from agentcore.contracts.errors import (
     RunBusyError,
     RunError,
     RunNotFoundError,
-    ToolDefinitionError,
     ToolManifestChangedError,
 )
 from agentcore.events import (
@@ -177,8 +175,9 @@ class Approvals:
         self._queue = InProcessQueue(self._advance)
         self.log = get_logger()
 
-    def agent_for(self, first: RunStarted, pending: PendingCall | None) -> tuple[str, Agent]:
-        """The agent that owns the run's tools.
+    def agent_for(self, first: RunStarted) -> tuple[str, Agent]:
+        """The agent the run names (``metadata["agent"]``), else the first that owns it
+        (:meth:`Agent.owns`).
 
         Raises:
             ConsoleError: 409 when no agent of the console can run the call.
@@ -187,10 +186,7 @@ class Approvals:
         if isinstance(recorded, str) and recorded in self.agents:
             return recorded, self.agents[recorded]
         for name, agent in self.agents.items():
-            if pending is not None and pending.tool is not None:
-                if pending.tool in agent.tools:
-                    return name, agent
-            elif set(first.scope) <= set(agent.tools):
+            if agent.owns(first):
                 return name, agent
         raise ConsoleError(
             409,
@@ -210,7 +206,7 @@ class Approvals:
         """
         first = events[0]
         assert isinstance(first, RunStarted)
-        _, agent = self.agent_for(first, None)
+        _, agent = self.agent_for(first)
         try:
             return await agent.compensate(first.run_id, by=by)
         except RunNotFoundError as exc:
@@ -250,8 +246,8 @@ class Approvals:
         reason = (decision.reason or "").strip() or None
         if not decision.approve and reason is None:
             raise ConsoleError(422, "Say why you deny the call: the model reads the reason.")
-        args = self.edited_args(first, pending, decision.args) if decision.approve else None
-        name, agent = self.agent_for(first, pending)
+        args = self.edited_args(pending, decision.args) if decision.approve else None
+        name, agent = self.agent_for(first)
         try:
             return await self._handing_agent(name, agent).confirm(
                 first.run_id,
@@ -271,49 +267,29 @@ class Approvals:
         except NotAuthorizedError as exc:
             raise ConsoleError(403, str(exc)) from exc
         except ConfigurationError as exc:
-            raise ConsoleError(422, str(exc)) from exc
+            if args is None:
+                raise ConsoleError(422, str(exc)) from exc
+            raise ConsoleError(  # the command validated the edit, as it does for every caller
+                422,
+                f"The edited arguments do not fit {pending.tool!r}'s schema and policies: "
+                f"{exc} Nothing was recorded.",
+            ) from exc
 
     @staticmethod
-    def edited_args(
-        first: RunStarted, pending: PendingCall, text: str | None
-    ) -> dict[str, Any] | None:  # Any: JSON arguments
-        """Edited arguments validated against the schema the run recorded; ``None`` when
-        there are none or they equal the proposed ones.
+    def edited_args(pending: PendingCall, text: str | None) -> dict[str, Any] | None:  # Any: JSON
+        """The edited arguments as a JSON object, for ``Agent.confirm`` to validate (the
+        tool's schema and argument policies, as for any caller); ``None`` when there are
+        none or they equal the proposed ones.
 
         Raises:
-            ConsoleError: 422 for text that is not a JSON object or breaks the schema.
+            ConsoleError: 422 for text that is not a JSON object, or an edit of a plan.
         """
         if text is None or not text.strip():
             return None
         if pending.kind != "tool" or pending.tool is None:
             raise ConsoleError(422, "Only a tool call's arguments can be edited, not a plan's.")
         edited = json_object(text, "The edited arguments")
-        if edited == pending.args:
-            return None
-        schema = first.tools.get(pending.tool, {}).get("schema")
-        if not isinstance(schema, dict):
-            raise ConsoleError(
-                422,
-                f"Run {first.run_id} recorded no argument schema for {pending.tool!r} (an older "
-                "transcript), so edited arguments cannot be checked; approve them as proposed "
-                "or deny.",
-            )
-        try:
-            model = model_from_json_schema(pending.tool, schema)
-            checked = model.model_validate(edited)
-        except ToolDefinitionError as exc:
-            raise ConsoleError(422, f"The recorded schema cannot be used: {exc}") from exc
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise ConsoleError(
-                422,
-                f"The edited arguments do not match {pending.tool!r}'s schema: {problems}. "
-                "Nothing was recorded.",
-            ) from exc
-        return checked.model_dump(mode="json", by_alias=True)
+        return None if edited == pending.args else edited
 
     def _handing_agent(self, name: str, agent: Agent) -> Agent:
         """``agent`` itself when it has a queue; otherwise a copy whose queue is a task of

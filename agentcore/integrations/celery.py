@@ -225,7 +225,7 @@ async def _owner_of(store: TranscriptStore, run_id: str, agents: Sequence[Agent]
     first = events[0] if events else None
     if not isinstance(first, RunStarted):
         return None
-    fits = [a for a in agents if set(first.scope) <= set(a.tools)]
+    fits = [a for a in agents if a.owns(first)]
     if len(fits) != 1:
         log.warning(
             "agentcore.sweep run=%s: %s of the agents sharing its store have its scope %s; "

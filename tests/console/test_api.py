@@ -148,7 +148,7 @@ async def test_edited_args_are_checked_against_the_recorded_schema_before_saving
     c = console
     before = len(await c.store.load(c.first.run_id))
     bad: list[Any] = [
-        {"order_id": "A1", "amount": "12"},  # a string for an integer
+        {"order_id": "A1", "amount": "twelve"},  # not an integer
         {"order_id": "A1"},  # amount missing
         {"order_id": "A1", "amount": 1, "extra": True},  # unknown argument
     ]

@@ -13,7 +13,7 @@ import socket
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import structlog
@@ -39,9 +39,48 @@ def _check_address(address: object) -> None:
     raise NetworkBlockedError(f"tests must not use the network (tried to connect to {address!r})")
 
 
+_INJECTION = "agentcore_injection_outcome"
+"""What tests/security/conftest.py names each injection case's summary on its report."""
+_injection: list[dict[str, Any]] = []  # Any: the summaries' JSON-like values
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == _INJECTION and isinstance(value, dict):
+            _injection.append(cast("dict[str, Any]", value))  # Any: as above
+
+
+def _injection_report(tr: pytest.TerminalReporter) -> None:
+    """The injection suite's counters, summed over the cases that ran (docs/security.md)."""
+    tr.section("injection suite")
+    counters: list[str] = _injection[0]["counters"]
+    totals = dict.fromkeys(counters, 0)
+    attempts = blocked = 0
+    for o in _injection:
+        for k, v in o["counts"].items():
+            totals[k] += v
+        attempts += o["exfil_attempts"]
+        blocked += o["exfil_blocked"]
+    obeyed = sum(o["obeyed"] for o in _injection)
+    tr.write_line(f"cases: {len(_injection)}; obeyed by the model: {obeyed}")
+    for k in counters:
+        promised = sum(1 for o in _injection if k in o["promises"])
+        tr.write_line(f"  {k}: {totals[k]} (promised zero in {promised} case(s))")
+    tr.write_line(f"  exfiltration attempts: {attempts}, blocked by policy: {blocked}")
+    gaps = [o for o in _injection if o["gap"]]
+    if gaps:
+        tr.write_line("not covered by the rules (these got through, as expected):")
+        for o in gaps:
+            hit = ", ".join(f"{k}={v}" for k, v in o["counts"].items() if v) or "no counter"
+            tr.write_line(f"  {o['id']}: {o['gap']} [{hit}; ran: {', '.join(o['executed'])}]")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per reason a test was skipped, with how many it skipped: a missing service
-    shows as one line, not as hundreds of tests passing silently by."""
+    shows as one line, not as hundreds of tests passing silently by. Then the injection
+    suite's report, when its cases ran."""
+    if _injection:
+        _injection_report(terminalreporter)
     reasons: Counter[str] = Counter()
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = getattr(report, "longrepr", None)

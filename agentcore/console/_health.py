@@ -11,12 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from html import escape
 
 from agentcore import ContractStats, collect_stats
 from agentcore.events import Event, ModelCalled, RunStarted
 
-__all__ = ["METRICS", "Chart", "Health", "Series", "health", "svg_chart"]
+__all__ = [
+    "METRICS",
+    "Chart",
+    "Dot",
+    "Health",
+    "Line",
+    "Mark",
+    "Plot",
+    "Series",
+    "Text",
+    "health",
+    "plot",
+]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
@@ -54,13 +65,70 @@ class Series:
         return f"{self.contract} · {self.model}"
 
 
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A label at a point (``anchor``: SVG's text-anchor)."""
+
+    x: float
+    y: float
+    text: str
+    css: str = "tick"
+    anchor: str = "start"
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A dashed vertical line where a contract version first appeared, with its label."""
+
+    x: float
+    title: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dot:
+    """One bucket's value on a series, with its tooltip."""
+
+    x: float
+    y: float
+    color: str
+    tip: str
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A series' polyline (``points``: "x,y x,y ...")."""
+
+    points: str
+    color: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plot:
+    """One chart's geometry and text, drawn as SVG by ``templates/_chart.html``, whose
+    autoescaping escapes every text in it (titles, contract names, tooltips)."""
+
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    base: float
+    """The y of the value 0 (the horizontal axis)."""
+    title: str
+    texts: list[Text]
+    marks: list[Mark]
+    lines: list[Line]
+    dots: list[Dot]
+
+
 @dataclass(slots=True)
 class Chart:
     """One metric's chart."""
 
     key: str
     title: str
-    svg: str
+    plot: Plot
 
 
 @dataclass(slots=True)
@@ -121,7 +189,7 @@ def health(transcripts: Sequence[Sequence[Event]]) -> Health:
         line.points.append((at, stats))
     series = list(by_line.values())
     charts = [
-        Chart(key, title, svg_chart(title, series, value, share, contract_dates, size))
+        Chart(key, title, plot(title, series, value, share, contract_dates, size))
         for key, title, value, share in METRICS
     ]
     return Health(len(runs), size, series, contract_dates, charts)
@@ -134,7 +202,7 @@ def _stamp(at: float, size: float) -> str:
     return time.strftime(fmt, time.gmtime(at))
 
 
-def svg_chart(
+def plot(
     title: str,
     series: Sequence[Series],
     value: Callable[[ContractStats], float],
@@ -144,7 +212,7 @@ def svg_chart(
     *,
     width: int = 640,
     height: int = 200,
-) -> str:
+) -> Plot:
     """A line chart: one polyline per series, a dashed mark where each contract appeared."""
     left, right, top, bottom = 48, 12, 20, 28
     xs = [at for s in series for at, _ in s.points] + list(contract_dates.values())
@@ -154,51 +222,30 @@ def svg_chart(
     top_value *= 1.0 if share else 1.1
 
     def x(at: float) -> float:
-        return left + (at - lo) / (hi - lo or 1.0) * (width - left - right)
+        return round(left + (at - lo) / (hi - lo or 1.0) * (width - left - right), 1)
 
     def y(v: float) -> float:
-        return top + (1 - v / top_value) * (height - top - bottom)
+        return round(top + (1 - v / top_value) * (height - top - bottom), 1)
 
-    label = escape(title)
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="100%" role="img" aria-label="{label}">',
-        f'<text x="{left}" y="14" class="title">{label}</text>',
-        f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" class="axis"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{y(0):.1f}" class="axis"/>',
+    texts = [
+        Text(left - 4, round(y(v) + 4, 1), f"{v:.0%}" if share else f"{v:.1f}", anchor="end")
+        for v in (top_value * frac for frac in (0.0, 0.5, 1.0))
     ]
-    for frac in (0.0, 0.5, 1.0):
-        v = top_value * frac
-        text = f"{v:.0%}" if share else f"{v:.1f}"
-        out.append(f'<text x="{left - 4}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">')
-        out.append(f"{text}</text>")
-    out.append(f'<text x="{left}" y="{height - 6}" class="tick">{_stamp(lo, size)}</text>')
-    out.append(
-        f'<text x="{width - right}" y="{height - 6}" class="tick" text-anchor="end">'
-        f"{_stamp(hi, size)}</text>"
-    )
-    for contract, at in sorted(contract_dates.items(), key=lambda kv: kv[1]):
-        cx = x(at)
-        name = escape(contract.split(":")[0])
-        out.append(
-            f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{y(0):.1f}" class="mark">'
-            f"<title>{escape(contract)} first seen {_stamp(at, 60)}</title></line>"
-        )
-        out.append(f'<text x="{cx + 3:.1f}" y="{top + 10}" class="mark-label">{name}</text>')
+    texts.append(Text(left, height - 6, _stamp(lo, size)))
+    texts.append(Text(width - right, height - 6, _stamp(hi, size), anchor="end"))
+    marks = [
+        Mark(x(at), f"{contract} first seen {_stamp(at, 60)}", contract.split(":")[0])
+        for contract, at in sorted(contract_dates.items(), key=lambda kv: kv[1])
+    ]
+    lines: list[Line] = []
+    dots: list[Dot] = []
     for s in series:
         pts = [(x(at + size / 2), y(value(stats)), at, stats) for at, stats in s.points]
         if len(pts) > 1:
-            path = " ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in pts)
-            out.append(
-                f'<polyline points="{path}" fill="none" stroke="{s.color}" stroke-width="2"/>'
-            )
+            lines.append(Line(" ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in pts), s.color))
         for px, py, at, stats in pts:
             v = value(stats)
             shown = f"{v:.0%}" if share else f"{v:.2f}"
             tip = f"{s.label} {_stamp(at, size)}: {shown} ({stats.runs} runs)"
-            out.append(
-                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{s.color}">'
-                f"<title>{escape(tip)}</title></circle>"
-            )
-    out.append("</svg>")
-    return "".join(out)
+            dots.append(Dot(px, py, s.color, tip))
+    return Plot(width, height, left, right, top, y(0), title, texts, marks, lines, dots)

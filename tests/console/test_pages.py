@@ -14,7 +14,7 @@ import pytest
 from markupsafe import escape
 
 from agentcore.console import TokenLogin, create_app
-from agentcore.events import Confirmation
+from agentcore.events import Confirmation, ModelCalled, RunStarted
 
 from .conftest import Console
 from .test_api import settled
@@ -404,3 +404,27 @@ async def test_a_parent_and_its_sub_agent_runs_link_each_other() -> None:
         up = re.search(r'<dd id="parent-run">(.*?)</dd>', child, re.S)
         assert up and 'href="/runs/p1"' in up.group(1), child
         assert "call c1 at step 1" in up.group(1)
+
+
+async def test_the_health_charts_escape_what_runs_recorded(console: Console) -> None:
+    """A contract version and a model name are recorded text: the charts are drawn by an
+    autoescaped template (no ``|safe``), so markup in them is shown, never run."""
+    hostile_contract = '"><img src=x onerror=alert(1)>'
+    hostile_model = "</svg><script>alert(2)</script>"
+    events = await console.store.load(console.first.run_id)
+    copied = []
+    for ev in events:
+        update: dict[str, object] = {"run_id": "hostile-run"}
+        if isinstance(ev, RunStarted):
+            update["contract"] = {**ev.contract, "version": hostile_contract}
+        if isinstance(ev, ModelCalled):
+            update["model"] = hostile_model
+        copied.append(ev.model_copy(update=update))
+    await console.store.append("hostile-run", 0, copied)
+    page = await console.client.get("/health")
+    assert page.status_code == 200
+    assert "<script>" not in page.text and "<img" not in page.text
+    assert str(escape(hostile_model)) in page.text
+    assert page.text.count("<svg") == 7
+    templates = Path(__file__).parents[2] / "agentcore" / "console" / "templates"
+    assert not [p.name for p in templates.iterdir() if re.search(r"\|\s*safe", p.read_text())]

@@ -255,10 +255,11 @@ class SubagentTool(Tool):
             raise ToolOutcomeUnknownError(
                 f"sub-agent {name!r} (run {run_id}) is still running in another worker "
                 f"{self._wait_s():g}s after this call began waiting for it; resume this run "
-                "once it has stopped: the sub-agent's answer is taken from its run"
+                "once it has stopped: the sub-agent's answer is taken from its run",
+                settled_elsewhere=True,
             )
         if result.status in (RunStatus.AWAITING_CONFIRMATION, RunStatus.NEEDS_ATTENTION):
-            raise ToolOutcomeUnknownError(_waiting(name, result))
+            raise ToolOutcomeUnknownError(_waiting(name, result), settled_elsewhere=True)
         raise RuntimeError(  # failed, cancelled, out of budget: the parent's model decides
             f"sub-agent {name!r} (run {run_id}) stopped as {result.status.value}: "
             f"{result.reason or 'no reason given'}"

@@ -197,6 +197,9 @@ class ToolOutcome:
     """The call may or may not have happened (the tool raised
     :class:`~agentcore.errors.ToolOutcomeUnknownError`: a remote server's connection broke
     mid-call). Recorded like a timeout."""
+    settled_elsewhere: bool = False
+    """A lost outcome that something else settles (see
+    :class:`~agentcore.errors.ToolOutcomeUnknownError`)."""
     still_running: asyncio.Future[Any] | None = None  # Any: the call's result, unused
     """A timed-out sync call whose thread is still running: done when the thread returns.
     Its call guard is held until then."""
@@ -748,7 +751,8 @@ class Tool:
         except TimeoutError:
             return replace(done(False, error=f"timed out after {self.timeout:g}s"), timed_out=True)
         except ToolOutcomeUnknownError as exc:
-            return replace(done(False, error=str(exc)), lost=True)
+            lost = done(False, error=str(exc))
+            return replace(lost, lost=True, settled_elsewhere=exc.settled_elsewhere)
         except Exception as exc:
             return done(False, error=f"{type(exc).__name__}: {exc}")
         try:

@@ -268,7 +268,17 @@ class ToolOutcomeUnknownError(AgentcoreError):
     The runner treats it like a timeout: an idempotent tool's call is an error the model
     sees; a non-idempotent tool's is a lost call (``reconcile`` is asked, otherwise the run
     stops as ``needs_attention`` for a person), never retried automatically.
+
+    Args:
+        message: what happened, and what settles it.
+        settled_elsewhere: the outcome is being settled somewhere else (a sub-agent's run
+            waiting for a person, or still running in another worker): the run stops saying
+            so (``message``), without asking a person to resolve the call.
     """
+
+    def __init__(self, message: str, *, settled_elsewhere: bool = False) -> None:
+        super().__init__(message)
+        self.settled_elsewhere = settled_elsewhere
 
 
 class RemoteToolError(AgentcoreError):

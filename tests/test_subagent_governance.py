@@ -136,6 +136,9 @@ async def test_a_parents_approval_rule_stops_its_childs_call_visibly_from_the_pa
     assert paid == []
     pending = stuck.pending  # the child's call, seen from the parent
     assert pending is not None and pending.run_id == "p1:1/payer" and pending.tool == "pay"
+    # the reason says what settles it (the child's confirmation), not a lost-call resolve
+    assert stuck.reason is not None and "agentcore resolve" not in stuck.reason, stuck.reason
+    assert "agentcore confirm p1:1/payer --approve" in stuck.reason, stuck.reason
     done = await parent.confirm(
         "p1", approve=True, by="ann", step=pending.step, args_hash=pending.args_hash
     )

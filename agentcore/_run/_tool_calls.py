@@ -122,7 +122,13 @@ async def _start(
         # retry, a second payment. It is a lost call.
         d.log.warning("tool_outcome_lost", step=call.step, tool=tool.name)
         await _settle_lost_call(
-            d, call, tool, key, timed_out=True, cause=None if outcome.timed_out else outcome.error
+            d,
+            call,
+            tool,
+            key,
+            timed_out=True,
+            cause=None if outcome.timed_out else outcome.error,
+            elsewhere=outcome.settled_elsewhere,
         )
         return outcome.still_running
     d.record(finished(d, call.step, call.call_id, tool, outcome))
@@ -367,6 +373,7 @@ async def _settle_lost_call(
     timed_out: bool,
     cause: str | None = None,
     since: float | None = None,
+    elsewhere: bool = False,
 ) -> None:
     """A non-idempotent call whose outcome is unknown: adopt what ``reconcile`` finds,
     run it again, or stop as ``needs_attention`` for a person.
@@ -387,6 +394,8 @@ async def _settle_lost_call(
     Args:
         since: when the call started, when it has no ``tool_started`` (its guard was
             found held before this worker could write one).
+        elsewhere: ``cause`` says what settles the call instead of a person's resolve (a
+            sub-agent's run waiting for a person): the reason is that, nothing more.
     """
     # A call with no intent yet (its guard was found held before one was written) never
     # ran here: once the guard is free it runs, as any new call does.
@@ -411,6 +420,11 @@ async def _settle_lost_call(
             problem = "; reconcile(key) found no record of it" + problem
     if free:
         await run_call(d, call)  # it did not happen and nothing can still run it
+        return
+    if elsewhere and cause is not None:  # e.g. a sub-agent's run waits for a person
+        d.finish(
+            RunStatus.NEEDS_ATTENTION, reason=f"tool {tool.name!r} at step {call.step}: {cause}"
+        )
         return
     if cause is not None:
         what = (

@@ -7,6 +7,7 @@ transcript is the only state, so runs resume after a crash and move between prov
 
 # first, for its side effect: a source checkout maps agentcore.contracts and .adapters
 from . import _layout  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from ._version import __version__ as __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers: True)
 if TYPE_CHECKING:
@@ -92,7 +93,6 @@ __all__ = [
     "tune_gc",
 ]
 
-__version__ = "0.1.0"
 
 # The public names, by the module each is imported from on first use (PEP 562), so
 # `import agentcore` loads neither pydantic nor the contracts, stores and adapters. Type

@@ -435,15 +435,15 @@ async def _recover(spec: dict[str, Any]) -> dict[str, Any]:  # Any: JSON in and 
 
 
 def _agent(spec: dict[str, Any]) -> tuple[Agent, Tool]:  # Any: the spec's JSON
-    from .testing import scripted_agent  # the public kit drives the run, as a user's test would
+    from agentcore.adapters import ScriptedModel
 
     tool = load_tool(spec["tool"])
     action = {"type": "tool", "thought": "Make the call.", "tool": tool.name, "args": spec["args"]}
     finish = {"type": "finish", "thought": "The call is done.", "answer": _ANSWER}
-    agent = scripted_agent(
-        [tool],
-        action,
-        finish,
+    # As agentcore.testing.scripted_agent builds it (that module imports this one).
+    agent = Agent(
+        tools=[tool],
+        model=ScriptedModel([action, finish]),
         # The undo boundaries compensate the completed run: the kit allows that explicitly.
         policy=Policy(plan_before_writes=False, compensate_completed=True),
         store=f"sqlite:///{spec['db']}",

@@ -21,7 +21,7 @@ from types import TracebackType
 
 from agentcore.contracts.errors import LeaseLostError, StoreError
 
-from ._observability import get_logger
+from ._observability._log import get_logger
 from .stores import Lease, TranscriptStore
 
 __all__ = ["DEFAULT_LEASE_S", "Ownership", "default_owner"]

@@ -89,7 +89,7 @@ def snapshot_tag() -> str:
     source (and of this one). A snapshot with another tag is not used. Where a module's
     source cannot be read (a frozen or zipped install), its name and agentcore's version
     stand in for it."""
-    from agentcore import __version__
+    from ._version import __version__
 
     h = hashlib.sha256(b"agentcore.snapshot.v1\x00")
     for module in (RunState, Renderer, dump_state):

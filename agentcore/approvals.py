@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from agentcore.contracts.errors import AgentcoreError, ConfigurationError
 
-from ._observability import get_logger
+from ._observability._log import get_logger
 from ._state import PendingCall
 
 if TYPE_CHECKING:

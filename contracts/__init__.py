@@ -35,6 +35,7 @@ from ._document import ContractDocument, ExampleTool, ExampleTurn, WorkedExample
 
 if TYPE_CHECKING:  # loads on first use: tools given as JSON Schema (examples, MCP, evals)
     from ._jsonschema import model_from_json_schema
+from ._canonical import canonical_json
 from ._limits import (
     MAX_DEPTH,
     MAX_EVENT_BYTES,
@@ -56,7 +57,6 @@ from ._schema import (
     DEFAULT_MAX_REPLY_BYTES,
     ActionSchema,
     SchemaForm,
-    canonical_json,
     compile_action_schema,
     dump_action,
 )

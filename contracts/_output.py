@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ._canonical import canonical_json
 from ._limits import json_problem
 from .errors import ConfigurationError
 
@@ -93,8 +94,6 @@ class OutputSpec:
     def hash(self) -> str:
         """A hash of :attr:`json_schema`: what a run records in ``run_started`` and
         compares when it continues, so a run never decodes its answer as another type."""
-        from ._schema import canonical_json  # here: _schema imports this module
-
         return hashlib.sha256(canonical_json(self.json_schema).encode()).hexdigest()[:16]
 
     @property

@@ -43,6 +43,7 @@ from ._actions import (
     ToolAction,
     require_type,
 )
+from ._canonical import canonical_json
 from ._limits import MAX_DEPTH, json_problem
 from ._output import OutputSpec
 from ._tools import ToolSpec
@@ -700,8 +701,3 @@ def load_action(text: str) -> NextAction:
         ValueError: ``text`` is not such an action (pydantic's ``ValidationError``).
     """
     return _next_action().validate_json(text)
-
-
-def canonical_json(value: object) -> str:
-    """Compact JSON with sorted keys: the form argument hashes are computed over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

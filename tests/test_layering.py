@@ -171,13 +171,17 @@ LAZY_AT_STARTUP = (
 )
 
 
+STARTUP_OURS = {"agentcore", "agentcore._layout", "agentcore._version"}
+"""Ours that ``import agentcore`` loads: the package, its source-checkout finder, the version."""
+
+
 def test_import_agentcore_loads_only_the_package(tmp_path: Path) -> None:
-    """``import agentcore`` runs the package and its source-checkout finder, nothing else of
-    ours and none of the libraries its names need (``from agentcore import Agent`` loads
-    those, on first use)."""
+    """``import agentcore`` runs the package, its source-checkout finder and its version,
+    nothing else of ours and none of the libraries its names need (``from agentcore import
+    Agent`` loads those, on first use)."""
     loaded = _modules_after("import agentcore", tmp_path)
     ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
-    assert ours == {"agentcore", "agentcore._layout"}, sorted(ours)
+    assert ours == STARTUP_OURS, sorted(ours)
     assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
     names = _modules_after("import agentcore\nfrom agentcore import Agent", tmp_path)
     assert {"agentcore.agent", "pydantic"} <= names  # the name still brings its module
@@ -195,7 +199,7 @@ def test_cli_help_loads_only_the_cli(tmp_path: Path) -> None:
     """``agentcore --help`` prints its help from the CLI package alone."""
     loaded = _modules_after(HELP_RUN, tmp_path)
     ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
-    assert ours == {"agentcore", "agentcore._layout", "agentcore.cli"}, sorted(ours)
+    assert ours == STARTUP_OURS | {"agentcore.cli"}, sorted(ours)
     assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
 
 
@@ -203,7 +207,7 @@ def test_cli_version_loads_only_the_cli(tmp_path: Path) -> None:
     """``agentcore --version`` too: a newcomer's first command answers at once."""
     loaded = _modules_after(HELP_RUN.replace("--help", "--version"), tmp_path)
     ours = {m for m in loaded if m.split(".")[0] == "agentcore"}
-    assert ours == {"agentcore", "agentcore._layout", "agentcore.cli"}, sorted(ours)
+    assert ours == STARTUP_OURS | {"agentcore.cli"}, sorted(ours)
     assert loaded.isdisjoint(LAZY_AT_STARTUP), sorted(loaded & set(LAZY_AT_STARTUP))
 
 

@@ -35,7 +35,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
-from agentcore._state import RunStatus
+from agentcore._status import RunStatus
 from agentcore.events import ActionProposed, Confirmation, Decision, Event, ModelCalled, RunFinished
 
 from ._observer import LogObserver, Observer
@@ -122,7 +122,7 @@ def _instruments(tp: TracerProvider | None, mp: MeterProvider | None) -> _Instru
     found = _CACHE.get((tp, mp))
     if found is not None:
         return found
-    from agentcore import __version__
+    from agentcore._version import __version__
 
     tracer = (tp or trace.get_tracer_provider()).get_tracer(_SCOPE, __version__)
     meter = (mp or metrics.get_meter_provider()).get_meter(_SCOPE, __version__)

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from agentcore._observability import get_logger
+from agentcore._observability._log import get_logger
 from agentcore.contracts.errors import LeaseLostError, SeqConflictError, StoreError
 from agentcore.events import Event, dump_event
 

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 from agentcore.contracts.errors import AgentcoreError, ConfigurationError
 
 from ._observability._log import get_logger
-from ._state import PendingCall
+from ._pending import PendingCall
 
 if TYPE_CHECKING:
     from agentcore.adapters import RetryPolicy

@@ -134,7 +134,9 @@ class WireSchema:
         name: the schema's name where a provider asks for one (``next_action``).
         schema: what goes on the wire; for ``json_prompt``, the schema in the prompt.
         wrapped: replies are ``{"action": {...}}`` (the provider needs an object root).
-        prompt: ``json_prompt`` only: the text to append to the system prompt.
+        prompt: the text to append to the system prompt, or ``None``: for ``json_prompt``,
+            the schema; for the generic form under a contract that shows tools as
+            signatures, each tool's argument schema.
     """
 
     dialect: Dialect
@@ -203,15 +205,31 @@ def compile_wire_schema(schema: ActionSchema, dialect: Dialect) -> WireSchema:
     wire = per_schema.get(dialect)
     if wire is None:
         body, wrapped = compile_schema(schema.json_schema(), dialect)
-        prompt = None
+        prompts: list[str] = []
+        if schema.form == "generic" and schema.tool_args == "signature" and schema.tools:
+            prompts.append(_generic_args_prompt(schema, dialect))
         if dialect == "json_prompt":
             compact = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-            prompt = _JSON_PROMPT.format(schema=compact)
+            prompts.append(_JSON_PROMPT.format(schema=compact))
+        prompt = "\n\n".join(prompts) or None
         wire = WireSchema(
             dialect=dialect, name=_WIRE_SCHEMA_NAME, schema=body, wrapped=wrapped, prompt=prompt
         )
         per_schema[dialect] = wire
     return wire
+
+
+def _generic_args_prompt(schema: ActionSchema, dialect: Dialect) -> str:
+    """Each tool's argument schema, for the generic form under a contract that shows tools
+    as signatures: that form's ``args_json`` is a string, so its wire schema holds none of
+    the descriptions and enums the signatures leave to the schema."""
+    lines = ["The JSON object in args_json, for each tool:"]
+    for spec in schema.tools:
+        params = compile_schema(spec.args_schema, dialect)[0]
+        lines.append(
+            f"- {spec.name}: {json.dumps(params, ensure_ascii=False, separators=(',', ':'))}"
+        )
+    return "\n".join(lines)
 
 
 def compile_parameters(schema: JsonSchema, dialect: Dialect) -> JsonSchema:

@@ -10,15 +10,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
 from ._actions import Effect
 from ._output import OutputSpec
-from ._schema import compile_action_schema
+from ._schema import ToolArgs, compile_action_schema
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, ToolDefinitionError
 
@@ -28,10 +28,11 @@ __all__ = [
     "ExampleTurn",
     "ToolArgs",
     "WorkedExample",
+    "contract_for_run",
     "load_contract",
 ]
 
-DEFAULT_CONTRACT_VERSION = "1"
+DEFAULT_CONTRACT_VERSION = "2"
 
 
 class _Doc(BaseModel):
@@ -91,11 +92,6 @@ class WorkedExample(_Doc):
     tools: list[ExampleTool] = []
     turns: list[ExampleTurn]
 
-
-ToolArgs = Literal["json_schema", "signature"]
-"""How the system text shows a tool's arguments: its whole JSON Schema (descriptions and
-enums included), or a one-line signature (names, types, which are optional), leaving
-descriptions and enums to the action schema."""
 
 _DOCUMENTS = Path(__file__).parent / "documents"
 """The built-in contract documents, ``v<N>.json``."""
@@ -286,6 +282,39 @@ def _placeholders(args_schema: dict[str, Any]) -> dict[str, JsonValue]:  # Any: 
         else:
             out[str(name)] = f"<{name}>"
     return out
+
+
+def contract_for_run(current: ContractDocument, recorded: Mapping[str, str]) -> ContractDocument:
+    """The document a run is driven with: the one it recorded at its start when that can be
+    rebuilt, so a run begun under an earlier built-in version (before an upgrade changed the
+    default) resumes showing its model the same system text, byte for byte.
+
+    Args:
+        current: the agent's document (a built-in version, plus the agent's own examples).
+        recorded: ``run_started.contract`` (``version`` and ``hash``).
+
+    Returns:
+        ``current`` when its hash is the recorded one, or when the recorded document is not
+        a built-in version with ``current``'s own examples (a document the operator changed
+        on purpose: that change applies); otherwise that built-in version with the examples
+        ``current`` adds to its own built-in version.
+    """
+    version, digest = recorded.get("version", ""), recorded.get("hash", "")
+    if not digest or digest == current.hash or not version.isdigit():
+        return current
+    try:
+        base, then = _builtin(current.version), _builtin(version)
+    except ConfigurationError:
+        return current
+    extra = (
+        current.examples[len(base.examples) :]
+        if current.examples[: len(base.examples)] == (base.examples)
+        else None
+    )
+    if extra is None:
+        return current
+    pinned = then.with_examples(extra)
+    return pinned if pinned.hash == digest else current
 
 
 def load_contract(source: str | Path | None = None) -> ContractDocument:

@@ -49,9 +49,20 @@ from ._output import OutputSpec
 from ._tools import ToolSpec
 from .errors import ConfigurationError, InvalidActionError, UnknownToolError
 
-__all__ = ["DEFAULT_MAX_REPLY_BYTES", "ActionSchema", "SchemaForm", "compile_action_schema"]
+__all__ = [
+    "DEFAULT_MAX_REPLY_BYTES",
+    "ActionSchema",
+    "SchemaForm",
+    "ToolArgs",
+    "compile_action_schema",
+]
 
 SchemaForm = Literal["typed", "generic"]
+ToolArgs = Literal["json_schema", "signature"]
+"""How the system text shows a tool's arguments: its whole JSON Schema (descriptions and
+enums included), or a one-line signature (names, types, which are optional), leaving
+descriptions and enums to the action schema (and, in the generic form, whose schema does not
+hold them, to the wire schema's prompt: see ``compile_wire_schema``)."""
 DEFAULT_MAX_REPLY_BYTES = 64 * 1024
 _MAX_ERRORS_SHOWN = 5
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
@@ -266,6 +277,10 @@ class ActionSchema:
         output: the type of ``finish``'s ``answer`` (``None``: text).
         max_batch: the most calls a ``batch`` may hold (0: no batch); a batch is offered
             only when a read-only, idempotent tool is in the schema.
+        tool_args: how the system text shows the tools' arguments (the contract
+            document's :attr:`~agentcore.contracts.ContractDocument.tool_args`): with
+            ``signature``, the generic form's wire schema carries a prompt with each tool's
+            argument schema, which its ``args_json`` string does not.
     """
 
     tools: tuple[ToolSpec, ...]
@@ -276,6 +291,7 @@ class ActionSchema:
     thought_first: bool = False
     output: OutputSpec | None = None
     max_batch: int = 0
+    tool_args: ToolArgs = "json_schema"
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
     _forms: dict[str, ActionSchema] = field(
         init=False, repr=False, default_factory=dict[str, "ActionSchema"]
@@ -374,6 +390,7 @@ class ActionSchema:
                 thought_first=self.thought_first,
                 output=self.output,
                 max_batch=self.max_batch,
+                tool_args=self.tool_args,
             )
         return cache[form]
 
@@ -553,6 +570,7 @@ def compile_action_schema(
     thought_first: bool = False,
     output: OutputSpec | None = None,
     max_batch: int = 0,
+    tool_args: ToolArgs = "json_schema",
 ) -> ActionSchema:
     """Compile the action union for one step.
 
@@ -569,6 +587,8 @@ def compile_action_schema(
         max_batch: the most calls a ``batch`` action may hold (0, the default: no batch).
             A batch is offered only when one or more read-only, idempotent tools are
             among ``tools``.
+        tool_args: how the system text shows the tools' arguments (see
+            :attr:`ActionSchema.tool_args`).
 
     Returns:
         An :class:`ActionSchema`; building its validator is lazy and happens once. The same
@@ -586,6 +606,7 @@ def compile_action_schema(
         thought_first,
         output,
         max_batch,
+        tool_args,
     )
 
 
@@ -599,6 +620,7 @@ def _compile(
     thought_first: bool = False,
     output: OutputSpec | None = None,
     max_batch: int = 0,
+    tool_args: ToolArgs = "json_schema",
 ) -> ActionSchema:
     return ActionSchema(
         tools=tools,
@@ -609,6 +631,7 @@ def _compile(
         thought_first=thought_first,
         output=output,
         max_batch=max_batch,
+        tool_args=tool_args,
     )
 
 

@@ -188,7 +188,7 @@ async def test_out_of_scope_tool_is_denied(
     # The schema offered only the scoped tool; the system text lists only it.
     first = model.requests[0]
     assert first.schema.tool_names == ("lookup",)
-    assert "- lookup (effect: read)" in first.system
+    assert "- lookup(order_id: str) (effect: read)" in first.system
     assert "fetch_status" not in first.system
     events = await agent.transcript(result.run_id)
     decision, finished = of_type(events, Decision)

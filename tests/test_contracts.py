@@ -335,11 +335,16 @@ def test_bytes_reply_accepted(typed: ActionSchema) -> None:
 def test_load_default_contract() -> None:
     doc = load_contract()
     assert isinstance(doc, ContractDocument)
-    assert doc.version == "1"
+    assert doc.version == "2"
     assert "JSON" in doc.system
     assert doc.examples
-    assert load_contract("1") == doc
-    assert load_contract("1").hash == doc.hash
+    assert load_contract("2") == doc
+    assert load_contract("2").hash == doc.hash
+    # v2 is v1 with each tool's arguments as a signature (the rules and examples are v1's)
+    assert (doc.tool_args, load_contract("1").tool_args) == ("signature", "json_schema")
+    assert doc.model_copy(update={"version": "1", "tool_args": "json_schema"}) == (
+        load_contract("1")
+    )
 
 
 def test_unknown_contract_version() -> None:
@@ -462,11 +467,22 @@ def test_example_turn_needs_exactly_one_kind() -> None:
 
 
 def test_render_system_lists_tools_and_examples(tools: Toolbox) -> None:
-    doc = load_contract()
+    doc = load_contract("1")
     text = doc.render_system([tools.lookup.spec])
     assert text.startswith(doc.system)
     assert "- lookup (effect: read): Look up one order by id." in text
     assert '"order_id"' in text
+    assert "Example: Read, then answer" in text
+    assert "update_note" not in text
+
+
+def test_the_default_contract_shows_each_tool_once_as_a_signature(tools: Toolbox) -> None:
+    """v2 (the default): a tool's arguments are a one-line signature in the text; their
+    schema (descriptions, enums) is the action schema's, not repeated in the text."""
+    doc = load_contract()
+    text = doc.render_system([tools.lookup.spec])
+    assert "- lookup(order_id: str) (effect: read): Look up one order by id." in text
+    assert "args schema" not in text and '"order_id"' not in text.split("Example:")[0]
     assert "Example: Read, then answer" in text
     assert "update_note" not in text
 
@@ -694,7 +710,7 @@ def test_a_built_in_contract_is_read_once_and_shared_a_file_is_read_each_time(
     first = load_contract()
     assert load_contract() is first
     assert load_contract("v1") is load_contract("1")
-    assert load_contract("v1") == first
+    assert load_contract("v2") == first
     path = tmp_path / "mine.json"
     path.write_text(first.model_dump_json())
     mine = load_contract(path)

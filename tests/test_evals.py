@@ -461,7 +461,7 @@ async def test_stats_show_a_drop_in_plan_share_between_contract_versions(tmp_pat
     from agentcore._stats import contract_stats
 
     store = MemoryStore()
-    v1 = load_contract()
+    v1 = load_contract("1")
     v2 = v1.model_copy(update={"version": "2", "system": v1.system + "\nNever plan."})
     plan_first = [
         {"type": "plan", "thought": "p", "steps": ["look"]},

@@ -40,6 +40,7 @@ from agentcore.contracts import (
     clean_text,
     compile_action_schema,
 )
+from agentcore.contracts._document import contract_for_run
 from agentcore.contracts._schema import (
     batch_note,
     batch_tools,
@@ -207,6 +208,8 @@ class Driver:
         self.sink = SINK.get()
         self.redactor = Redactor() if setup.redactor is None else setup.redactor.copy()
         """The agent's listed values, plus the secrets resolved in this advance."""
+        self.contract = contract_for_run(setup.contract, state.contract)
+        """The agent's contract document, or the built-in version the run started under."""
 
     # -- recording ------------------------------------------------------------------------
 
@@ -361,6 +364,7 @@ class Driver:
         names = tuple(n for n in self._offered() if budget.refuses(n, st) is None)
         tools = self.setup.tools
         key = (
+            self.contract.hash,
             names,
             tuple(tools[n].spec.manifest_hash for n in names),  # a relisted remote tool
             finish_only,
@@ -375,7 +379,8 @@ class Driver:
                 finish_only=finish_only,
                 form=st.policy.schema_form,
                 max_reply_bytes=st.policy.max_reply_bytes,
-                thought_first=self.setup.contract.thought_first,  # the agent's one contract
+                thought_first=self.contract.thought_first,
+                tool_args=self.contract.tool_args,
                 output=self.setup.output,  # the agent's one output type
                 max_batch=st.policy.max_batch,
             )
@@ -396,12 +401,13 @@ class Driver:
         offered = self._offered()
         most = self.state.policy.max_batch
         key = tuple(f"{n}:{self.setup.tools[n].spec.manifest_hash}" for n in offered)
+        key = (self.contract.hash, *key)
         if most:
             key = (*key, f"max_batch:{most}")  # a run without batches keys as before
         text = self.setup.system_cache.get(key)
         if text is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
-            text = self.setup.contract.render_system(specs, self.setup.output)
+            text = self.contract.render_system(specs, self.setup.output)
             reads = [s.name for s in batch_tools(specs)]
             if most >= 2 and reads:
                 text = f"{text}\n\n{batch_note(most, reads)}"

@@ -165,7 +165,10 @@ def _prepare(
                 raise
         specs.append(compiled[key])
     schema = compile_action_schema(
-        specs, thought_first=contract.thought_first, max_batch=case.max_batch
+        specs,
+        thought_first=contract.thought_first,
+        tool_args=contract.tool_args,
+        max_batch=case.max_batch,
     )
     schema.root_type  # noqa: B018  # build the union now: a failure is this case's, not a reply's
     system = contract.render_system(specs)

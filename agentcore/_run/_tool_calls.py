@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from agentcore.contracts import BatchAction, ToolAction, clean_text
 from agentcore.contracts.errors import LimitExceededError
@@ -26,9 +26,9 @@ from .._dispatch import Ruling, batch_refusal, decide_in_batch
 from .._extract import ExtractionLog, extraction_log
 from .._faults import crash_point
 from .._state import OpenCall, RunState, RunStatus
-from ..events import Decision, ModelCalled, ToolFinished, ToolStarted
-from ..secrets import resolve_secret
-from ..tools import RunIdentity, Tool, ToolContext, ToolOutcome, recordable_result
+from ..events import Decision, Event, ModelCalled, ToolFinished, ToolStarted
+from ..secrets import Redactor, SecretResolver, resolve_secret
+from ..tools import DepsFactory, RunIdentity, Tool, ToolContext, ToolOutcome, recordable_result
 from ._commands import short_args
 from ._effects import (
     HELD,
@@ -41,12 +41,16 @@ from ._effects import (
 )
 
 if TYPE_CHECKING:
-    from ._loop import Driver
+    from .._observability import Observer
+    from .._ownership import Ownership
+    from ..stores import CancelRequest, TranscriptStore
 
 __all__ = [
     "GUARD_POLL_S",
     "LOST_CALL_WAIT_S",
+    "CallDriver",
     "call_context",
+    "decision",
     "deps_of",
     "recover_call",
     "refuse_rerun_while_running",
@@ -64,7 +68,57 @@ GUARD_POLL_S: Final = 0.25
 _ERROR_CAP: Final = 4_000  # characters of an extraction's error kept in its event
 
 
-async def run_call(d: Driver, call: OpenCall) -> None:
+class CallSetup(Protocol):
+    """What a tool call reads of the agent's setup (``_loop.RunSetup`` is one)."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+    @property
+    def store(self) -> TranscriptStore: ...
+    @property
+    def secrets(self) -> SecretResolver | None: ...
+    @property
+    def lost_call_wait_s(self) -> float: ...
+    @property
+    def deps(self) -> DepsFactory | None: ...
+    @property
+    def deps_built(self) -> dict[str, object]: ...
+
+
+class CallDriver(Protocol):
+    """What running a tool call needs of the driver that advances the run
+    (``_loop.Driver`` is the one; the loop imports this module, so it is named by what it
+    does here rather than imported)."""
+
+    @property
+    def state(self) -> RunState: ...
+    @property
+    def setup(self) -> CallSetup: ...
+    @property
+    def own(self) -> Ownership | None: ...
+    @property
+    def log(self) -> Any: ...  # Any: a structlog bound logger (structlog types it loosely)
+    @property
+    def obs(self) -> Observer: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    def record(self, event: Event) -> None: ...
+    def fields(self) -> dict[str, Any]: ...  # Any: common event fields
+    async def flush(self) -> None: ...
+    def finish(
+        self,
+        status: RunStatus,
+        *,
+        answer: str | None = None,
+        reason: str | None = None,
+        guard_held: bool = False,
+    ) -> None: ...
+    async def cancel_at_intent(self) -> CancelRequest | None: ...
+    async def cancel_requested(self) -> bool: ...
+    def cancel(self, by: str, reason: str | None) -> None: ...
+
+
+async def run_call(d: CallDriver, call: OpenCall) -> None:
     assert isinstance(call.action, ToolAction)
     tool = d.setup.tools[call.action.tool]
     key = f"{d.state.run_id}:{call.step}"
@@ -83,7 +137,7 @@ async def run_call(d: Driver, call: OpenCall) -> None:
 
 
 async def _start(
-    d: Driver, call: OpenCall, tool: Tool, key: str, *, guarded: bool
+    d: CallDriver, call: OpenCall, tool: Tool, key: str, *, guarded: bool
 ) -> asyncio.Future[Any] | None:  # Any: the call's result, unused
     """Write the call's intent, run it and record its outcome; a timed-out sync call's
     thread, when it is still running."""
@@ -105,14 +159,7 @@ async def _start(
         d.cancel(request.by, request.reason)
         return None
     crash_point("after_intent_commit")
-    ctx = call_context(d, call.step, call.call_id, key, deps)
-    with extraction_log() as extractions:
-        outcome = await d.obs.tool_call(
-            call.call_id,
-            call.step,
-            tool.name,
-            tool.run(args, ctx, max_result_bytes=d.state.policy.max_tool_result_bytes),
-        )
+    outcome, extractions = await _run(d, call, tool, args, key, deps)
     crash_point("after_tool_return")
     _record_extractions(d, call.step, extractions)
     if (outcome.timed_out or outcome.lost) and not tool.spec.idempotent:
@@ -138,7 +185,7 @@ async def _start(
 
 
 async def _intent(
-    d: Driver,
+    d: CallDriver,
     call: OpenCall,
     tool: Tool,
     args: dict[str, Any],  # Any: JSON values
@@ -177,7 +224,41 @@ async def _intent(
     return True, deps
 
 
-def not_run(d: Driver, call: OpenCall, tool: Tool, why: str) -> ToolFinished:
+async def _run(
+    d: CallDriver,
+    call: OpenCall,
+    tool: Tool,
+    args: dict[str, Any],  # Any: JSON values
+    key: str,
+    deps: Any,  # Any: what the application's factory built
+) -> tuple[ToolOutcome, ExtractionLog]:
+    """Run a started call (one call, or one of a batch) in its observability span: its
+    outcome, and the extractions it made."""
+    ctx = call_context(d, call.step, call.call_id, key, deps)
+    with extraction_log() as extractions:
+        outcome = await d.obs.tool_call(
+            call.call_id,
+            call.step,
+            tool.name,
+            tool.run(args, ctx, max_result_bytes=d.state.policy.max_tool_result_bytes),
+        )
+    return outcome, extractions
+
+
+def decision(d: CallDriver, call: OpenCall, ruling: Ruling) -> Decision:
+    """The ``decision`` event of ``call`` (an action of its own, or one of a batch)."""
+    return Decision(
+        **d.fields(),
+        step=call.step,
+        call_id=call.call_id,
+        verdict=ruling.verdict,
+        reason=ruling.reason,
+        approvals_needed=ruling.approvals_needed,
+        provenance=dict(ruling.provenance),
+    )
+
+
+def not_run(d: CallDriver, call: OpenCall, tool: Tool, why: str) -> ToolFinished:
     """The ``tool_finished`` of a started call that did not run (nothing happened): a
     failure the model sees, saying why."""
     return ToolFinished(
@@ -185,7 +266,9 @@ def not_run(d: Driver, call: OpenCall, tool: Tool, why: str) -> ToolFinished:
     )
 
 
-def finished(d: Driver, step: int, call_id: str, tool: Tool, outcome: ToolOutcome) -> ToolFinished:
+def finished(
+    d: CallDriver, step: int, call_id: str, tool: Tool, outcome: ToolOutcome
+) -> ToolFinished:
     """The ``tool_finished`` of a call that returned (one call, or one of a batch)."""
     return ToolFinished(
         **d.fields(),
@@ -202,7 +285,7 @@ def finished(d: Driver, step: int, call_id: str, tool: Tool, outcome: ToolOutcom
     )
 
 
-async def run_batch(d: Driver, call: OpenCall) -> None:
+async def run_batch(d: CallDriver, call: OpenCall) -> None:
     """Decide, start and run the calls of a batch that have no outcome yet.
 
     Each call is decided in order as a call of its own (a refused batch: each is denied
@@ -226,16 +309,7 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
             ruling = (
                 Ruling("deny", whole) if whole is not None else decide_in_batch(st, m.action, tools)
             )
-            d.record(
-                Decision(
-                    **d.fields(),
-                    step=m.step,
-                    call_id=m.call_id,
-                    verdict=ruling.verdict,
-                    reason=ruling.reason,
-                    provenance=dict(ruling.provenance),
-                )
-            )
+            d.record(decision(d, m, ruling))
         assert m.decision is not None
         if m.decision.verdict != "execute" or m.finished is not None:
             continue
@@ -254,16 +328,8 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
 
     async def one(
         m: OpenCall, tool: Tool, key: str, deps: Any
-    ) -> tuple[OpenCall, Tool, Any, ExtractionLog]:  # Any: the tool's outcome
-        ctx = call_context(d, m.step, m.call_id, key, deps)
-        with extraction_log() as extractions:
-            outcome = await d.obs.tool_call(
-                m.call_id,
-                m.step,
-                tool.name,
-                tool.run(m.run_args(), ctx, max_result_bytes=st.policy.max_tool_result_bytes),
-            )
-        return m, tool, outcome, extractions
+    ) -> tuple[OpenCall, Tool, ToolOutcome, ExtractionLog]:
+        return m, tool, *await _run(d, m, tool, m.run_args(), key, deps)
 
     # Each outcome is recorded and made durable as its call returns: after a crash, only
     # the calls still without one run again.
@@ -277,7 +343,7 @@ async def run_batch(d: Driver, call: OpenCall) -> None:
 
 
 def call_context(
-    d: Driver,
+    d: CallDriver,
     step: int,
     call_id: str,
     key: str,
@@ -299,7 +365,7 @@ def call_context(
     )
 
 
-async def deps_of(d: Driver) -> Any:  # Any: whatever the application's factory builds
+async def deps_of(d: CallDriver) -> Any:  # Any: whatever the application's factory builds
     """``ToolContext.deps`` for this run: built by ``Agent(deps=...)`` from the run's
     recorded identity, once per run and advance, in whichever process advances it."""
     factory = d.setup.deps
@@ -315,7 +381,7 @@ async def deps_of(d: Driver) -> Any:  # Any: whatever the application's factory 
     return d.setup.deps_built[run_id]
 
 
-def _secrets(d: Driver) -> Callable[[str], Awaitable[str]] | None:
+def _secrets(d: CallDriver) -> Callable[[str], Awaitable[str]] | None:
     """The call's secret resolver: the agent's, each value it returns redacted from then on."""
     resolver = d.setup.secrets
     if resolver is None:
@@ -329,7 +395,7 @@ def _secrets(d: Driver) -> Callable[[str], Awaitable[str]] | None:
     return secret
 
 
-def _record_extractions(d: Driver, step: int, log: ExtractionLog) -> None:
+def _record_extractions(d: CallDriver, step: int, log: ExtractionLog) -> None:
     """The extractions the tool made (``Agent.extract`` inside the call): model calls of
     the run, so their tokens count in its usage and budget."""
     for entry in log.entries:
@@ -353,7 +419,7 @@ def _record_extractions(d: Driver, step: int, log: ExtractionLog) -> None:
         )
 
 
-async def recover_call(d: Driver, call: OpenCall) -> None:
+async def recover_call(d: CallDriver, call: OpenCall) -> None:
     """A tool was started but its outcome was never recorded (the process died, or it
     timed out and a person has not settled it yet)."""
     assert isinstance(call.action, ToolAction) and call.started is not None
@@ -365,7 +431,7 @@ async def recover_call(d: Driver, call: OpenCall) -> None:
 
 
 async def _settle_lost_call(
-    d: Driver,
+    d: CallDriver,
     call: OpenCall,
     tool: Tool,
     key: str,
@@ -496,7 +562,7 @@ async def refuse_rerun_while_running(store: object, state: RunState) -> None:
 
 
 async def _wait_while_held(
-    d: Driver, call: OpenCall, tool: Tool, key: str, since: float | None, authorised: bool
+    d: CallDriver, call: OpenCall, tool: Tool, key: str, since: float | None, authorised: bool
 ) -> tuple[bool, str, bool]:
     """Wait while another process may still be running the call (its guard is held),
     up to the bound; whether none can now, if not why (for the person), and whether the
@@ -572,7 +638,7 @@ async def _wait_while_held(
     )
 
 
-def _reconciled(d: Driver, call: OpenCall, tool: str, found: object) -> ToolFinished:
+def _reconciled(d: CallDriver, call: OpenCall, tool: str, found: object) -> ToolFinished:
     """The outcome ``reconcile`` reported for a lost call, recorded like a result."""
     try:
         result, full, digest = recordable_result(found, d.state.policy.max_tool_result_bytes)

@@ -515,33 +515,25 @@ def confirm(
     if args is not None:
         edited = _edited_args(pending, tools, args)
         new_hash = args_hash(str(pending.tool), edited)
-    now = time.time()
+    # A person's answer, as an approval: it is recorded as one when more are needed; the
+    # last (or a denial) is a confirmation, the same answer with what it settles.
+    answer = Approval(
+        run_id=run_id,
+        seq=state.next_seq,
+        at=time.time(),
+        step=pending.step,
+        call_id=pending.call_id,
+        by=by,
+        reason=reason,
+        args=edited,
+        args_hash=new_hash,
+    )
     if not last:
-        return [
-            Approval(
-                run_id=run_id,
-                seq=state.next_seq,
-                at=now,
-                step=pending.step,
-                call_id=pending.call_id,
-                by=by,
-                reason=reason,
-                args=edited,
-                args_hash=new_hash,
-            )
-        ]
+        return [answer]
     return [
         Confirmation(
-            run_id=run_id,
-            seq=state.next_seq,
-            at=now,
-            step=pending.step,
-            call_id=pending.call_id,
+            **answer.model_dump(exclude={"type"}),
             approved=approve,
-            by=by,
-            reason=reason,
-            args=edited,
-            args_hash=new_hash,
             accepted_tool_changes=accepted,
             accepted_tools=pinned,
             approvers=[*pending.approvals, by] if approve and pending.approvals else [],

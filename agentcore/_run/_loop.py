@@ -63,14 +63,14 @@ from .._ownership import Ownership
 from .._render import MessageView, Renderer
 from .._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
 from .._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
-from ..events import ActionProposed, ContextAdded, Decision, Event, ModelCalled, RunFinished
+from ..events import ActionProposed, ContextAdded, Event, ModelCalled, RunFinished
 from ..secrets import Redactor, SecretResolver
 from ..stores import CancelAtAppend, CancelRequest, Snapshot, SnapshotStore, TranscriptStore
 from ..streaming import SINK, PartialTracker
 from ..tools import DepsFactory, Tool
 from . import _commands as commands
 from ._commands import short_args
-from ._tool_calls import LOST_CALL_WAIT_S, recover_call, run_batch, run_call
+from ._tool_calls import LOST_CALL_WAIT_S, decision, recover_call, run_batch, run_call
 
 __all__ = [
     "PAUSE",
@@ -644,17 +644,7 @@ class Driver:
             return
         if call.decision is None:
             ruling = decide(st, call.action, self.setup.tools)
-            self.record(
-                Decision(
-                    **self.fields(),
-                    step=call.step,
-                    call_id=call.call_id,
-                    verdict=ruling.verdict,
-                    reason=ruling.reason,
-                    approvals_needed=ruling.approvals_needed,
-                    provenance=dict(ruling.provenance),
-                )
-            )
+            self.record(decision(self, call, ruling))
             if ruling.verdict == "needs_confirmation":
                 self.finish(RunStatus.AWAITING_CONFIRMATION, reason=ruling.reason)
             return

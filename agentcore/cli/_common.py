@@ -11,7 +11,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Callable, Coroutine, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
 from typing import Annotated, Any, NoReturn, TypeGuard, TypeVar
 
 import typer
@@ -143,9 +143,14 @@ def valid_tenant(value: str | None) -> str | None:
     error, before any store is opened."""
     if value == "":
         abort("--tenant is empty: give the tenant's name, or leave --tenant out", EXIT_USAGE)
+    return _checked(check_tenant, value)
+
+
+def _checked(check: Callable[[str], object], value: str | None) -> str | None:
+    """``value``, or a usage error saying why ``check`` refused it."""
     if value is not None:
         try:
-            check_tenant(value)
+            check(value)
         except LimitExceededError as exc:
             abort(str(exc), EXIT_USAGE)
     return value
@@ -193,12 +198,7 @@ def valid_run_id(param: typer.CallbackParam, value: str | None) -> str | None:
         if param.param_type_name == "option":  # run --run-id
             abort("--run-id is empty: leave it out for a new random id, or give one", EXIT_USAGE)
         abort("the run id is empty: give a run's id (agentcore runs lists them)", EXIT_USAGE)
-    if value is not None:
-        try:
-            check_run_id(value)
-        except LimitExceededError as exc:
-            abort(str(exc), EXIT_USAGE)
-    return value
+    return _checked(check_run_id, value)
 
 
 RunIdArg = Annotated[str, typer.Argument(help="The run's id.", callback=valid_run_id)]
@@ -487,6 +487,25 @@ async def agent_for_run(run_id: str, agent_ref: str | None, store: str | None) -
         if isinstance(model, str):
             return load_agent(agent_ref, model=model, store=store), agent_ref
     return load_agent(agent_ref, store=store), agent_ref
+
+
+def on_owner(
+    run_id: str,
+    agent_ref: str | None,
+    store: str | None,
+    act: Callable[[Agent[Any]], Awaitable[T]],  # Any: whatever its output type
+) -> T:
+    """``act(agent)`` on the agent that owns ``run_id`` (:func:`agent_for_run`), closed
+    after, run to the end as :func:`run_async` runs it."""
+
+    async def go() -> T:
+        owner, _ = await agent_for_run(run_id, agent_ref, store)
+        try:
+            return await act(owner)
+        finally:
+            await owner.close()
+
+    return run_async(go())
 
 
 class Interrupted(Exception):  # noqa: N818  # a person's Ctrl-C, not an error

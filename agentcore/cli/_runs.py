@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -37,13 +37,13 @@ from agentcore.cli._common import (
     StoreOpt,
     TenantOpt,
     abort,
-    agent_for_run,
     app,
     bound_command,
     compensate_command,
     err,
     load_agent,
     no_store,
+    on_owner,
     open_listing,
     out,
     pending_text,
@@ -459,38 +459,34 @@ def confirm(
             abort("--args must be a JSON object", EXIT_USAGE)
         edited = cast("dict[str, Any]", parsed)  # a JSON object; the tool's schema validates it
 
-    async def go() -> RunResult:
-        owner, _ = await agent_for_run(run_id, agent, store)
-        try:
-            bound_step, bound_hash = step, args_hash
-            if approve and (step is None or args_hash is None):
-                bound_step, bound_hash = await _bind_approval(owner, run_id, by, step, agent)
-            return await live(
-                owner.stream_confirm(
-                    run_id,
-                    approve=approve,
-                    by=person,
-                    reason=reason,
-                    args=edited,
-                    step=bound_step,
-                    args_hash=bound_hash,
-                    accept_tool_changes=accept_tool_changes,
-                ),
-                agent=agent,
-                store=store_hint(store),
-            )
-        finally:
-            await owner.close()
+    async def act(owner: Agent) -> RunResult:
+        bound_step, bound_hash = step, args_hash
+        if approve and (step is None or args_hash is None):
+            bound_step, bound_hash = await _bind_approval(owner, run_id, by, step, agent)
+        return await live(
+            owner.stream_confirm(
+                run_id,
+                approve=approve,
+                by=person,
+                reason=reason,
+                args=edited,
+                step=bound_step,
+                args_hash=bound_hash,
+                accept_tool_changes=accept_tool_changes,
+            ),
+            agent=agent,
+            store=store_hint(store),
+        )
 
-    report(run_async(go()), agent_hint=agent, store=store_hint(store))
+    report(on_owner(run_id, agent, store, act), agent_hint=agent, store=store_hint(store))
 
 
 async def _bind_approval(
     owner: Agent, run_id: str, by: str | None, step: int | None, agent: str | None
 ) -> tuple[int | None, str | None]:
-    store = store_hint(owner.store.url)
     """The step and args hash an approval given without them is bound to: the waiting
     call, shown, and approved by the person at a terminal; elsewhere, refused."""
+    store = store_hint(owner.store.url)
     result = await owner.result(run_id)
     pending = result.pending
     if pending is None:
@@ -529,23 +525,19 @@ def resume(
 ) -> None:
     """Continue a run from its transcript (after a crash or a budget stop)."""
 
-    async def go() -> RunResult:
-        owner, _ = await agent_for_run(run_id, agent, store)
-        try:
-            budget = None
-            if max_steps is not None or max_tokens is not None:
-                budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
-            return await live(
-                owner.stream_resume(
-                    run_id, budget=budget, by=by, accept_tool_changes=accept_tool_changes
-                ),
-                agent=agent,
-                store=store_hint(store),
-            )
-        finally:
-            await owner.close()
+    async def act(owner: Agent) -> RunResult:
+        budget = None
+        if max_steps is not None or max_tokens is not None:
+            budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
+        return await live(
+            owner.stream_resume(
+                run_id, budget=budget, by=by, accept_tool_changes=accept_tool_changes
+            ),
+            agent=agent,
+            store=store_hint(store),
+        )
 
-    report(run_async(go()), agent_hint=agent, store=store_hint(store))
+    report(on_owner(run_id, agent, store, act), agent_hint=agent, store=store_hint(store))
 
 
 @app.command()
@@ -575,29 +567,25 @@ def resolve(
         except json.JSONDecodeError as exc:
             abort(f"--result is not valid JSON: {exc}", EXIT_USAGE)
 
-    async def go() -> RunResult:
-        owner, _ = await agent_for_run(run_id, agent, store)
-        try:
-            if result is not None:
-                return await owner.resolve(
-                    run_id,
-                    by=person,
-                    result=value,
-                    reason=reason,
-                    accept_tool_changes=accept_tool_changes,
-                )
-            return await owner.resolve(
+    def act(owner: Agent) -> Awaitable[RunResult]:
+        if result is not None:
+            return owner.resolve(
                 run_id,
                 by=person,
-                rerun=rerun,
-                fail=fail,
+                result=value,
                 reason=reason,
                 accept_tool_changes=accept_tool_changes,
             )
-        finally:
-            await owner.close()
+        return owner.resolve(
+            run_id,
+            by=person,
+            rerun=rerun,
+            fail=fail,
+            reason=reason,
+            accept_tool_changes=accept_tool_changes,
+        )
 
-    report(run_async(go()), agent_hint=agent)
+    report(on_owner(run_id, agent, store, act), agent_hint=agent)
 
 
 @app.command()
@@ -616,14 +604,9 @@ def cancel(
 
     person = who_decides(by)
 
-    async def go() -> RunResult:
-        owner, _ = await agent_for_run(run_id, agent, store)
-        try:
-            return await owner.cancel(run_id, by=person, reason=reason)
-        finally:
-            await owner.close()
-
-    result = run_async(go())
+    result = on_owner(
+        run_id, agent, store, lambda owner: owner.cancel(run_id, by=person, reason=reason)
+    )
     if result.status is RunStatus.COMPLETED:
         abort(f"Run {run_id} is completed; nothing to cancel.")
     if result.status is RunStatus.CANCELLED:
@@ -665,14 +648,9 @@ def compensate(
             abort(f"{call_id} is given both --done and --not-done; say which.")
         settle[call_id] = "not_done"
 
-    async def go() -> RunResult:
-        owner, _ = await agent_for_run(run_id, agent, store)
-        try:
-            return await owner.compensate(run_id, by=person, settle=settle)
-        finally:
-            await owner.close()
-
-    result = run_async(go())
+    result = on_owner(
+        run_id, agent, store, lambda owner: owner.compensate(run_id, by=person, settle=settle)
+    )
     style = "green" if result.status is RunStatus.CANCELLED else "red"
     out.print(f"[bold {style}]{result.status.value}[/]  run {run_id}", highlight=False)
     out.print(f"reason: {result.reason}", highlight=False)

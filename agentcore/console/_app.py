@@ -478,21 +478,23 @@ class Console:
             args=form.get("args"),
             reason=form.get("reason"),
         )
-        try:
-            await self.approvals.decide(events, answer, request.state.user)
-        except ConsoleError as exc:
-            return self._run(
-                request, await self.events_of(run_id), status=exc.status, error=str(exc)
-            )
-        # at the first event the decision recorded: the browser scrolls there, CSS marks it
-        at = f"{_path(request, 'run', run_id=run_id)}#seq-{events[-1].seq + 1}"
-        return RedirectResponse(at, status_code=303)
+        decided = self.approvals.decide(events, answer, request.state.user)
+        return await self._decided(request, events, decided)
 
     async def compensate_form(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        events = await self.events_of(run_id)
+        events = await self.events_of(request.path_params["run_id"])
+        decided = self.approvals.compensate(events, request.state.user)
+        return await self._decided(request, events, decided)
+
+    async def _decided(
+        self, request: Request, events: list[Event], decided: Awaitable[object]
+    ) -> Response:
+        """The run page after a person's decision on ``events``: at the first event the
+        decision recorded (the browser scrolls there, CSS marks it), or with why it was
+        refused."""
+        run_id = events[0].run_id
         try:
-            await self.approvals.compensate(events, request.state.user)
+            await decided
         except ConsoleError as exc:
             return self._run(
                 request, await self.events_of(run_id), status=exc.status, error=str(exc)

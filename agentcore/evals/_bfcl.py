@@ -49,7 +49,16 @@ from typing import Any, cast
 from agentcore.contracts import NextAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
-from ._cases import EvalCase, EvalTool, Expected, ExpectedCall, Score, read_jsonl, score_batch
+from ._cases import (
+    EvalCase,
+    EvalTool,
+    Expected,
+    ExpectedCall,
+    Score,
+    read_jsonl,
+    score_batch,
+    score_call,
+)
 
 __all__ = ["BFCL_CATEGORIES", "BFCL_MAX_BATCH", "bfcl_score", "load_bfcl"]
 
@@ -458,32 +467,22 @@ def _value_problem(  # Any: JSON values and JSON Schema
 def bfcl_score(case: EvalCase, action: NextAction | None) -> Score:
     """Score one action by BFCL's AST checker (see this module's docstring for the rules)."""
     exp = case.expected
-    kind = "no valid action" if action is None else f"a {action.type} action"
     if exp.type == "batch":
-        return score_batch(exp.calls, action, lambda t, a, e: _call_problem(case, e, t, a))
+        return score_batch(exp.calls, action, lambda _, a, e: _call_problem(case, e, a))
     if exp.type != "tool":
         if isinstance(action, ToolAction):
             return Score(None, None, False, False, f"called {action.tool!r}: no call was right")
         return Score(None, None, True, True)
-    if not isinstance(action, ToolAction):
-        return Score(False, False, None, False, f"{kind}, not a call of {exp.tool!r}")
-    if action.tool != exp.tool:
-        return Score(False, False, None, False, f"called {action.tool!r}, not {exp.tool!r}")
-    problem = _call_problem(
-        case, ExpectedCall(tool=action.tool, args=exp.args), action.tool, action.args
-    )
-    return Score(True, problem is None, None, problem is None, problem)
+    expected = ExpectedCall(tool=exp.tool or "", args=exp.args)
+    return score_call(expected, action, lambda _, a, e: _call_problem(case, e, a))
 
 
 def _call_problem(
     case: EvalCase,
     exp: ExpectedCall,
-    tool_name: str,
     args: Mapping[str, Any],  # Any: JSON
 ) -> str | None:
-    """Why one call does not meet one expected call (``None``: it does)."""
-    if tool_name != exp.tool:
-        return f"called {tool_name!r}, not {exp.tool!r}"
+    """Why a call of ``exp.tool`` with ``args`` does not meet ``exp`` (``None``: it does)."""
     tool = next(t for t in case.tools if t.name == exp.tool)
     props, required = _params(tool)
     answer = exp.args

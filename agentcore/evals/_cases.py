@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcore.contracts import BatchAction, Effect, NextAction
+from agentcore.contracts import BatchAction, Effect, NextAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "match_calls",
     "read_jsonl",
     "score_batch",
+    "score_call",
 ]
 
 Scoring = Literal["agentcore", "bfcl"]
@@ -124,12 +125,13 @@ def match_calls(
     problem: Callable[[str, Mapping[str, Any], ExpectedCall], str | None],  # Any: JSON
 ) -> str | None:
     """Pair each sent call ``(tool, args)`` with a distinct expected call it meets, in any
-    order (``problem(tool, args, expected)`` is ``None`` when it does); ``None`` when every
-    call is paired, else why not, in words."""
+    order (it calls the same tool, and ``problem(tool, args, expected)``, asked only then,
+    is ``None``); ``None`` when every call is paired, else why not, in words."""
     if len(sent) != len(expected):
         return f"{len(sent)} calls, not the {len(expected)} expected"
     fits = [
-        [j for j, e in enumerate(expected) if problem(tool, args, e) is None] for tool, args in sent
+        [j for j, e in enumerate(expected) if e.tool == tool and problem(tool, args, e) is None]
+        for tool, args in sent
     ]
     for i, options in enumerate(fits):
         if not options:
@@ -152,6 +154,22 @@ def match_calls(
         return False
 
     return None if pair(0) else "the calls cannot be paired one to one with the expected ones"
+
+
+def score_call(
+    expected: ExpectedCall,
+    action: NextAction | None,
+    problem: Callable[[str, Mapping[str, Any], ExpectedCall], str | None],  # Any: JSON
+) -> Score:
+    """Score an action against one expected call: a ``tool`` action calling that tool, its
+    arguments judged by ``problem`` (as :func:`match_calls` asks it)."""
+    if not isinstance(action, ToolAction):
+        kind = "no valid action" if action is None else f"a {action.type} action"
+        return Score(False, False, None, False, f"{kind}, not a call of {expected.tool!r}")
+    if action.tool != expected.tool:
+        return Score(False, False, None, False, f"called {action.tool!r}, not {expected.tool!r}")
+    why = problem(action.tool, action.args, expected)
+    return Score(True, why is None, None, why is None, why)
 
 
 def score_batch(

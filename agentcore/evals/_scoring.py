@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agentcore.contracts import NextAction, PlanAction, ToolAction
+from agentcore.contracts import NextAction, PlanAction
 from agentcore.contracts.errors import ConfigurationError
 
 from ._bfcl import bfcl_score
-from ._cases import EvalCase, ExpectedCall, Score, Scoring, score_batch
+from ._cases import EvalCase, ExpectedCall, Score, Scoring, score_batch, score_call
 
 __all__ = ["score_action"]
 
@@ -46,20 +46,13 @@ def score_action(
         raise ConfigurationError(f"Unknown scoring {rules!r}: use 'agentcore' or 'bfcl'.")
     exp = case.expected
     if exp.type == "batch":
-        return score_batch(exp.calls, action, lambda t, a, e: _call_problem(case, e, t, a))
+        return score_batch(exp.calls, action, lambda _, a, e: _call_problem(case, e, a))
     if exp.type == "tool":
         tool = next((t for t in case.tools if t.name == exp.tool), None)
         if isinstance(action, PlanAction) and tool is not None and tool.effect != "read":
             return Score(None, None, None, True)
-        if not isinstance(action, ToolAction):
-            kind = "no valid action" if action is None else f"a {action.type} action"
-            return Score(False, False, None, False, f"{kind}, not a call of {exp.tool!r}")
-        if action.tool != exp.tool:
-            return Score(False, False, None, False, f"called {action.tool!r}, not {exp.tool!r}")
-        props: Any = tool.parameters.get("properties") if tool else None  # Any: JSON Schema
-        params = cast("dict[str, Any]", props) if isinstance(props, dict) else {}
-        problem = _args_problem(action.args, exp.args, params)
-        return Score(True, problem is None, None, problem is None, problem)
+        expected = ExpectedCall(tool=exp.tool or "", args=exp.args)
+        return score_call(expected, action, lambda _, a, e: _call_problem(case, e, a))
     abstained = action is not None and action.type in exp.types()
     kind = "no valid action" if action is None else f"a {action.type} action"
     return Score(None, None, abstained, abstained, None if abstained else f"{kind} instead")
@@ -68,14 +61,14 @@ def score_action(
 def _call_problem(
     case: EvalCase,
     exp: ExpectedCall,
-    tool_name: str,
     args: Mapping[str, Any],  # Any: JSON
 ) -> str | None:
-    if tool_name != exp.tool:
-        return f"called {tool_name!r}, not {exp.tool!r}"
+    """Why a call of ``exp.tool`` with ``args`` does not meet ``exp`` (``None``: it does)."""
     tool = next((t for t in case.tools if t.name == exp.tool), None)
     props: Any = tool.parameters.get("properties") if tool else None  # Any: JSON Schema
-    return _args_problem(args, exp.args, cast("dict[str, Any]", props) if props else {})
+    return _args_problem(
+        args, exp.args, cast("dict[str, Any]", props) if isinstance(props, dict) else {}
+    )
 
 
 def _same(value: Any, acceptable: Any) -> bool:  # Any: JSON values

@@ -1,0 +1,65 @@
+"""bench/tokens (issue 37): agentcore's one-tool lookup through the real OpenAI adapter
+against the loopback fake gives one sane record per model call; the counting rules hold."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+TOKENS = Path(__file__).resolve().parent.parent / "bench" / "tokens"
+sys.path.insert(0, str(TOKENS))
+
+from count import cacheable, records, serialize, tokens  # noqa: E402  # pyright: ignore[reportMissingImports]
+from fake import Turn  # noqa: E402  # pyright: ignore[reportMissingImports]
+from measure import run_agentcore  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+
+def test_the_lookup_is_one_record_per_model_call_with_sane_counts() -> None:
+    run = asyncio.run(run_agentcore("lookup", "structured"))
+
+    assert run.status == "completed", run.reason
+    assert len(run.records) == run.model_calls == len(run.turns) == 2
+    first, second = run.records
+    for r in run.records:
+        assert r.input_tokens > 0
+        assert r.output_tokens > 0
+        assert 0 <= r.prefix_tokens <= r.input_tokens
+        assert r.schemas > 0 and r.framework > 0 and r.instructions > 0 and r.history > 0
+        assert r.schemas + r.framework + r.instructions + r.history == r.input_tokens
+    assert first.prefix_tokens == 0 and first.cacheable_tokens == 0 and first.kept_pct is None
+    # The second request repeats the first (tools, system text, task) and adds the result.
+    assert second.input_tokens > first.input_tokens
+    assert second.prefix_tokens > first.input_tokens // 2
+    assert second.cacheable_tokens == cacheable(second.prefix_tokens)
+
+
+def test_openai_caches_from_1024_tokens_in_128_token_steps() -> None:
+    assert [cacheable(n) for n in (0, 1023, 1024, 1151, 1152, 5000)] == [
+        0,
+        0,
+        1024,
+        1024,
+        1152,
+        1024 + 128 * ((5000 - 1024) // 128),
+    ]
+
+
+def test_the_schemas_come_first_and_the_prefix_is_what_two_requests_share() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    one = {"tools": tools, "messages": [{"role": "system", "content": "Be brief. Rules."}]}
+    two = {
+        "tools": tools,
+        "messages": [
+            {"role": "system", "content": "Be brief. Rules."},
+            {"role": "user", "content": "hello there"},
+        ],
+    }
+    text, schemas, _ = serialize(two)
+    assert text.startswith(schemas) and schemas.startswith('[{"type":"function"')
+
+    a, b = records([one, two], [Turn("ok"), Turn(None, (("f", "{}"),))], "Be brief.")
+
+    assert a.instructions == tokens("Be brief.")
+    assert b.prefix_tokens == a.input_tokens and b.kept_pct == 100.0
+    assert b.output_tokens == tokens("f") + tokens("{}")

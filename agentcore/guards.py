@@ -88,20 +88,14 @@ def path_within(arg: str, root: str | os.PathLike[str]) -> ArgumentPolicy:
     if not Path(root).is_dir():
         raise ConfigurationError(f"path_within({arg!r}, {str(root)!r}): not an existing directory")
 
-    def policy(args: Mapping[str, Any]) -> str | None:  # Any: JSON values
-        value = args.get(arg)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            return f"argument {arg!r} must be a path string"
+    def check(value: str) -> str | None:
         try:
             resolve_within(root, value)
         except ValueError as exc:
             return f"argument {arg!r} is refused: {exc}; use a path inside {str(root)!r}"
         return None
 
-    policy.__name__ = f"path_within({arg!r})"
-    return policy
+    return _on_string(f"path_within({arg!r})", arg, "a path", check)
 
 
 def host_allowed(
@@ -122,12 +116,7 @@ def host_allowed(
         raise ConfigurationError(f"host_allowed({arg!r}, ...): name at least one host")
     shown = ", ".join(allowed)
 
-    def policy(args: Mapping[str, Any]) -> str | None:  # Any: JSON values
-        value = args.get(arg)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            return f"argument {arg!r} must be a URL string"
+    def check(value: str) -> str | None:
         if any(c in value for c in "\\ \t\r\n") or not value.isprintable():
             # Parsers disagree on these (a backslash is a slash to a browser, not to urllib).
             return f"argument {arg!r} holds a backslash, a space or a control character"
@@ -146,5 +135,22 @@ def host_allowed(
             return f"argument {arg!r} names host {host!r}, which is not allowed; allowed: {shown}"
         return None
 
-    policy.__name__ = f"host_allowed({arg!r})"
+    return _on_string(f"host_allowed({arg!r})", arg, "a URL", check)
+
+
+def _on_string(
+    name: str, arg: str, what: str, check: Callable[[str], str | None]
+) -> ArgumentPolicy:
+    """A policy named ``name``: argument ``arg`` is missing, ``None``, or a string (``what``,
+    e.g. "a path") that ``check`` allows (``None``; else why not)."""
+
+    def policy(args: Mapping[str, Any]) -> str | None:  # Any: JSON values
+        value = args.get(arg)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            return f"argument {arg!r} must be {what} string"
+        return check(value)
+
+    policy.__name__ = name
     return policy

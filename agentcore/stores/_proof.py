@@ -25,7 +25,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, Union, get_args, get_origin
 
 from annotated_types import MaxLen, MinLen
@@ -96,27 +96,24 @@ def _json(value: object, depth: int) -> bool:
         return math.isfinite(value)  # type: ignore[arg-type]  # kind is float
     if depth >= MAX_DEPTH:
         return False
+    members: Iterable[Any]  # Any: checked just below
     if kind is dict:
         items: dict[Any, Any] = value  # type: ignore[assignment]  # Any: checked just below
-        for key, member in items.items():
+        for key in items:
             if type(key) is not str or not (key.isascii() or _utf8(key)):
                 return False
-            if type(member) is str:
-                if not (member.isascii() or _utf8(member)):
-                    return False
-            elif not _json(member, depth + 1):
+        members = items.values()
+    elif kind is list:
+        members = value  # type: ignore[assignment]  # kind is list
+    else:
+        return False
+    for member in members:
+        if type(member) is str:
+            if not (member.isascii() or _utf8(member)):
                 return False
-        return True
-    if kind is list:
-        members: list[Any] = value  # type: ignore[assignment]  # Any: checked just below
-        for member in members:
-            if type(member) is str:
-                if not (member.isascii() or _utf8(member)):
-                    return False
-            elif not _json(member, depth + 1):
-                return False
-        return True
-    return False
+        elif not _json(member, depth + 1):
+            return False
+    return True
 
 
 _SCALARS: dict[object, Check] = {

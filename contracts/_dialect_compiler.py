@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from ._schema_nodes import JsonSchema, as_list, as_schema, resolve_ref, used_defs
+from ._schema_nodes import JsonSchema, as_list, as_schema, refs, resolve_ref, used_defs
 
 __all__ = ["compile_schema"]
 
@@ -394,8 +394,84 @@ def _group_tool_calls(source: JsonSchema, compiler: _Compiler) -> JsonSchema:
     return {**source, union_key: grouped}
 
 
-def compile_schema(source: JsonSchema, dialect: str) -> tuple[JsonSchema, bool]:
-    """The wire schema of ``source`` for ``dialect``, and whether replies are wrapped."""
+_ACTION_TYPES: Final = frozenset({"plan", "tool", "finish", "batch"})
+_REF_PREFIX: Final = "#/$defs/"
+
+
+def _is_action_node(node: JsonSchema) -> bool:
+    """An action variant (``type`` a literal action kind) or a grouped call option (``tool``
+    and ``args``)."""
+    props = as_schema(node.get("properties")) or {}
+    kind = as_schema(props.get("type")) or {}
+    kinds = [kind.get("const"), *(as_list(kind.get("enum")) or [])]
+    return any(k in _ACTION_TYPES for k in kinds) or set(props) == {"tool", "args"}
+
+
+def _compact(root: JsonSchema) -> JsonSchema:
+    """``root`` without what the system text already says: the descriptions of the action
+    variants, of each call option (a tool's description) and of ``thought``; and with each
+    definition used once, and not recursive, written in place of its reference.
+
+    Neither changes what a reply may be (a grammar built from either form accepts the same
+    JSON), only the tokens the schema costs when a provider shows it to the model."""
+    defs = cast("JsonSchema", root.pop("$defs", {}))
+    uses: dict[str, int] = {}
+    for node in (root, *defs.values()):
+        for ref in refs(node):
+            uses[ref] = uses.get(ref, 0) + 1
+
+    def recursive(name: str) -> bool:
+        seen: set[str] = set()
+        pending = [r for r in refs(defs.get(name)) if r.startswith(_REF_PREFIX)]
+        while pending:
+            ref = pending.pop()
+            target = ref[len(_REF_PREFIX) :]
+            if target == name:
+                return True
+            if target not in seen:
+                seen.add(target)
+                pending += [r for r in refs(defs.get(target)) if r.startswith(_REF_PREFIX)]
+        return False
+
+    inline = {
+        ref[len(_REF_PREFIX) :]
+        for ref, count in uses.items()
+        if count == 1 and ref.startswith(_REF_PREFIX) and not recursive(ref[len(_REF_PREFIX) :])
+    }
+
+    def rewrite(node: object) -> object:
+        if isinstance(node, list):
+            return [rewrite(item) for item in cast("list[object]", node)]
+        schema = as_schema(node)
+        if schema is None:
+            return node
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref[len(_REF_PREFIX) :] in inline and len(schema) == 1:
+            return rewrite(defs[ref[len(_REF_PREFIX) :]])
+        out = {k: rewrite(v) for k, v in schema.items()}
+        if _is_action_node(schema):
+            out.pop("description", None)
+            props = as_schema(out.get("properties"))
+            thought = as_schema(props.get("thought")) if props is not None else None
+            if thought is not None:
+                thought.pop("description", None)
+        return out
+
+    compacted = cast("JsonSchema", rewrite(root))
+    kept = {name: rewrite(d) for name, d in defs.items() if name not in inline}
+    used = used_defs(compacted, cast("JsonSchema", kept))
+    if used:
+        compacted["$defs"] = used
+    return compacted
+
+
+def compile_schema(
+    source: JsonSchema, dialect: str, *, compact: bool = False
+) -> tuple[JsonSchema, bool]:
+    """The wire schema of ``source`` for ``dialect``, and whether replies are wrapped.
+
+    With ``compact``, the descriptions the system text already gives are left out and
+    definitions used once are written in place (:func:`_compact`)."""
     rules = _RULES[dialect]
     source = copy.deepcopy(source)  # the result shares nothing with pydantic's cached schema
     defs = as_schema(source.get("$defs")) or {}
@@ -415,4 +491,4 @@ def compile_schema(source: JsonSchema, dialect: str) -> tuple[JsonSchema, bool]:
     used = used_defs(root, compiled_defs)
     if used:
         root["$defs"] = used
-    return root, wrapped
+    return (_compact(root) if compact else root), wrapped

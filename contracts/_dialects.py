@@ -204,7 +204,10 @@ def compile_wire_schema(schema: ActionSchema, dialect: Dialect) -> WireSchema:
         _CACHE[schema] = per_schema
     wire = per_schema.get(dialect)
     if wire is None:
-        body, wrapped = compile_schema(schema.json_schema(), dialect)
+        # A contract that shows tools as signatures names each tool and describes it and the
+        # actions in its text: the wire schema then leaves those descriptions out
+        compact = schema.tool_args == "signature"
+        body, wrapped = compile_schema(schema.json_schema(), dialect, compact=compact)
         prompts: list[str] = []
         if schema.form == "generic" and schema.tool_args == "signature" and schema.tools:
             prompts.append(_generic_args_prompt(schema, dialect))

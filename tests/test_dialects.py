@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import pytest
 from pydantic import BaseModel, Field, JsonValue, create_model
@@ -119,6 +119,13 @@ VARIANTS: dict[str, ActionSchema] = {
         TOOLS, form="generic", output=output_spec(Receipt)
     ),
     "batch": compile_action_schema(BATCH_TOOLS, max_batch=4),
+    # contract v2 (tools shown as signatures in the text): the compact wire schema
+    "v2_typed": compile_action_schema(TOOLS, tool_args="signature"),
+    "v2_generic": compile_action_schema(TOOLS, form="generic", tool_args="signature"),
+    "v2_typed_output": compile_action_schema(
+        TOOLS, output=output_spec(Receipt), tool_args="signature"
+    ),
+    "v2_batch": compile_action_schema(BATCH_TOOLS, max_batch=4, tool_args="signature"),
 }
 GOOD_NOTE = {"note": {"title": "Groceries", "body": "milk"}, "tags": ["home"]}
 
@@ -512,7 +519,8 @@ def test_json_prompt_carries_the_compact_schema_and_one_instruction(variant: str
     wire = compile_wire_schema(VARIANTS[variant], "json_prompt")
     assert wire.prompt is not None and not wire.wrapped
     assert "json" in wire.prompt  # DeepSeek's JSON mode requires the word
-    first, schema_line, instruction = wire.prompt.split("\n")
+    # the generic form under v2 first lists each tool's argument schema (args_json's)
+    first, schema_line, instruction = wire.prompt.split("\n\n")[-1].split("\n")
     assert json.loads(schema_line) == wire.schema
     assert schema_line == json.dumps(wire.schema, separators=(",", ":"), ensure_ascii=False)
     assert instruction == (
@@ -708,3 +716,122 @@ def test_a_generic_typed_answer_is_checked_against_the_type() -> None:
         schema.parse(json.dumps(bad))
     with pytest.raises(InvalidActionError):  # the typed field is not accepted here
         schema.parse(json.dumps(typed))
+
+
+# --- contract v2's compact wire schema ----------------------------------------------------
+
+
+def _mutants(value: Any) -> Iterator[Any]:
+    """``value`` with one thing changed: each key dropped, each value replaced by one of
+    several wrong-typed values, an unknown key added to each object, each list emptied."""
+    wrong: list[Any] = [None, 7, 1.5, "x", True, [], {}]
+    if isinstance(value, dict):
+        value = cast("dict[str, Any]", value)
+        yield {**value, "extra_key": 1}
+        for key, sub in value.items():
+            yield {k: v for k, v in value.items() if k != key}
+            for replacement in [*wrong, *_mutants(sub)]:
+                yield {**value, key: replacement}
+    elif isinstance(value, list):
+        items = cast("list[Any]", value)
+        yield []
+        for i, sub in enumerate(items):
+            for replacement in [*wrong, *_mutants(sub)]:
+                yield [*items[:i], replacement, *items[i + 1 :]]
+
+
+def _replies(wire: WireSchema, schema: ActionSchema) -> list[Any]:
+    """Valid replies of every offered kind in ``wire``'s shape, and their mutants."""
+    actions: list[dict[str, Any]] = [
+        {"type": "finish", "thought": "Done.", "answer": "42"},
+        {"type": "plan", "thought": "Look first.", "steps": ["read", "answer"]},
+        tool_action("read_file", read_args(encoding="utf-8")),
+        tool_action("save_note", GOOD_NOTE),
+        tool_action("purge_notes", {}),
+        {
+            "type": "batch",
+            "thought": "Both.",
+            "calls": [
+                {"tool": "read_file", "args": read_args()},
+                {"tool": "list_files", "args": {"folder": "docs"}},
+            ],
+        },
+    ]
+    if schema.form == "generic":
+        for action in actions:
+            if action["type"] == "tool":
+                action["args_json"] = json.dumps(action.pop("args"))
+    if schema.output is not None:
+        actions[0] = {
+            "type": "finish",
+            "thought": "Found.",
+            "answer": {"title": "T", "count": 1, "tags": [], "status": "ok", "notes": []},
+        }
+    valid = [
+        json.loads(
+            json.dumps({"action": a} if wire.wrapped else a)
+            if schema.form == "generic"
+            else to_wire(wire, a)
+        )
+        for a in actions
+    ]
+    return [*valid, *(m for v in valid for m in _mutants(v))]
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v.startswith("v2_")])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_compact_wire_schema_accepts_exactly_what_the_full_one_does(
+    dialect: Dialect, variant: str
+) -> None:
+    """v2 leaves descriptions the text gives out of the wire schema and writes definitions
+    used once in place: a grammar built from it admits the same replies. Checked with the
+    reference JSON Schema validator on valid replies of every kind and ~thousands of
+    one-change mutants of them (a dropped key, a wrong type, an unknown key)."""
+    from jsonschema import Draft202012Validator
+
+    from agentcore.contracts._dialect_compiler import compile_schema
+
+    schema = VARIANTS[variant]
+    full, _ = compile_schema(schema.json_schema(), dialect)
+    compact, _ = compile_schema(schema.json_schema(), dialect, compact=True)
+    assert compact == compile_wire_schema(schema, dialect).schema
+    assert len(json.dumps(compact)) < len(json.dumps(full))
+    check_full, check_compact = Draft202012Validator(full), Draft202012Validator(compact)
+    replies = _replies(compile_wire_schema(schema, dialect), schema)
+    verdicts = [(check_full.is_valid(r), check_compact.is_valid(r)) for r in replies]
+    assert all(a == b for a, b in verdicts), [
+        r for r, (a, b) in zip(replies, verdicts, strict=True) if a != b
+    ][:3]
+    assert sum(a for a, _ in verdicts) >= 2  # valid replies were among them
+    assert sum(not a for a, _ in verdicts) > 100
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_compact_wire_schema_keeps_argument_descriptions_and_drops_the_texts(
+    dialect: Dialect,
+) -> None:
+    wire = compile_wire_schema(VARIANTS["v2_typed"], dialect).schema
+    text = json.dumps(wire)
+    assert "File to read, relative to the workspace." in text  # an argument's description
+    for said_in_text in ("Read a text file.", "Save a note.", "at most 400 characters"):
+        assert said_in_text not in text
+    full = compile_wire_schema(VARIANTS["typed"], dialect).schema
+    assert "Read a text file." in json.dumps(full)  # v1's wire schema is unchanged
+
+
+def test_a_recursive_definition_stays_a_reference_in_the_compact_schema() -> None:
+    from agentcore.contracts._dialect_compiler import compile_schema
+
+    class Tree(BaseModel):
+        name: str
+        children: list[Tree] = []
+
+    class TreeArgs(BaseModel):
+        root: Tree
+
+    schema = compile_action_schema(
+        [ToolSpec("plant", "Plant a tree.", TreeArgs)], tool_args="signature"
+    )
+    compact, _ = compile_schema(schema.json_schema(), "openai_strict", compact=True)
+    assert "Tree" in compact["$defs"]
+    assert '"$ref": "#/$defs/Tree"' in json.dumps(compact)

@@ -62,6 +62,26 @@ def finish(answer: Any) -> dict[str, Any]:  # Any: JSON
     return {"type": "finish", "thought": "Billed.", "answer": answer}
 
 
+def _resolve(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:  # Any: JSON Schema
+    """``node``, or the definition its ``$ref`` names."""
+    ref = node.get("$ref")
+    return root["$defs"][ref.removeprefix("#/$defs/")] if isinstance(ref, str) else node
+
+
+def _variant(root: dict[str, Any], kind: str) -> dict[str, Any]:  # Any: JSON Schema
+    """The action variant whose ``type`` is ``kind``, in place or in ``$defs``."""
+    union = (
+        root["properties"]["action"]["anyOf"]
+        if "action" in root.get("properties", {})
+        else (root["anyOf"])
+    )
+    for member in union:
+        variant = _resolve(root, member)
+        if variant.get("properties", {}).get("type", {}).get("const") == kind:
+            return variant
+    raise AssertionError(f"no {kind} variant in {root}")
+
+
 async def test_structured_mode_sends_the_answer_type_strictly_and_returns_it_typed(
     fake: FakeProvider, retry: RetryPolicy, breaker: BreakerPolicy
 ) -> None:
@@ -81,9 +101,8 @@ async def test_structured_mode_sends_the_answer_type_strictly_and_returns_it_typ
     assert [e.outcome for e in events if isinstance(e, ModelCalled)] == ["invalid", "ok"]
     sent = fake.bodies[0]["response_format"]["json_schema"]
     assert sent["strict"] is True
-    defs = sent["schema"]["$defs"]
-    answer = defs["FinishAction"]["properties"]["answer"]
-    invoice = defs[answer["$ref"].removeprefix("#/$defs/")] if "$ref" in answer else answer
+    answer = _variant(sent["schema"], "finish")["properties"]["answer"]
+    invoice = _resolve(sent["schema"], answer)
     assert invoice["required"] == ["customer", "total_cents", "lines"]
     assert invoice["additionalProperties"] is False
     # The re-ask told the model what was wrong with its answer.
@@ -165,7 +184,7 @@ async def test_an_open_answer_type_is_sent_as_answer_json_and_returned_typed(
     assert [e.outcome for e in events if isinstance(e, ModelCalled)] == ["invalid", "ok"]
     sent = fake.bodies[0]["response_format"]["json_schema"]
     assert sent["strict"] is True
-    finish_variant = sent["schema"]["$defs"]["FinishAction"]
+    finish_variant = _variant(sent["schema"], "finish")
     assert finish_variant["properties"]["answer_json"]["type"] == "string"
     assert "answer" not in finish_variant["properties"]
     reask = fake.bodies[1]["messages"][-1]["content"]
@@ -195,7 +214,7 @@ async def test_anthropic_streams_an_answer_json_too_large_for_its_limits(
         await agent.close()
 
     sent = fake.bodies[0]["output_config"]["format"]["schema"]
-    assert sent["$defs"]["FinishAction"]["properties"]["answer_json"]["type"] == "string"
+    assert _variant(sent, "finish")["properties"]["answer_json"]["type"] == "string"
     partials = [x.value for x in seen if isinstance(x, PartialOutput)]
     assert len(partials) >= 2 and partials[-1] == answer, partials
     last = seen[-1]

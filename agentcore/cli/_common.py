@@ -108,6 +108,10 @@ AgentOpt = Annotated[
         "recorded when the run was started from the CLI.",
     ),
 ]
+AcceptToolChangesOpt = Annotated[
+    bool, typer.Option(help="Continue although a tool the run used has changed.")
+]
+ReasonOpt = Annotated[str | None, typer.Option(help="Why (recorded).")]
 
 
 def open_listing(url: str | None) -> TranscriptStore | None:

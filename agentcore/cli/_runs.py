@@ -31,8 +31,10 @@ from agentcore.cli._common import (
     EXIT_CODES,
     EXIT_ERROR,
     EXIT_USAGE,
+    AcceptToolChangesOpt,
     AgentOpt,
     ByOpt,
+    ReasonOpt,
     RunIdArg,
     StoreOpt,
     TenantOpt,
@@ -433,9 +435,7 @@ def confirm(
         str | None, typer.Option(help="Why (shown to the model on a denial).")
     ] = None,
     args: Annotated[str | None, typer.Option(help="Edited arguments as a JSON object.")] = None,
-    accept_tool_changes: Annotated[
-        bool, typer.Option(help="Continue although a tool the run used has changed.")
-    ] = False,
+    accept_tool_changes: AcceptToolChangesOpt = False,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -517,9 +517,7 @@ def resume(
     by: Annotated[
         str | None, typer.Option(help="Resume by hand as this person (resets dead-lettering).")
     ] = None,
-    accept_tool_changes: Annotated[
-        bool, typer.Option(help="Continue although a tool the run used has changed.")
-    ] = False,
+    accept_tool_changes: AcceptToolChangesOpt = False,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -549,10 +547,8 @@ def resolve(
     ] = None,
     rerun: Annotated[bool, typer.Option(help="The call did not happen: run it once.")] = False,
     fail: Annotated[bool, typer.Option(help="Treat the call as failed.")] = False,
-    reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
-    accept_tool_changes: Annotated[
-        bool, typer.Option(help="Continue although a tool the run used has changed.")
-    ] = False,
+    reason: ReasonOpt = None,
+    accept_tool_changes: AcceptToolChangesOpt = False,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -592,7 +588,7 @@ def resolve(
 def cancel(
     run_id: RunIdArg,
     by: ByOpt = None,
-    reason: Annotated[str | None, typer.Option(help="Why (recorded).")] = None,
+    reason: ReasonOpt = None,
     agent: AgentOpt = None,
     store: StoreOpt = None,
 ) -> None:

@@ -562,22 +562,19 @@ def create_app(
     """
     console = Console(store, agents, authenticate, login, poll_s)
     g = console.guarded
+
+    def post(path: str, handler: Handler, name: str, *, api: bool) -> Route:
+        """A state-changing route: POST only, for known users with a CSRF token."""
+        return Route(path, g(handler, api=api, changes=True), methods=["POST"], name=name)
+
     routes = [
         Route("/", g(_to_runs, api=False), name="home"),
         Route("/runs", g(console.runs_page, api=False), name="runs"),
         Route("/fragments/runs", g(console.runs_body, api=False), name="runs_body"),
         Route("/runs/{run_id:path}/body", g(console.run_body, api=False), name="run_body"),
-        Route(
-            "/runs/{run_id:path}/confirm",
-            g(console.confirm_form, api=False, changes=True),
-            methods=["POST"],
-            name="run_confirm",
-        ),
-        Route(
-            "/runs/{run_id:path}/compensate",
-            g(console.compensate_form, api=False, changes=True),
-            methods=["POST"],
-            name="run_compensate",
+        post("/runs/{run_id:path}/confirm", console.confirm_form, "run_confirm", api=False),
+        post(
+            "/runs/{run_id:path}/compensate", console.compensate_form, "run_compensate", api=False
         ),
         Route("/runs/{run_id:path}", g(console.run_page, api=False), name="run"),
         Route("/health", g(console.health_page, api=False), name="health"),
@@ -587,12 +584,7 @@ def create_app(
         Route("/api/health", g(console.api_health, api=True), name="api_health"),
         Route("/api/stream/runs", g(console.api_runs_stream, api=True), name="api_runs_stream"),
         Route("/api/runs/{run_id:path}/stream", g(console.api_stream, api=True), name="api_stream"),
-        Route(
-            "/api/runs/{run_id:path}/confirm",
-            g(console.api_confirm, api=True, changes=True),
-            methods=["POST"],
-            name="api_confirm",
-        ),
+        post("/api/runs/{run_id:path}/confirm", console.api_confirm, "api_confirm", api=True),
         Route("/api/runs/{run_id:path}", g(console.api_run, api=True), name="api_run"),
         # follow_symlink: an editable install links the package's files (strict mode), and
         # Starlette refuses a link that resolves outside the directory it serves.

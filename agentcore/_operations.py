@@ -30,6 +30,7 @@ from agentcore.contracts.errors import (
 
 from ._run import (
     ContextProvider,
+    NewRun,
     RunSetup,
     Session,
     Settle,
@@ -175,18 +176,10 @@ class RunOperations(Generic[OutputT]):
 
     # -- starting and advancing runs -------------------------------------------------------
 
-    async def run(
-        self,
-        task: str,
-        scope: Sequence[str] | None,
-        budget: Budget | None,
-        run_id: str | None,
-        metadata: Mapping[str, Any] | None,  # Any: JSON values recorded as given
-        tenant: str | None,
-    ) -> RunResult[OutputT]:
+    async def run(self, new: NewRun) -> RunResult[OutputT]:
         """``Agent.run``."""
         session = self.session
-        begun = await session.start(task, scope, budget, run_id, metadata, tenant)
+        begun = await session.start(new)
         if isinstance(begun, RunResult):  # the run exists: read as result() reads it
             return await self.result(begun.run_id)
         state, history = begun
@@ -197,17 +190,9 @@ class RunOperations(Generic[OutputT]):
         except RunBusyError:
             return await self.result(state.run_id)  # someone resumed it already
 
-    async def submit(
-        self,
-        task: str,
-        scope: Sequence[str] | None,
-        budget: Budget | None,
-        run_id: str | None,
-        metadata: Mapping[str, Any] | None,  # Any: JSON values recorded as given
-        tenant: str | None,
-    ) -> str:
+    async def submit(self, new: NewRun) -> str:
         """``Agent.submit``."""
-        begun = await self.session.start(task, scope, budget, run_id, metadata, tenant)
+        begun = await self.session.start(new)
         if isinstance(begun, RunResult):
             return begun.run_id
         self._handed_off(begun[0].result())

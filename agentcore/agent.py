@@ -31,7 +31,7 @@ from agentcore.contracts.errors import ConfigurationError, ContractLintError
 from ._extract import extract_with
 from ._operations import Configuration, RunOperations, person, tool_table
 from ._ownership import DEFAULT_LEASE_S, default_owner
-from ._run import LOST_CALL_WAIT_S, ContextProvider, Settle, Turn, commands
+from ._run import LOST_CALL_WAIT_S, ContextProvider, NewRun, Settle, Turn, commands
 from ._snapshot import snapshot_interval
 from ._state import OutputT, RunResult, RunState
 from ._subagent import SubagentTool, bind_subagents
@@ -371,7 +371,7 @@ class Agent(Generic[OutputT]):
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
             StoreError: the store failed; nothing after the last durable event happened.
         """
-        return await self._ops.run(task, scope, budget, run_id, metadata, tenant)
+        return await self._ops.run(NewRun(task, scope, budget, run_id, metadata, tenant))
 
     async def submit(
         self,
@@ -389,7 +389,7 @@ class Agent(Generic[OutputT]):
         recorded: call :meth:`advance` (or :meth:`resume`) to advance it. Submitting an id
         that exists enqueues nothing new and returns the id.
         """
-        return await self._ops.submit(task, scope, budget, run_id, metadata, tenant)
+        return await self._ops.submit(NewRun(task, scope, budget, run_id, metadata, tenant))
 
     async def advance(
         self, run_id: str, *, max_steps: int | None = None, max_seconds: float | None = None

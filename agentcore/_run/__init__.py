@@ -25,7 +25,7 @@ from ._loop import (
     Turn,
     UntrustedContext,
 )
-from ._session import Session
+from ._session import NewRun, Session
 from ._tool_calls import LOST_CALL_WAIT_S, refuse_rerun_while_running
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "ContextRequest",
     "Driver",
     "History",
+    "NewRun",
     "RunSetup",
     "Session",
     "Settle",

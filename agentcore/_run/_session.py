@@ -40,7 +40,20 @@ from . import _commands as commands
 from ._compensation import Settle, compensate, compensation_needed
 from ._loop import Driver, History, RunSetup, Turn
 
-__all__ = ["Session"]
+__all__ = ["NewRun", "Session"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """What ``Agent.run`` and ``Agent.submit`` are asked to start (their arguments, not yet
+    checked: :meth:`Session.start` checks them)."""
+
+    task: str
+    scope: Sequence[str] | None
+    budget: Budget | None
+    run_id: str | None
+    metadata: Mapping[str, Any] | None  # Any: JSON values recorded as given
+    tenant: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,36 +120,28 @@ class Session:
             for ev in events:
                 sink(ev)
 
-    async def start(
-        self,
-        task: str,
-        scope: Sequence[str] | None,
-        budget: Budget | None,
-        run_id: str | None,
-        metadata: Mapping[str, Any] | None,  # Any: JSON values recorded as given
-        tenant: str | None,
-    ) -> tuple[RunState, History] | RunResult:
+    async def start(self, new: NewRun) -> tuple[RunState, History] | RunResult:
         """Check a new run's arguments and record its ``run_started`` (what the task quotes
         of a listed secret redacted); its state and history. The existing run's result when
-        ``run_id`` is taken, or the run was started concurrently by someone else.
+        ``new.run_id`` is taken, or the run was started concurrently by someone else.
 
         Raises:
             ConfigurationError: an empty task, a bad scope (``None``: every tool), a
                 parameter bound to the run missing from ``tenant``/``metadata``.
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
         """
-        tools = self.setup.tools
-        in_scope = commands.scope_names(tools, scope)
+        tools, run_id = self.setup.tools, new.run_id
+        in_scope = commands.scope_names(tools, new.scope)
         for name in in_scope:  # a parameter bound to the run must be there before it starts
-            tools[name].bound_args(tenant, metadata or {})
+            tools[name].bound_args(new.tenant, new.metadata or {})
         output = self.setup.output
         started = commands.start(
-            task,
+            new.task,
             tools={n: tools[n].spec for n in in_scope},
-            budget=budget or Budget(),
+            budget=new.budget or Budget(),
             run_id=uuid.uuid4().hex if run_id is None else run_id,
-            metadata=metadata,
-            tenant=tenant,
+            metadata=new.metadata,
+            tenant=new.tenant,
             policy=self.policy,
             contract=self.setup.contract,
             route=(self.setup.route, self.setup.plan_route),

@@ -258,18 +258,7 @@ class RunOperations(Generic[OutputT]):
 
     # -- what people decide ---------------------------------------------------------------
 
-    async def confirm(
-        self,
-        run_id: str,
-        *,
-        approve: bool,
-        by: str,
-        reason: str | None,
-        args: Mapping[str, Any] | None,  # Any: JSON arguments, validated by the tool
-        step: int | None,
-        args_hash: str | None,
-        accept_tool_changes: bool,
-    ) -> RunResult[OutputT]:
+    async def confirm(self, run_id: str, answer: commands.Answer) -> RunResult[OutputT]:
         """``Agent.confirm``, ``by`` and ``reason`` checked."""
         config, session = self.config, self.session
         state, _ = await session.load(run_id)
@@ -277,29 +266,14 @@ class RunOperations(Generic[OutputT]):
         if waiting is not None:  # the call waits in a sub-agent's run: answer it there
             child, pending = waiting
             assert pending.run_id is not None
-            answered = await child.confirm(
-                pending.run_id,
-                approve=approve,
-                by=by,
-                reason=reason,
-                args=args,
-                step=step,
-                args_hash=args_hash,
-                accept_tool_changes=accept_tool_changes,
-            )
-            return await self._after_child(run_id, answered, by)
+            answered = await child.confirm(pending.run_id, **dataclasses.asdict(answer))
+            return await self._after_child(run_id, answered, answer.by)
         result = await session.apply(
             run_id,
             lambda state: commands.confirm(
                 state,
                 config.tools,
-                approve=approve,
-                by=by,
-                reason=reason,
-                args=args,
-                step=step,
-                bound_hash=args_hash,
-                accept_tool_changes=accept_tool_changes,
+                answer,
                 output_hash=config.output_hash,
                 authorize=config.policy.authorize,
             ),

@@ -584,16 +584,8 @@ class Agent(Generic[OutputT]):
         check_run_id(run_id)
         by = person(by, "confirm")
         check_text(reason or "", "confirmation's reason")
-        return await self._ops.confirm(
-            run_id,
-            approve=approve,
-            by=by,
-            reason=reason,
-            args=args,
-            step=step,
-            args_hash=args_hash,
-            accept_tool_changes=accept_tool_changes,
-        )
+        answer = commands.Answer(approve, by, reason, args, step, args_hash, accept_tool_changes)
+        return await self._ops.confirm(run_id, answer)
 
     async def compensate(
         self, run_id: str, *, by: str, settle: Mapping[str, Settle] | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -64,6 +65,7 @@ from ..tools import Tool
 
 __all__ = [
     "OUTCOME_UNKNOWN",
+    "Answer",
     "Settlement",
     "advance",
     "cancel",
@@ -443,17 +445,25 @@ def resolve(
     return batch
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A person's answer to the call a run waits on: ``Agent.confirm``'s arguments, by name
+    (``by`` and ``reason`` checked there)."""
+
+    approve: bool
+    by: str
+    reason: str | None
+    args: Mapping[str, Any] | None  # Any: JSON arguments, validated by the tool
+    step: int | None
+    args_hash: str | None
+    accept_tool_changes: bool
+
+
 def confirm(
     state: RunState,
     tools: Mapping[str, Tool],
+    answer: Answer,
     *,
-    approve: bool,
-    by: str,
-    reason: str | None,
-    args: Mapping[str, Any] | None,  # Any: JSON arguments, validated by the tool
-    step: int | None,
-    bound_hash: str | None,
-    accept_tool_changes: bool,
     output_hash: str | None,
     authorize: Authorize | None = None,
 ) -> list[Event]:
@@ -462,9 +472,10 @@ def confirm(
 
     Raises:
         NotAwaitingConfirmationError: the run is not waiting for a person.
-        ConfirmationMismatchError: ``step`` or ``bound_hash`` is not what is waiting, the
-            approval came after ``Policy.approval_ttl`` (:class:`ApprovalExpiredError`),
-            or ``by`` approved this call already (:class:`AlreadyApprovedError`).
+        ConfirmationMismatchError: ``answer.step`` or ``answer.args_hash`` is not what is
+            waiting, the approval came after ``Policy.approval_ttl``
+            (:class:`ApprovalExpiredError`), or ``by`` approved this call already
+            (:class:`AlreadyApprovedError`).
         NotAuthorizedError: ``authorize`` refuses ``by`` for this call.
         ToolManifestChangedError: a tool the run used changed or is gone.
         OutputTypeChangedError: the agent's output type is not the run's.
@@ -472,8 +483,8 @@ def confirm(
             them, or they come after another person's approval; the tool to run is not
             this agent's.
     """
-    run_id = state.run_id
-    by = person_name(by)  # recorded as normalised, compared case-folded (person_key)
+    run_id, approve, reason, step = state.run_id, answer.approve, answer.reason, answer.step
+    by = person_name(answer.by)  # recorded as normalised, compared case-folded (person_key)
     pending = state.pending()
     if pending is None:
         raise NotAwaitingConfirmationError(
@@ -484,10 +495,10 @@ def confirm(
         raise ConfirmationMismatchError(
             f"Run {run_id} is waiting at step {pending.step}, not step {step}; nothing recorded."
         )
-    if bound_hash is not None and bound_hash != pending.args_hash:
+    if answer.args_hash is not None and answer.args_hash != pending.args_hash:
         raise ConfirmationMismatchError(
             f"Run {run_id}: the waiting call's args hash is {pending.args_hash}, not "
-            f"{bound_hash}; the call changed since it was shown. Nothing recorded."
+            f"{answer.args_hash}; the call changed since it was shown. Nothing recorded."
         )
     if authorize is not None and not authorize(by, pending):
         raise NotAuthorizedError(
@@ -504,7 +515,7 @@ def confirm(
             )
     last = not approve or len(pending.approvals) + 1 >= pending.approvals_needed
     # Only the answer that continues the run must accept changed tools.
-    accepted, pinned = checked_tools(state, tools, accept_tool_changes) if last else ([], {})
+    accepted, pinned = checked_tools(state, tools, answer.accept_tool_changes) if last else ([], {})
     if approve and pending.tool is not None and pending.tool not in tools:
         raise ConfigurationError(
             f"This agent has no tool {pending.tool!r} to run; deny the call, or confirm "
@@ -512,12 +523,12 @@ def confirm(
         )
     edited: dict[str, Any] | None = None  # Any: JSON values
     new_hash = pending.args_hash
-    if args is not None:
-        edited = _edited_args(pending, tools, args)
+    if answer.args is not None:
+        edited = _edited_args(pending, tools, answer.args)
         new_hash = args_hash(str(pending.tool), edited)
     # A person's answer, as an approval: it is recorded as one when more are needed; the
     # last (or a denial) is a confirmation, the same answer with what it settles.
-    answer = Approval(
+    approval = Approval(
         run_id=run_id,
         seq=state.next_seq,
         at=time.time(),
@@ -529,10 +540,10 @@ def confirm(
         args_hash=new_hash,
     )
     if not last:
-        return [answer]
+        return [approval]
     return [
         Confirmation(
-            **answer.model_dump(exclude={"type"}),
+            **approval.model_dump(exclude={"type"}),
             approved=approve,
             accepted_tool_changes=accepted,
             accepted_tools=pinned,

@@ -4,31 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import events as evt
 from ._state import COMPENSATION_ENDINGS, FINAL_STATUSES, UNDO_SUFFIX, RunState, RunStatus
-from .events import (
-    ActionProposed,
-    Approval,
-    ApprovalExpired,
-    CompensationFinished,
-    CompensationStarted,
-    Confirmation,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    unhandled_event,
-)
 
 __all__ = ["check_transcript"]
 
 
-def check_transcript(events: Sequence[Event]) -> list[str]:
+def check_transcript(events: Sequence[evt.Event]) -> list[str]:
     """Problems with a run's transcript; an empty list means it is sound.
 
     Checks: one run id; ``seq`` 0, 1, 2, ... with ``run_started`` first; the events fold
@@ -43,14 +25,14 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
     problems: list[str] = []
     if not events:
         return ["the transcript is empty"]
-    if not isinstance(events[0], RunStarted):
+    if not isinstance(events[0], evt.RunStarted):
         problems.append(f"seq 0 is {events[0].type}, not run_started")
     run_id = events[0].run_id
     state = RunState(run_id)
     last_step = 0
     cleared: set[str] = set()  # call ids allowed to start a tool
     started: set[str] = set()
-    unfinished: dict[str, ToolStarted] = {}  # started, outcome not recorded yet
+    unfinished: dict[str, evt.ToolStarted] = {}  # started, outcome not recorded yet
     final_at: int | None = None
     compensating = False
     undoing: set[str] = set()  # call ids whose undo started
@@ -62,10 +44,11 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
             problems.append(f"{where}: expected seq {i}")
             break
         undo = (
-            isinstance(ev, CompensationStarted | CompensationFinished)
-            or (isinstance(ev, Approval) and ev.call_id.endswith(UNDO_SUFFIX))
+            isinstance(ev, evt.CompensationStarted | evt.CompensationFinished)
+            or (isinstance(ev, evt.Approval) and ev.call_id.endswith(UNDO_SUFFIX))
             or (  # a compensation's end, or its stop, with nothing to undo before it
-                isinstance(ev, RunFinished) and (ev.reason or "").startswith(COMPENSATION_ENDINGS)
+                isinstance(ev, evt.RunFinished)
+                and (ev.reason or "").startswith(COMPENSATION_ENDINGS)
             )
         )
         if final_at is not None and not undo and not (compensating and ev.type == "run_finished"):
@@ -78,35 +61,35 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
             problems.append(f"{where}: does not fold into the run state: {exc}")
             break
         match ev:
-            case ActionProposed() if compensating:
+            case evt.ActionProposed() if compensating:
                 problems.append(f"{where}: an action after the run's compensation began")
-            case CompensationStarted():
+            case evt.CompensationStarted():
                 if ev.call_id not in started:
                     problems.append(f"{where}: undoes {ev.call_id}, which never started")
                 undoing.add(ev.call_id)
-            case CompensationFinished(outcome="undone" | "failed"):
+            case evt.CompensationFinished(outcome="undone" | "failed"):
                 if ev.call_id not in undoing and ev.reason is None:
                     problems.append(f"{where}: no compensation_started for {ev.call_id}")
-            case ActionProposed():
+            case evt.ActionProposed():
                 if ev.step != last_step + 1 or ev.call_id != f"c{ev.step}":
                     problems.append(
                         f"{where}: step {ev.step} / call {ev.call_id} after step {last_step}"
                     )
                 last_step = ev.step
-            case Decision(verdict="execute"):
+            case evt.Decision(verdict="execute"):
                 cleared.add(ev.call_id)
-            case Confirmation(approved=True) | Resolution(decision="rerun"):
+            case evt.Confirmation(approved=True) | evt.Resolution(decision="rerun"):
                 cleared.add(ev.call_id)
-            case ToolStarted():
+            case evt.ToolStarted():
                 if ev.call_id not in cleared:
                     problems.append(f"{where}: no execute decision or approval for {ev.call_id}")
                 started.add(ev.call_id)
                 unfinished[ev.call_id] = ev
-            case ToolFinished():
+            case evt.ToolFinished():
                 if ev.call_id not in started:
                     problems.append(f"{where}: no tool_started for {ev.call_id}")
                 unfinished.pop(ev.call_id, None)
-            case RunFinished():
+            case evt.RunFinished():
                 if RunStatus(ev.status) in FINAL_STATUSES:
                     final_at = ev.seq
                     for lost in unfinished.values():
@@ -117,18 +100,18 @@ def check_transcript(events: Sequence[Event]) -> list[str]:
                             "dropped"
                         )
             case (
-                RunStarted()
-                | ContextAdded()
-                | ModelCalled()
-                | Decision()
-                | Confirmation()
-                | Approval()
-                | ApprovalExpired()
-                | CompensationFinished()
-                | RunResumed()
-                | Resolution()
+                evt.RunStarted()
+                | evt.ContextAdded()
+                | evt.ModelCalled()
+                | evt.Decision()
+                | evt.Confirmation()
+                | evt.Approval()
+                | evt.ApprovalExpired()
+                | evt.CompensationFinished()
+                | evt.RunResumed()
+                | evt.Resolution()
             ):
                 pass  # their order is the fold's to check (above)
             case _:
-                raise unhandled_event(ev, "the transcript check (check_transcript)")
+                raise evt.unhandled_event(ev, "the transcript check (check_transcript)")
     return problems

@@ -19,25 +19,7 @@ from agentcore.adapters import Message
 from agentcore.contracts import NextAction, PlanAction, dump_action
 from agentcore.contracts._schema import load_action
 
-from .events import (
-    ActionProposed,
-    Approval,
-    ApprovalExpired,
-    CompensationFinished,
-    CompensationStarted,
-    Confirmation,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    unhandled_event,
-)
+from . import events as evt
 
 __all__ = ["MessageView", "Renderer", "reask_messages", "render_observation"]
 
@@ -142,7 +124,7 @@ class Renderer:
             self._marks.append(cell)
         return cell
 
-    def render(self, events: Sequence[Event], upto: int, base: int = 0) -> None:
+    def render(self, events: Sequence[evt.Event], upto: int, base: int = 0) -> None:
         """Render the events with a seq below ``upto`` (continuing where the last call
         stopped); ``events[0]`` has seq ``base`` (a transcript loaded after a snapshot)."""
         if self._rendered < base:
@@ -156,7 +138,7 @@ class Renderer:
                 marks.popleft()[1] = len(self.messages)
         self._rendered = max(self._rendered, upto)
 
-    def chunk(self, events: Sequence[Event], upto: int, base: int = 0) -> str:
+    def chunk(self, events: Sequence[evt.Event], upto: int, base: int = 0) -> str:
         """The messages of the events from the last chunk up to ``upto`` (rendered now if
         they were not), as the JSON a snapshot keeps; the next chunk starts after them."""
         self.render(events, upto, base)
@@ -217,17 +199,17 @@ class Renderer:
     def _user(self, text: str, call_id: str | None = None) -> None:
         self.messages.append(Message("user", text, call_id=call_id))
 
-    def _render_one(self, ev: Event) -> None:
+    def _render_one(self, ev: evt.Event) -> None:
         match ev:
-            case RunStarted():
+            case evt.RunStarted():
                 self._user(f"Task: {ev.task}")
-            case ContextAdded():
+            case evt.ContextAdded():
                 self._user(f"Context from {ev.source}:\n{ev.content}")
-            case ModelCalled(outcome="invalid"):
+            case evt.ModelCalled(outcome="invalid"):
                 self.messages.extend(reask_messages(ev.reply or "", ev.error or ""))
-            case ModelCalled():
+            case evt.ModelCalled():
                 self._dropped = ev.dropped_calls
-            case ActionProposed():
+            case evt.ActionProposed():
                 self._last = ev.action
                 self.messages.append(
                     Message(
@@ -241,9 +223,9 @@ class Renderer:
                         ev.call_id,
                     )
                     self._dropped = []
-            case Decision():
+            case evt.Decision():
                 self._render_decision(ev)
-            case Confirmation():
+            case evt.Confirmation():
                 if ev.approved:
                     edited = " with edited arguments" if ev.args is not None else ""
                     who = " and ".join(ev.approvers) if ev.approvers else ev.by
@@ -254,24 +236,24 @@ class Renderer:
                         f"[{ev.call_id}] Denied by {ev.by}{why} Do not repeat this call.",
                         ev.call_id,
                     )
-            case Resolution(decision="rerun"):
+            case evt.Resolution(decision="rerun"):
                 self._user(
                     f"[{ev.call_id}] The outcome of this call was lost; {ev.by} says it did not "
                     "happen, so it runs once more.",
                     ev.call_id,
                 )
             case (
-                ToolStarted()
-                | RunResumed()
-                | RunFinished()
-                | Resolution()
-                | Approval()
-                | ApprovalExpired()
-                | CompensationStarted()
-                | CompensationFinished()
+                evt.ToolStarted()
+                | evt.RunResumed()
+                | evt.RunFinished()
+                | evt.Resolution()
+                | evt.Approval()
+                | evt.ApprovalExpired()
+                | evt.CompensationStarted()
+                | evt.CompensationFinished()
             ):  # people's business (an expiry that denies is followed by its confirmation)
                 pass
-            case ToolFinished():
+            case evt.ToolFinished():
                 if ev.ok:
                     body = render_observation(ev.result, self._limit)
                     if ev.result_bytes is not None:
@@ -283,9 +265,9 @@ class Renderer:
                 else:
                     self._user(f"[{ev.call_id}] {ev.tool} failed: {ev.error}", ev.call_id)
             case _:
-                raise unhandled_event(ev, "the model's view of the transcript (Renderer)")
+                raise evt.unhandled_event(ev, "the model's view of the transcript (Renderer)")
 
-    def _render_decision(self, ev: Decision) -> None:
+    def _render_decision(self, ev: evt.Decision) -> None:
         match ev.verdict:
             case "execute":
                 if isinstance(self._last, PlanAction):
@@ -309,7 +291,7 @@ class MessageView(Sequence[Message]):
     def __init__(
         self,
         renderer: Renderer,
-        events: Sequence[Event],
+        events: Sequence[evt.Event],
         upto: int,
         tail: Message | None,
         base: int = 0,

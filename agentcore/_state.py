@@ -22,29 +22,11 @@ from agentcore.contracts import (
     canonical_json,
 )
 
+from . import events as evt
 from ._pending import PendingCall
 from ._provenance import normalise
 from ._status import CLOSED_STATUSES as FINAL_STATUSES
 from ._status import RunStatus, status_after
-from .events import (
-    ActionProposed,
-    Approval,
-    ApprovalExpired,
-    CompensationFinished,
-    CompensationStarted,
-    Confirmation,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    unhandled_event,
-)
 from .policy import Budget, Policy
 
 UNTRUSTED_TEXT_CAP = 4_000_000
@@ -135,15 +117,15 @@ class OpenCall:
     step: int
     call_id: str
     action: NextAction
-    decision: Decision | None = None
-    confirmation: Confirmation | None = None
-    approvals: list[Approval] = field(default_factory=list[Approval])
+    decision: evt.Decision | None = None
+    confirmation: evt.Confirmation | None = None
+    approvals: list[evt.Approval] = field(default_factory=list[evt.Approval])
     """Approvals before the last, of a call that needs several people."""
-    expiry: ApprovalExpired | None = None
+    expiry: evt.ApprovalExpired | None = None
     """The latest expiry of the call's approval window, if it had one."""
-    started: ToolStarted | None = None
-    finished: ToolFinished | None = None
-    resolution: Resolution | None = None
+    started: evt.ToolStarted | None = None
+    finished: evt.ToolFinished | None = None
+    resolution: evt.Resolution | None = None
     put_to_a_person: bool = False
     """The run stopped as ``needs_attention`` since this call last started, for a person
     to settle (a stop only because the call's guard was still held does not count)."""
@@ -253,7 +235,7 @@ class RunState:
     """The hash of the run's output type (``run_started``; ``None``: a text answer)."""
 
     @classmethod
-    def of(cls, events: Sequence[Event]) -> RunState:
+    def of(cls, events: Sequence[evt.Event]) -> RunState:
         """The state of the run whose transcript is ``events`` (all of it, from seq 0).
 
         Raises:
@@ -266,18 +248,18 @@ class RunState:
             state.apply(ev)
         return state
 
-    def apply(self, event: Event) -> None:
+    def apply(self, event: evt.Event) -> None:
         """Fold one event into the state (events must arrive in ``seq`` order)."""
         if event.seq != self.next_seq:
             raise ValueError(f"event seq {event.seq} applied at expected seq {self.next_seq}")
         self.next_seq += 1
         self.updated_at = event.at
         match event:  # most frequent first
-            case ContextAdded():
+            case evt.ContextAdded():
                 self.context_step = event.step
                 if event.untrusted:
                     self._read(event.content, "", event.source)
-            case ModelCalled():
+            case evt.ModelCalled():
                 self.model_calls += 1
                 self.calls_by_model[event.model] = self.calls_by_model.get(event.model, 0) + 1
                 self.usage = self.usage + Usage(
@@ -289,7 +271,7 @@ class RunState:
                     self.reasks += 1
                 self.child_steps += event.steps
                 self.child_tool_calls += event.tool_calls
-            case ActionProposed():
+            case evt.ActionProposed():
                 self.recoveries = 0
                 self.steps += 1
                 self.reasks = 0
@@ -300,14 +282,14 @@ class RunState:
                         OpenCall(event.step, f"{event.call_id}.{i + 1}", event.action.member(i))
                         for i in range(len(event.action.calls))
                     ]
-            case Decision():
+            case evt.Decision():
                 call = self._call(event.call_id)
                 call.decision = event
                 if event.verdict == "execute" and isinstance(call.action, PlanAction):
                     self.plan_approved = True
                 if event.verdict in ("deny", "needs_plan") and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
-            case Confirmation():
+            case evt.Confirmation():
                 self._heard(event.reason, event.args)
                 self.tools.update(event.accepted_tools)
                 call = self._call(event.call_id)
@@ -318,13 +300,13 @@ class RunState:
                     self.confirmed_plan = normalise("\n".join(call.action.steps))
                 if not event.approved and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
-            case Approval() if event.call_id.endswith(UNDO_SUFFIX):
+            case evt.Approval() if event.call_id.endswith(UNDO_SUFFIX):
                 self.compensating = True  # a person's approval of an undo (``_compensation``)
-            case Approval():
+            case evt.Approval():
                 self._call(event.call_id).approvals.append(event)
-            case ApprovalExpired():
+            case evt.ApprovalExpired():
                 self._call(event.call_id).expiry = event
-            case ToolStarted():
+            case evt.ToolStarted():
                 call = self._call(event.call_id)
                 if call.started is None:
                     self.tool_calls += 1
@@ -332,7 +314,7 @@ class RunState:
                 call.started = event
                 call.finished = None
                 call.put_to_a_person = call.rerun_authorised = False
-            case ToolFinished():
+            case evt.ToolFinished():
                 self.recoveries = 0
                 call = self._call(event.call_id)
                 call.finished = event
@@ -340,20 +322,20 @@ class RunState:
                     self._read(event.result, event.call_id, event.tool)
                 if not event.ok:
                     self.failures[self.failure_key(call)] += 1
-            case RunResumed():
+            case evt.RunResumed():
                 self.tools.update(event.accepted_tools)
                 if event.budget is not None:
                     self.budget = Budget.from_json(event.budget)
                 self.recoveries = self.recoveries + 1 if event.recovery else 0
                 self._set_status(event)
-            case Resolution():
+            case evt.Resolution():
                 self._heard(event.reason)
                 self.tools.update(event.accepted_tools)
                 call = self._call(event.call_id)
                 call.resolution = event
                 call.rerun_authorised = event.decision == "rerun"
                 self._set_status(event)
-            case RunFinished():
+            case evt.RunFinished():
                 self._set_status(event)
                 if (
                     event.status == RunStatus.NEEDS_ATTENTION.value
@@ -366,9 +348,9 @@ class RunState:
                 self.reason = event.reason
                 if (event.reason or "").startswith(COMPENSATION_ENDINGS):
                     self.compensating = True  # it never advances again (``_compensation``)
-            case CompensationStarted() | CompensationFinished():
+            case evt.CompensationStarted() | evt.CompensationFinished():
                 self.compensating = True
-            case RunStarted():
+            case evt.RunStarted():
                 self.trusted_text = normalise(event.task)
                 self.task = event.task
                 self.scope = tuple(event.scope)
@@ -382,7 +364,7 @@ class RunState:
                 self.started_at = event.at
                 self.output_hash = event.output_hash
             case _:
-                raise unhandled_event(event, "the run state's fold (RunState.apply)")
+                raise evt.unhandled_event(event, "the run state's fold (RunState.apply)")
 
     def _read(self, result: object, call_id: str, tool: str) -> None:
         """Untrusted output the model saw."""
@@ -407,7 +389,7 @@ class RunState:
                 text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
                 self.trusted_text += "\n" + normalise(text)
 
-    def _set_status(self, event: Event) -> None:
+    def _set_status(self, event: evt.Event) -> None:
         status = RunStatus(status_after(self.status.value, event))
         if status is not self.status or status is RunStatus.RUNNING:
             self.reason = None

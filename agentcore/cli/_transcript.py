@@ -23,26 +23,8 @@ from agentcore import (
     StreamEvent,
     ThoughtDelta,
 )
+from agentcore import events as evt
 from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
-from agentcore.events import (
-    ActionProposed,
-    Approval,
-    ApprovalExpired,
-    CompensationFinished,
-    CompensationStarted,
-    Confirmation,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    unhandled_event,
-)
 
 from ._common import EXIT_INTERRUPTED, Interrupted, err, out, plain, print_rows, resume_command
 
@@ -61,19 +43,19 @@ def action_detail(action: NextAction) -> str:
             return " | ".join(f"{c.tool} {json.dumps(c.args)}" for c in calls)
 
 
-def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
+def describe(ev: evt.Event, *, full: bool = False) -> tuple[str, str]:
     """(step, text) for one event in the transcript table (``full``: nothing shortened)."""
     cap = None if full else 120
     match ev:
-        case RunStarted():
+        case evt.RunStarted():
             return (
                 "",
                 f"task: {ev.task}  scope: {', '.join(ev.scope)}  "
                 f"contract: {ev.contract.get('hash')}",
             )
-        case ContextAdded():
+        case evt.ContextAdded():
             return str(ev.step), f"{ev.source}: {ev.content[:cap]}"
-        case ModelCalled():
+        case evt.ModelCalled():
             tokens = f"{ev.input_tokens}+{ev.output_tokens} tokens"
             if ev.role == "extract":
                 tokens = f"extraction, {tokens}"
@@ -83,31 +65,31 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
             return str(
                 ev.step
             ), f"{ev.model}: {ev.outcome}, {tokens}, {ev.latency_ms:.1f} ms{extra}"
-        case ActionProposed():
+        case evt.ActionProposed():
             a = ev.action
             detail = action_detail(a)
             return str(ev.step), f"[{ev.call_id}] {a.type}: {detail}\n  thought: {a.thought}"
-        case Decision():
+        case evt.Decision():
             return str(ev.step), f"[{ev.call_id}] {ev.verdict}" + (
                 f": {ev.reason}" if ev.reason else ""
             )
-        case Confirmation():
+        case evt.Confirmation():
             verb = "approved" if ev.approved else "denied"
             edited = " (edited args)" if ev.args is not None else ""
             why = f": {ev.reason}" if ev.reason else ""
             who = ", ".join(ev.approvers) if ev.approvers else ev.by
             return str(ev.step), f"[{ev.call_id}] {verb} by {who}{edited}{why}"
-        case Approval():
+        case evt.Approval():
             edited = " (edited args)" if ev.args is not None else ""
             why = f": {ev.reason}" if ev.reason else ""
             what = "undo " if ev.call_id.endswith(UNDO_SUFFIX) else ""
             line = f"[{ev.call_id}] {what}approved by {ev.by}{edited}{why} (more needed)"
             return str(ev.step), line
-        case CompensationStarted():
+        case evt.CompensationStarted():
             return str(
                 ev.step
             ), f"[{ev.call_id}] undoing {ev.tool} (by {ev.by})  key={ev.idempotency_key}"
-        case CompensationFinished():
+        case evt.CompensationFinished():
             body = {
                 "undone": "undone",
                 "failed": f"undo FAILED {ev.error}",
@@ -115,28 +97,28 @@ def describe(ev: Event, *, full: bool = False) -> tuple[str, str]:
             }[ev.outcome]
             why = f" ({ev.reason})" if ev.reason else ""
             return str(ev.step), f"[{ev.call_id}] {ev.tool}: {body}{why}"
-        case ApprovalExpired():
+        case evt.ApprovalExpired():
             what = "denied" if ev.action == "deny" else f"escalated ({ev.escalations})"
             return str(ev.step), f"[{ev.call_id}] no approval after {ev.waited_s:.0f}s: {what}"
-        case ToolStarted():
+        case evt.ToolStarted():
             return str(
                 ev.step
             ), f"[{ev.call_id}] {ev.tool} {json.dumps(ev.args)}  key={ev.idempotency_key}"
-        case ToolFinished():
+        case evt.ToolFinished():
             body = json.dumps(ev.result) if ev.ok else f"ERROR {ev.error}"
             return str(ev.step), f"[{ev.call_id}] {ev.tool} -> {body[: None if full else 300]}"
-        case Resolution():
+        case evt.Resolution():
             why = f": {ev.reason}" if ev.reason else ""
             return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
-        case RunResumed():
+        case evt.RunResumed():
             return "", "resumed" + (" with a new budget" if ev.budget else "")
-        case RunFinished():
+        case evt.RunFinished():
             return "", f"{ev.status}: {ev.answer or ev.reason or ''}"
         case _:
-            raise unhandled_event(ev, "the CLI's transcript (agentcore show)")
+            raise evt.unhandled_event(ev, "the CLI's transcript (agentcore show)")
 
 
-def print_transcript(events: list[Event]) -> None:
+def print_transcript(events: list[evt.Event]) -> None:
     if plain():
         print_rows(
             ("seq", "step", "event", "detail"),
@@ -154,7 +136,7 @@ def print_transcript(events: list[Event]) -> None:
     out.print(table)
 
 
-def _step_type_text(ev: Event) -> tuple[str, str, str]:
+def _step_type_text(ev: evt.Event) -> tuple[str, str, str]:
     step, text = describe(ev, full=True)
     return step, ev.type, text
 
@@ -211,7 +193,7 @@ async def live(
             async for ev in stream:
                 if isinstance(seen := getattr(ev, "run_id", None), str):  # a transcript event
                     run_id = seen
-                    tool_running = isinstance(ev, ToolStarted)
+                    tool_running = isinstance(ev, evt.ToolStarted)
                 match ev:
                     case ThoughtDelta(step=step, text=text):
                         if not thought.plain:
@@ -219,13 +201,13 @@ async def live(
                         thought.append(text)
                         view.update(thought)
                     case (
-                        ActionProposed()
-                        | Decision()
-                        | ToolFinished()
-                        | Confirmation()
-                        | Resolution()
+                        evt.ActionProposed()
+                        | evt.Decision()
+                        | evt.ToolFinished()
+                        | evt.Confirmation()
+                        | evt.Resolution()
                     ):
-                        if isinstance(ev, ActionProposed):
+                        if isinstance(ev, evt.ActionProposed):
                             thought = Text()
                             view.update(thought)
                         step, text = describe(ev, full=plain())

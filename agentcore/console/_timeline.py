@@ -14,26 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agentcore import UNDO_SUFFIX
+from agentcore import events as evt
 from agentcore.contracts import BatchAction, FinishAction, PlanAction, ToolAction
-from agentcore.events import (
-    ActionProposed,
-    Approval,
-    ApprovalExpired,
-    CompensationFinished,
-    CompensationStarted,
-    Confirmation,
-    ContextAdded,
-    Decision,
-    Event,
-    ModelCalled,
-    Resolution,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    unhandled_event,
-)
 
 __all__ = ["Entry", "StepBlock", "timeline"]
 
@@ -82,7 +64,7 @@ def pretty(value: Any) -> str:  # Any: a JSON value from the transcript
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def timeline(events: Sequence[Event]) -> list[StepBlock]:
+def timeline(events: Sequence[evt.Event]) -> list[StepBlock]:
     """The transcript as blocks, in order."""
     blocks: list[StepBlock] = []
     for ev in events:
@@ -92,13 +74,13 @@ def timeline(events: Sequence[Event]) -> list[StepBlock]:
             seen = any(b.step == step for b in blocks) and step is not None
             blocks.append(StepBlock(step, continued=seen))
         block = blocks[-1]
-        if isinstance(ev, ModelCalled):
+        if isinstance(ev, evt.ModelCalled):
             _count(block, ev)
         block.entries.append(entry(ev))
     return blocks
 
 
-def _count(block: StepBlock, ev: ModelCalled) -> None:
+def _count(block: StepBlock, ev: evt.ModelCalled) -> None:
     if ev.model not in block.models:
         block.models.append(ev.model)
     if ev.mode not in block.modes:
@@ -110,10 +92,10 @@ def _count(block: StepBlock, ev: ModelCalled) -> None:
         block.cost = (block.cost or 0.0) + ev.cost
 
 
-def entry(ev: Event) -> Entry:
+def entry(ev: evt.Event) -> Entry:
     """One event in words."""
     match ev:
-        case RunStarted():
+        case evt.RunStarted():
             details = [
                 ("task", ev.task),
                 ("scope", ", ".join(ev.scope) or "(none)"),
@@ -129,9 +111,9 @@ def entry(ev: Event) -> Entry:
             if ev.metadata:
                 details.append(("metadata", pretty(ev.metadata)))
             return Entry(ev.seq, ev.type, "run started", details=details)
-        case ContextAdded():
+        case evt.ContextAdded():
             return Entry(ev.seq, ev.type, f"context from {ev.source}", details=[("", ev.content)])
-        case ModelCalled():
+        case evt.ModelCalled():
             details = [
                 ("model", f"{ev.model} ({ev.role}, {ev.mode})"),
                 ("tokens", f"{ev.input_tokens} in, {ev.output_tokens} out"),
@@ -146,7 +128,7 @@ def entry(ev: Event) -> Entry:
             tone = {"ok": "", "invalid": "bad", "error": "bad"}[ev.outcome]
             title = f"model {ev.model}: {'valid action' if ev.outcome == 'ok' else ev.outcome}"
             return Entry(ev.seq, ev.type, title, details=details, tone=tone)
-        case ActionProposed(action=action):
+        case evt.ActionProposed(action=action):
             match action:
                 case PlanAction():
                     return Entry(
@@ -179,13 +161,13 @@ def entry(ev: Event) -> Entry:
                             for i, c in enumerate(action.calls, 1)
                         ],
                     )
-        case Decision():
+        case evt.Decision():
             tone = {"execute": "ok", "deny": "bad", "needs_plan": "bad"}.get(ev.verdict, "wait")
             details = [("why", ev.reason)] if ev.reason else []
             if ev.args_hash:
                 details.append(("args hash", ev.args_hash))
             return Entry(ev.seq, ev.type, f"dispatcher: {ev.verdict}", details=details, tone=tone)
-        case Confirmation():
+        case evt.Confirmation():
             verb = "approved" if ev.approved else "denied"
             details = [("reason", ev.reason)] if ev.reason else []
             if ev.args is not None:
@@ -197,17 +179,17 @@ def entry(ev: Event) -> Entry:
             tone = "ok" if ev.approved else "bad"
             who = ", ".join(ev.approvers) if ev.approvers else ev.by
             return Entry(ev.seq, ev.type, f"{verb} by {who}", details=details, tone=tone)
-        case Approval():
+        case evt.Approval():
             details = [("reason", ev.reason)] if ev.reason else []
             if ev.args is not None:
                 details.append(("edited args", pretty(ev.args)))
             what = "its undo " if ev.call_id.endswith(UNDO_SUFFIX) else ""
             title = f"{what}approved by {ev.by}; more approvals needed"
             return Entry(ev.seq, ev.type, title, details=details, tone="wait")
-        case CompensationStarted():
+        case evt.CompensationStarted():
             details = [("by", ev.by), ("idempotency key", ev.idempotency_key)]
             return Entry(ev.seq, ev.type, f"undoing {ev.tool} (step {ev.step})", details=details)
-        case CompensationFinished():
+        case evt.CompensationFinished():
             details = [("reason", ev.reason)] if ev.reason else []
             if ev.error:
                 details.append(("error", ev.error))
@@ -220,14 +202,14 @@ def entry(ev: Event) -> Entry:
             }[ev.outcome]
             tone = "bad" if ev.outcome == "failed" else "ok"
             return Entry(ev.seq, ev.type, title, details=details, tone=tone)
-        case ApprovalExpired():
+        case evt.ApprovalExpired():
             what = "denied" if ev.action == "deny" else f"escalated (time {ev.escalations})"
             title = f"no approval after {ev.waited_s:.0f}s: {what}"
             return Entry(ev.seq, ev.type, title, tone="bad" if ev.action == "deny" else "wait")
-        case ToolStarted():
+        case evt.ToolStarted():
             details = [("args", pretty(ev.args)), ("idempotency key", ev.idempotency_key)]
             return Entry(ev.seq, ev.type, f"{ev.tool} started", details=details)
-        case ToolFinished():
+        case evt.ToolFinished():
             details = [("duration", f"{ev.duration_ms:.0f} ms")]
             if ev.ok:
                 details.insert(0, ("result", pretty(ev.result)))
@@ -237,23 +219,23 @@ def entry(ev: Event) -> Entry:
                 details.append(("truncated", f"{ev.result_bytes} bytes, sha256 {ev.result_sha256}"))
             title = f"{ev.tool} {'returned' if ev.ok else 'failed'}"
             return Entry(ev.seq, ev.type, title, details=details, tone="ok" if ev.ok else "bad")
-        case RunResumed():
+        case evt.RunResumed():
             details = [("by", ev.by)] if ev.by else []
             if ev.budget is not None:
                 details.append(("budget", pretty(ev.budget)))
             title = "resumed after a worker died" if ev.recovery else "resumed"
             return Entry(ev.seq, ev.type, title, details=details)
-        case Resolution():
+        case evt.Resolution():
             details = [("reason", ev.reason)] if ev.reason else []
             return Entry(ev.seq, ev.type, f"resolved ({ev.decision}) by {ev.by}", details=details)
-        case RunFinished():
+        case evt.RunFinished():
             details = [("answer", ev.answer)] if ev.answer else []
             if ev.reason:
                 details.append(("reason", ev.reason))
             tone = {"completed": "ok", "awaiting_confirmation": "wait"}.get(ev.status, "bad")
             return Entry(ev.seq, ev.type, f"run {ev.status}", details=details, tone=tone)
         case _:
-            raise unhandled_event(ev, "the console's timeline")
+            raise evt.unhandled_event(ev, "the console's timeline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +246,7 @@ class Relative:
     label: str
 
 
-def family(events: Sequence[Event]) -> tuple[Relative | None, list[Relative]]:
+def family(events: Sequence[evt.Event]) -> tuple[Relative | None, list[Relative]]:
     """The run's parent (a sub-agent's run records it in ``run_started.metadata``) and the
     sub-agent runs it started: each sub-agent call's tokens are recorded as a
     ``model_called`` of role ``child`` beside the call's ``tool_started``, whose
@@ -274,17 +256,17 @@ def family(events: Sequence[Event]) -> tuple[Relative | None, list[Relative]]:
     parent: Relative | None = None
     first = events[0] if events else None
     link: Any = (
-        first.metadata.get(PARENT_KEY) if isinstance(first, RunStarted) else None
+        first.metadata.get(PARENT_KEY) if isinstance(first, evt.RunStarted) else None
     )  # Any: JSON
     if isinstance(link, dict) and isinstance(link.get("run_id"), str):  # pyright: ignore[reportUnknownMemberType]  # JSON
         where = cast("dict[str, Any]", link)  # Any: JSON
         parent = Relative(
             str(where["run_id"]), f"call {where.get('call_id')} at step {where.get('step')}"
         )
-    started = {(ev.step, ev.tool): ev for ev in events if isinstance(ev, ToolStarted)}
+    started = {(ev.step, ev.tool): ev for ev in events if isinstance(ev, evt.ToolStarted)}
     children: list[Relative] = []
     for ev in events:
-        if isinstance(ev, ModelCalled) and ev.role == "child" and ev.model.startswith("agent:"):
+        if isinstance(ev, evt.ModelCalled) and ev.role == "child" and ev.model.startswith("agent:"):
             name = ev.model.removeprefix("agent:")
             call = started.get((ev.step, name))
             if call is not None:

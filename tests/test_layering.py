@@ -240,9 +240,10 @@ def test_every_package_directory_is_packaged() -> None:
     assert found == listed
 
 
-# The services (the CLI, the console, the integrations) read the core through its public
-# names only: a fact they need is made public, on purpose, in the package that owns it.
-SERVICES = ("cli", "console", "integrations")
+# The services (the CLI, the console, the integrations, the MCP bridge) read the core through
+# its public names only: a fact they need is made public, on purpose, in the package that
+# owns it.
+SERVICES = ("cli", "console", "integrations", "mcp")
 
 
 def _private_imports(source: str, module: str, service: str) -> list[str]:
@@ -326,8 +327,8 @@ FOLDERS = {
 }
 """Where each package's source is, by its name (pyproject's package-dir)."""
 
-SERVICE_PACKAGES = tuple(f"agentcore.{s}.*" for s in (*SERVICES, "mcp"))
-"""The services and the MCP bridge: built on the core, below nothing of ours."""
+SERVICE_PACKAGES = tuple(f"agentcore.{s}.*" for s in SERVICES)
+"""The services: built on the core, below nothing of ours."""
 
 FOLD = (
     "agentcore.events",

@@ -30,7 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
-from agentcore._observability import get_logger
+from agentcore import get_logger
 from agentcore.contracts import TOOL_NAME_PATTERN, Effect, ToolSpec, model_from_json_schema
 from agentcore.contracts.errors import (
     ConfigurationError,

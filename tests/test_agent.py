@@ -1225,3 +1225,24 @@ def test_agent_lints_examples_against_its_tools() -> None:
 
     with pytest.raises(ConfigurationError, match="Read, then answer"):
         Agent(tools=[get_weather], model=ScriptedModel([]), store="memory://")
+
+
+async def test_a_tool_the_step_did_not_offer_is_decided_once(
+    make_agent: AgentFactory, tools: Toolbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An out-of-scope tool's reply is read as a decision, and that ruling is the call's
+    decision: the dispatcher is asked once for it (issue 39: one owner per decision)."""
+    import agentcore._run._loop as loop
+
+    asked: list[str] = []
+    real = loop.decide
+
+    def counted(state: Any, action: Any, table: Any) -> Any:
+        asked.append(getattr(action, "tool", action.type))
+        return real(state, action, table)
+
+    monkeypatch.setattr(loop, "decide", counted)
+    model = ScriptedModel([OUT_OF_SCOPE["typed"], finish("cannot")])
+    result = await make_agent(model).run("Check the db", scope=["lookup"])
+    assert result.status is RunStatus.COMPLETED
+    assert asked == ["fetch_status", "finish"]

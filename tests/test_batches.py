@@ -356,3 +356,29 @@ async def test_five_lookups_take_six_model_requests_one_by_one_and_two_in_a_batc
     fast = await batched.run("Where are A-1 to A-5?")
     assert (slow.usage.model_calls, slow.usage.tool_calls) == (6, 5)
     assert (fast.usage.model_calls, fast.usage.tool_calls) == (2, 5)
+
+
+async def test_a_batch_refused_whole_is_judged_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal the loop made reading the reply is the batch's decision: the rule is not
+    applied a second time when its calls are decided (issue 39: one owner per decision)."""
+    import agentcore._run._loop as loop
+    import agentcore._run._tool_calls as tool_calls
+
+    judged: list[int] = []
+    real = loop.batch_refusal
+
+    def counted(*args: Any) -> str | None:
+        judged.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(loop, "batch_refusal", counted)
+    monkeypatch.setattr(tool_calls, "batch_refusal", counted)
+    bad = batch(call("get_order", order_id="A-1"), call("refund", order_id="A-1"))
+    agent, _ = _agent(bad, finish("I could not."))
+    result = await agent.run("Refund A-1")
+    events = await agent.transcript(result.run_id)
+    assert [d.verdict for d in _of(events, Decision) if d.call_id.startswith("c1.")] == [
+        "deny",
+        "deny",
+    ]
+    assert len(judged) == 1

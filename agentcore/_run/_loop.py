@@ -55,7 +55,7 @@ from agentcore.contracts.errors import (
     UnknownToolError,
 )
 
-from .._dispatch import batch_refusal, decide
+from .._dispatch import Ruling, batch_refusal, decide
 from .._faults import crash_point
 from .._manifest import changed_since_pinned
 from .._observability import get_logger, observer
@@ -210,6 +210,11 @@ class Driver:
         """The agent's listed values, plus the secrets resolved in this advance."""
         self.contract = contract_for_run(setup.contract, state.contract)
         """The agent's contract document, or the built-in version the run started under."""
+        self.ruled: dict[str, Ruling] = {}
+        """Rulings made while reading a reply, by call id: a tool the step did not offer
+        and the dispatcher refuses, a batch refused whole. The call's decision is that
+        ruling, so each call is decided once (after a crash, the resume decides it again
+        from the same state)."""
 
     # -- recording ------------------------------------------------------------------------
 
@@ -497,19 +502,21 @@ class Driver:
                 if isinstance(error, UnknownToolError)
                 else None
             )
-            if (
-                loose is not None
-                and loose.tool in self.setup.tools
-                and decide(st, loose, self.setup.tools).verdict == "deny"
-            ):
+            ruling = (
+                decide(st, loose, self.setup.tools)
+                if loose is not None and loose.tool in self.setup.tools
+                else None
+            )
+            if loose is not None and ruling is not None and ruling.verdict == "deny":
                 # A real tool the schema does not offer at this step (out of scope or over its
                 # budget): a decision, not a malformed reply. The dispatcher refuses it.
+                self.ruled[f"c{step}"] = ruling
                 self._model_called(step, completion, "ok")
                 self.record(
                     ActionProposed(**self.fields(), step=step, call_id=f"c{step}", action=loose)
                 )
                 return
-            refused = self._refused_batch(schema, completion.text)
+            refused = self._refused_batch(schema, completion.text, f"c{step}")
             if refused is not None:
                 # A batch the dispatcher refuses (it holds a write) or partly refuses (a
                 # call out of scope or over its budget): decided, not re-asked.
@@ -539,7 +546,7 @@ class Driver:
                 self.finish(stop[0], reason=stop[1])
                 return
 
-    def _refused_batch(self, schema: ActionSchema, text: str) -> BatchAction | None:
+    def _refused_batch(self, schema: ActionSchema, text: str, call_id: str) -> BatchAction | None:
         """A batch the step's schema did not accept whose refusal is the dispatcher's to
         give: it holds a tool that is not a read (refused whole), or a tool of the agent
         the schema does not offer now (refused call by call). Every call of an offered
@@ -550,7 +557,9 @@ class Driver:
         loose = parse_loose_batch(text)
         if loose is None or not all(c.tool in tools for c in loose.calls):
             return None
-        if batch_refusal(st, loose, tools) is not None:
+        whole = batch_refusal(st, loose, tools)
+        if whole is not None:
+            self.ruled[call_id] = Ruling("deny", whole)
             return loose  # nothing in it runs
         checked: list[BatchCall] = []
         for c in loose.calls:
@@ -643,7 +652,7 @@ class Driver:
             await run_batch(self, call)
             return
         if call.decision is None:
-            ruling = decide(st, call.action, self.setup.tools)
+            ruling = self.ruled.pop(call.call_id, None) or decide(st, call.action, self.setup.tools)
             self.record(decision(self, call, ruling))
             if ruling.verdict == "needs_confirmation":
                 self.finish(RunStatus.AWAITING_CONFIRMATION, reason=ruling.reason)

@@ -102,6 +102,8 @@ class CallDriver(Protocol):
     def obs(self) -> Observer: ...
     @property
     def redactor(self) -> Redactor: ...
+    @property
+    def ruled(self) -> dict[str, Ruling]: ...
     def record(self, event: Event) -> None: ...
     def fields(self) -> dict[str, Any]: ...  # Any: common event fields
     async def flush(self) -> None: ...
@@ -298,7 +300,8 @@ async def run_batch(d: CallDriver, call: OpenCall) -> None:
     """
     assert isinstance(call.action, BatchAction)
     st, tools = d.state, d.setup.tools
-    whole = batch_refusal(st, call.action, tools)
+    ruled = d.ruled.pop(call.call_id, None)  # refused whole as the reply was read
+    whole = ruled.reason if ruled is not None else batch_refusal(st, call.action, tools)
     fresh = all(m.started is None for m in call.members)
     if fresh and any(m.decision is None for m in call.members) and await d.cancel_requested():
         return

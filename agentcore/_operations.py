@@ -1,14 +1,14 @@
 """An agent's parts: its configuration, and the operations on its runs.
 
 :class:`~agentcore.agent.Agent` is a facade over two parts it holds. A
-:class:`Configuration` is what ``Agent(...)`` was given, checked. :class:`RunOperations`
-is what is done to the agent's runs (starting, advancing and resuming them, reading them,
-and what people decide about them); it owns the agent's store and the one
-:class:`~agentcore._run.Session` built from the configuration and that store. The agent's
-public methods check their arguments (a person's name through :func:`person`, the one
-place that checks one) and hand over; each operation asks a pure command
-(``_run._commands``) for the events that carry it out and gives them to the session, which
-records them under the run's lease and continues the run.
+:class:`~agentcore._configuration.Configuration` is what ``Agent(...)`` was given,
+checked. :class:`RunOperations` is what is done to the agent's runs (starting, advancing
+and resuming them, reading them, and what people decide about them); it owns the agent's
+store and the one :class:`~agentcore._run.Session` built from the configuration and that
+store. The agent's public methods check their arguments (a person's name through
+:func:`person`, the one place that checks one) and hand over; each operation asks a pure
+command (``_run._commands``) for the events that carry it out and gives them to the
+session, which records them under the run's lease and continues the run.
 """
 
 from __future__ import annotations
@@ -17,21 +17,18 @@ import dataclasses
 import functools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic
 
-from agentcore.adapters import ModelAdapter
-from agentcore.contracts import ContractDocument, OutputSpec, check_text
+from agentcore.contracts import check_text
 from agentcore.contracts.errors import (
     ConfigurationError,
     OutputTypeChangedError,
     RunBusyError,
 )
 
+from ._configuration import Configuration
 from ._run import (
-    ContextProvider,
     NewRun,
-    RunSetup,
     Session,
     Settle,
     Turn,
@@ -39,16 +36,14 @@ from ._run import (
     refuse_rerun_while_running,
 )
 from ._state import OutputT, RunResult, RunStatus
-from ._subagent import SubagentTool, child_waiting
+from ._subagent import child_waiting
 from .approvals import person_name
 from .events import Event
-from .policy import Budget, Policy
-from .queue import RunQueue
-from .secrets import Redactor, SecretResolver
+from .policy import Budget
 from .stores import TranscriptStore, open_store
-from .tools import DepsFactory, Tool
+from .tools import Tool
 
-__all__ = ["CONFIRM_WAIT_S", "Configuration", "RunOperations", "person", "tool_table"]
+__all__ = ["CONFIRM_WAIT_S", "RunOperations", "person", "tool_table"]
 
 CONFIRM_WAIT_S = 10.0
 """How long ``confirm`` waits for a run another worker holds (another person's answer
@@ -70,62 +65,6 @@ def person(by: str, method: str) -> str:
         )
     check_text(name, f"{method}()'s by")
     return name
-
-
-@dataclass(frozen=True, slots=True)
-class Configuration:
-    """What an agent was made with, checked (see :class:`~agentcore.agent.Agent`'s
-    arguments); ``store`` is the store as given (a URL, a store, or ``None``: the
-    default)."""
-
-    tools: dict[str, Tool]
-    route: tuple[ModelAdapter, ...]
-    plan_route: tuple[ModelAdapter, ...]
-    policy: Policy
-    contract: ContractDocument
-    instructions: str | None
-    context: tuple[ContextProvider, ...]
-    owner: str
-    lease_s: float
-    name: str | None
-    queue: RunQueue | None
-    secrets: SecretResolver | None
-    redactor: Redactor
-    snapshot_every: int
-    lost_call_wait_s: float
-    deps: DepsFactory | None
-    output: OutputSpec | None
-    store: str | TranscriptStore | None
-
-    @property
-    def output_hash(self) -> str | None:
-        """What runs of this agent pin in ``run_started.output_hash``."""
-        return None if self.output is None else self.output.hash
-
-    @property
-    def has_subagents(self) -> bool:
-        """Whether a run of this agent can wait on a sub-agent's run."""
-        return any(isinstance(t, SubagentTool) for t in self.tools.values())
-
-    def setup(self, store: TranscriptStore) -> RunSetup:
-        """What a driver needs from the agent, with ``store`` opened."""
-        return RunSetup(
-            tools=self.tools,
-            contract=self.contract,
-            instructions=self.instructions,
-            route=self.route,
-            plan_route=self.plan_route,
-            context_providers=self.context,
-            store=store,
-            schema_cache={},
-            system_cache={},
-            secrets=self.secrets,
-            redactor=self.redactor,
-            snapshot_every=self.snapshot_every,
-            lost_call_wait_s=self.lost_call_wait_s,
-            deps=self.deps,
-            output=self.output,
-        )
 
 
 class RunOperations(Generic[OutputT]):

@@ -47,13 +47,14 @@ import asyncio
 import hashlib
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentcore.contracts import MAX_RUN_ID_CHARS, Effect, Usage
 from agentcore.contracts.errors import ConfigurationError, RunNotFoundError, ToolOutcomeUnknownError
 
+from ._configuration import Configuration
 from ._extract import LoggedExtraction, current_log
 from ._observability import get_logger
 from ._run import UntrustedContext
@@ -64,7 +65,6 @@ from .policy import Budget, Policy
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .approvals import ApprovalRequest, Authorize, OnPending
     from .approvals import PendingCall as Pending
     from .stores import TranscriptStore
@@ -76,6 +76,61 @@ PARENT_KEY = "agentcore.parent"
 ...}``; ``agentcore runs --search PARENT_RUN_ID`` lists a run's children."""
 
 _RANK: dict[str, int] = {"read": 0, "write": 1, "destructive": 2}
+
+
+class TreeAgent(Protocol):
+    """An agent in a run tree, a parent or a sub-agent, as this module uses it
+    (:class:`~agentcore.agent.Agent` is one; ``agent`` imports this module, so an agent is
+    named here by what it does). Its settings are read from ``_config``
+    (:func:`_settings`): the agent's own settings are descriptors over it, which no
+    Protocol member matches."""
+
+    @property
+    def _config(self) -> Configuration: ...
+    @property
+    def store(self) -> TranscriptStore: ...
+    def _reconfigure(self, config: Configuration, store: TranscriptStore | None) -> None: ...
+    def _share_store(self, store: TranscriptStore) -> None: ...
+    def _governed(self, policy: Policy) -> TreeAgent: ...
+    def resolve_scope(self, scope: Sequence[str] | None) -> tuple[str, ...]: ...
+    async def run(
+        self,
+        task: str,
+        *,
+        scope: Sequence[str] | None = None,
+        budget: Budget | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
+        tenant: str | None = None,
+    ) -> RunResult[Any]: ...  # Any: the sub-agent's output type
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        budget: Budget | None = None,
+        by: str | None = None,
+        accept_tool_changes: bool = False,
+    ) -> RunResult[Any]: ...  # Any: as above
+    async def result(self, run_id: str) -> RunResult[Any]: ...  # Any: as above
+    async def confirm(
+        self,
+        run_id: str,
+        *,
+        approve: bool,
+        by: str,
+        reason: str | None = None,
+        args: Mapping[str, Any] | None = None,  # Any: JSON arguments, validated by the tool
+        step: int | None = None,
+        args_hash: str | None = None,
+        accept_tool_changes: bool = False,
+    ) -> RunResult[Any]: ...  # Any: as above
+
+
+def _settings(agent: TreeAgent) -> Configuration:
+    """``agent``'s settings (what ``agent.tools``, ``agent.policy``... read)."""
+    return agent._config  # pyright: ignore[reportPrivateUsage]  # the settings' home
+
+
 _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
 
 
@@ -89,7 +144,7 @@ def child_run_id(idempotency_key: str, name: str) -> str:
 
 
 def subagent_tool(
-    child: Agent[Any],
+    child: TreeAgent,
     name: str,
     description: str,
     *,
@@ -111,16 +166,18 @@ class SubagentTool(Tool):
     """A tool that runs a sub-agent (``Agent.as_tool``); :attr:`child` is that agent, in
     the tool a parent holds bound to the parent (its store and governance)."""
 
+    runs_agent = True
+
     def __init__(
         self,
-        child: Agent[Any],
+        child: TreeAgent,
         name: str,
         description: str,
         scope: list[str] | None,
         budget: Budget | None,
         *,
         in_scope: tuple[str, ...],
-        parent: Agent[Any] | None = None,
+        parent: TreeAgent | None = None,
         tree_store: Callable[[], TranscriptStore] | None = None,
         origin: SubagentTool | None = None,
     ) -> None:
@@ -136,8 +193,8 @@ class SubagentTool(Tool):
         self._tree_store = tree_store
         effect: Effect = "read"
         for t in in_scope:
-            if _RANK[child.tools[t].spec.effect] > _RANK[effect]:
-                effect = child.tools[t].spec.effect
+            if _RANK[_settings(child).tools[t].spec.effect] > _RANK[effect]:
+                effect = _settings(child).tools[t].spec.effect
 
         async def run_child(task: str, ctx: ToolContext) -> str | None:
             return await self._run(task, ctx)
@@ -159,16 +216,21 @@ class SubagentTool(Tool):
         )
 
     @property
-    def child(self) -> Agent[Any]:
+    def child(self) -> TreeAgent:
         """The sub-agent; bound to a parent, it uses the run tree's one store."""
         child = self._child
         if self._tree_store is not None:
             child._share_store(self._tree_store())  # pyright: ignore[reportPrivateUsage]  # not the child's to close
         return child
 
+    @property
+    def child_tools(self) -> dict[str, Tool]:
+        """The sub-agent's tools (bound to the parent, when this tool is)."""
+        return _settings(self._child).tools
+
     def bound(
         self,
-        parent: Agent[Any],
+        parent: TreeAgent,
         *,
         check_store: bool = True,
         tree_store: Callable[[], TranscriptStore] | None = None,
@@ -186,7 +248,8 @@ class SubagentTool(Tool):
         if check_store:
             _check_same_store(origin.name, child, parent)
         root = tree_store or (lambda: parent.store)
-        governed = child._governed(governed_policy(child.policy, parent.policy))  # pyright: ignore[reportPrivateUsage]  # its store: set on first use
+        policy = governed_policy(_settings(child).policy, _settings(parent).policy)
+        governed = child._governed(policy)  # pyright: ignore[reportPrivateUsage]  # its store: set on first use
         tool = SubagentTool(
             governed,
             origin.name,
@@ -198,12 +261,14 @@ class SubagentTool(Tool):
             tree_store=root,
             origin=origin,
         )
-        governed.tools = {
+        tools = {
             name: t.origin.bound(governed, check_store=False, tree_store=root)
             if isinstance(t, SubagentTool)
             else t
-            for name, t in child.tools.items()
+            for name, t in _settings(child).tools.items()
         }
+        # As setting ``governed.tools`` would (no store is open yet: it is set on first use).
+        governed._reconfigure(replace(_settings(governed), tools=tools), None)  # pyright: ignore[reportPrivateUsage]
         return tool
 
     @property
@@ -226,7 +291,7 @@ class SubagentTool(Tool):
         child = self._child
         for name in self.in_scope:
             try:
-                child.tools[name].bound_args(tenant, metadata)
+                _settings(child).tools[name].bound_args(tenant, metadata)
             except ConfigurationError as exc:
                 raise ConfigurationError(f"Sub-agent {self.name!r}: {exc}") from exc
         return {}
@@ -267,9 +332,9 @@ class SubagentTool(Tool):
 
     def _wait_s(self) -> float:
         """How long a call waits for its child that another worker is advancing."""
-        return (self.parent or self._child).lost_call_wait_s
+        return _settings(self.parent or self._child).lost_call_wait_s
 
-    async def _wait_for(self, child: Agent[Any], result: RunResult) -> RunResult:
+    async def _wait_for(self, child: TreeAgent, result: RunResult) -> RunResult:
         """Wait while another worker advances the child (bounded by :meth:`_wait_s`),
         taking it over when that worker is gone; the child's result when it stopped, or
         its last (``running``) one."""
@@ -282,14 +347,14 @@ class SubagentTool(Tool):
         )
         while result.status is RunStatus.RUNNING and time.monotonic() < deadline:
             await asyncio.sleep(min(GUARD_POLL_S, max(0.0, deadline - time.monotonic())))
-            if child.queue is None:  # a worker that died leaves it to this one
+            if _settings(child).queue is None:  # a worker that died leaves it to this one
                 result = await child.resume(result.run_id)
             else:  # a queue's worker has it
                 result = await child.result(result.run_id)
         return result
 
     async def _attach(
-        self, child: Agent[Any], run_id: str, task: str, ctx: ToolContext
+        self, child: TreeAgent, run_id: str, task: str, ctx: ToolContext
     ) -> RunResult:
         """Start the child run, or continue the one this call started before.
 
@@ -364,7 +429,7 @@ class SubagentTool(Tool):
             state.apply(event)
             if not isinstance(event, ToolStarted) or event.idempotency_key == ctx.idempotency_key:
                 continue
-            tool = parent.tools.get(event.tool)
+            tool = _settings(parent).tools.get(event.tool)
             if isinstance(tool, SubagentTool):
                 children[child_run_id(event.idempotency_key, event.tool)] = tool
         calls, steps = state.tool_calls, state.steps
@@ -381,7 +446,7 @@ class SubagentTool(Tool):
         )
 
 
-def bind_subagents(agent: Agent[Any], *, check_store: bool = True) -> dict[str, Tool]:
+def bind_subagents(agent: TreeAgent, *, check_store: bool = True) -> dict[str, Tool]:
     """``agent``'s tools with each sub-agent bound to it (:meth:`SubagentTool.bound`).
 
     Raises:
@@ -390,7 +455,7 @@ def bind_subagents(agent: Agent[Any], *, check_store: bool = True) -> dict[str, 
     """
     return {
         name: t.bound(agent, check_store=check_store) if isinstance(t, SubagentTool) else t
-        for name, t in agent.tools.items()
+        for name, t in _settings(agent).tools.items()
     }
 
 
@@ -443,14 +508,14 @@ def _all_told(first: OnPending | None, second: OnPending | None) -> OnPending | 
     return on_pending
 
 
-def _check_same_store(name: str, child: Agent[Any], parent: Agent[Any]) -> None:
+def _check_same_store(name: str, child: TreeAgent, parent: TreeAgent) -> None:
     """A sub-agent given a store of its own must be given its parent's.
 
     Raises:
         ConfigurationError: it is another.
     """
-    own = child._config.store  # pyright: ignore[reportPrivateUsage]
-    theirs = parent._config.store  # pyright: ignore[reportPrivateUsage]
+    own = _settings(child).store
+    theirs = _settings(parent).store
     if own is None or own is theirs or (isinstance(own, str) and own == theirs):
         return
     raise ConfigurationError(
@@ -466,24 +531,24 @@ def _named(store: object) -> str:
     return repr(store) if isinstance(store, str) else type(store).__name__
 
 
-def _reads_untrusted(child: Agent[Any], in_scope: tuple[str, ...]) -> bool:
+def _reads_untrusted(child: TreeAgent, in_scope: tuple[str, ...]) -> bool:
     """Whether the child can read untrusted text: a tool in scope whose output is
     untrusted (a sub-agent's, recursively), or an untrusted context provider."""
     return bool(_untrusted_sources(child, in_scope))
 
 
-def _untrusted_sources(child: Agent[Any], in_scope: tuple[str, ...]) -> list[str]:
+def _untrusted_sources(child: TreeAgent, in_scope: tuple[str, ...]) -> list[str]:
     """What the child reads that is untrusted: its tools in scope whose output is, and
     ``context`` for an untrusted context provider."""
-    found = [t for t in in_scope if child.tools[t].output == "untrusted"]
-    if any(isinstance(p, UntrustedContext) for p in child._config.context):  # pyright: ignore[reportPrivateUsage]
+    found = [t for t in in_scope if _settings(child).tools[t].output == "untrusted"]
+    if any(isinstance(p, UntrustedContext) for p in _settings(child).context):
         found.append("context")
     return found
 
 
 async def child_waiting(
     tools: Mapping[str, Tool], state: RunState
-) -> tuple[Agent[Any], PendingCall] | None:
+) -> tuple[TreeAgent, PendingCall] | None:
     """The sub-agent and its waiting call when ``state``'s run stopped because a child run
     waits for a person (``PendingCall.run_id`` names the child run); else ``None``."""
     call = state.call
@@ -503,7 +568,7 @@ async def child_waiting(
     return child, replace(found.pending, run_id=run_id)
 
 
-async def _usage_of(child: Agent[Any], run_id: str) -> RunUsage:
+async def _usage_of(child: TreeAgent, run_id: str) -> RunUsage:
     try:
         return (await child.result(run_id)).usage
     except RunNotFoundError:

@@ -1,6 +1,6 @@
 """The public entry point: :class:`Agent`, a facade over the parts it holds.
 
-An agent holds a :class:`~agentcore._operations.Configuration` (what it was made with,
+An agent holds a :class:`~agentcore._configuration.Configuration` (what it was made with,
 checked) and :class:`~agentcore._operations.RunOperations` (what is done to its runs; they
 own its store and the one session built from both). Each public method checks its
 arguments and hands over; an operation asks a pure command (``_run._commands``) for the
@@ -28,8 +28,9 @@ from agentcore.contracts import (
 )
 from agentcore.contracts.errors import ConfigurationError, ContractLintError
 
+from ._configuration import Configuration
 from ._extract import extract_with
-from ._operations import Configuration, RunOperations, person, tool_table
+from ._operations import RunOperations, person, tool_table
 from ._ownership import DEFAULT_LEASE_S, default_owner
 from ._run import LOST_CALL_WAIT_S, ContextProvider, NewRun, Settle, Turn, commands
 from ._snapshot import snapshot_interval
@@ -61,7 +62,7 @@ def _rule_targets(tools: Mapping[str, Tool]) -> tuple[set[str], set[str]]:
         names.add(tool.name)
         labels.update(tool.labels)
         if isinstance(tool, SubagentTool):
-            child = tool.child.tools
+            child = tool.child_tools
             more_names, more_labels = _rule_targets({n: child[n] for n in tool.in_scope})
             names |= more_names
             labels |= more_labels

@@ -40,6 +40,7 @@ from typing import (
     TYPE_CHECKING,
     Annotated,
     Any,
+    ClassVar,
     Final,
     Literal,
     Union,
@@ -473,6 +474,10 @@ class Tool:
         compensation: how to undo a committed call (``@tool(compensate=...)``), or ``None``.
         output: ``untrusted`` when the tool returns third-party content (see :func:`tool`).
     """
+
+    runs_agent: ClassVar[bool] = False
+    """Whether a call runs another agent's run (a sub-agent's tool, ``Agent.as_tool``): a
+    run of an agent with one can wait on a child run."""
 
     def __init__(
         self,

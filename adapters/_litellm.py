@@ -519,9 +519,10 @@ class LiteLLMAdapter:
         }
 
     def native_system_text(self, request: CompletionRequest) -> str:
-        """The request's system text plus the native-mode note (actions are function calls;
-        renamed tools)."""
-        return f"{request.system}\n\n{native_note(request.schema)}"
+        """The request's system text for native mode (its ``native_system``, else its
+        ``system``) plus the native-mode note (actions are function calls; renamed tools)."""
+        system = request.native_system if request.native_system is not None else request.system
+        return f"{system}\n\n{native_note(request.schema)}"
 
     def shape_native_messages(
         self, system: str, request: CompletionRequest

@@ -145,6 +145,9 @@ class CompletionRequest:
         schema: the action union offered at this step; validate replies with it.
         system: the system text (contract, tools in scope, examples). Identical across the
             steps of a run, so provider prompt caches hit.
+        native_system: the system text for native tool calling, where the tools are offered
+            as functions and not listed again; ``None``: an adapter in native mode uses
+            ``system``.
         messages: the conversation rendered from the transcript, oldest first.
         run_id: the run this call belongs to (for logs and provider metadata).
         step: the step number (1-based).
@@ -166,6 +169,7 @@ class CompletionRequest:
     deadline: float | None = None
     on_partial: Callable[[PartialAction], None] | None = field(default=None, compare=False)
     prior_calls: Mapping[str, int] = field(default_factory=dict[str, int])
+    native_system: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,9 +175,20 @@ class ContractDocument(_Doc):
                     problems.append(f"example {ex.title!r}, turn {i}: {exc}")
         return problems
 
-    def render_system(self, tools: Sequence[ToolSpec], output: OutputSpec | None = None) -> str:
+    def render_system(
+        self,
+        tools: Sequence[ToolSpec],
+        output: OutputSpec | None = None,
+        *,
+        native: bool = False,
+    ) -> str:
         """The system text a model sees: rules, the answer's type when it is not text, the
-        tools in scope, worked examples."""
+        tools in scope, worked examples.
+
+        With ``native`` (native tool calling, where each tool is offered as a function with
+        its description and parameters), the tools are not listed again: the text names the
+        ones that change things and their effect, which a function definition does not
+        carry, and leaves out the example call of each tool."""
         lines = [self.system]
         if output is not None:
             schema = json.dumps(output.json_schema, sort_keys=True, separators=(",", ":"))
@@ -189,7 +200,12 @@ class ContractDocument(_Doc):
         lines += ["", "Tools you can call:"]
         if not tools:
             lines.append("(none: plan or finish)")
-        for t in tools:
+        elif native:
+            lines.append("the functions offered, besides plan and finish.")
+            changing = [f"{t.name} ({t.effect})" for t in tools if t.effect != "read"]
+            if changing:
+                lines.append("Effects: " + ", ".join(changing) + "; every other tool reads.")
+        for t in () if native else tools:
             if self.tool_args == "signature":
                 lines.append(f"- {t.name}({_signature(t.args_schema)}) (effect: {t.effect}): ")
                 lines[-1] += t.description
@@ -206,7 +222,7 @@ class ContractDocument(_Doc):
                     lines.append("Reply: " + self._action_text(turn.action))
                 else:
                     lines.append(f"Observation: {turn.observation}")
-        if self.tool_examples and tools:
+        if self.tool_examples and tools and not native:
             lines += ["", "How to call each of the tools above:"]
             for t in tools:
                 call: dict[str, JsonValue] = {

@@ -210,6 +210,11 @@ class Driver:
         """The agent's listed values, plus the secrets resolved in this advance."""
         self.contract = contract_for_run(setup.contract, state.contract)
         """The agent's contract document, or the built-in version the run started under."""
+        self.native_route = any(
+            getattr(m, "mode", None) == "native" for m in (*setup.route, *setup.plan_route)
+        )
+        """Whether a model of the route asks in native mode (then requests carry its
+        system text too: ``CompletionRequest.native_system``)."""
         self.ruled: dict[str, Ruling] = {}
         """Rulings made while reading a reply, by call id: a tool the step did not offer
         and the dispatcher refuses, a batch refused whole. The call's decision is that
@@ -402,17 +407,19 @@ class Driver:
             n for n in st.scope if n in tools and changed_since_pinned(st, tools[n]) is None
         )
 
-    def _system(self) -> str:
+    def _system(self, *, native: bool = False) -> str:
+        """The system text of a step (``native``: for an adapter in native mode, which
+        offers the tools as functions; see ``ContractDocument.render_system``)."""
         offered = self._offered()
         most = self.state.policy.max_batch
         key = tuple(f"{n}:{self.setup.tools[n].spec.manifest_hash}" for n in offered)
-        key = (self.contract.hash, *key)
+        key = (self.contract.hash, *key, *(("native",) if native else ()))
         if most:
             key = (*key, f"max_batch:{most}")  # a run without batches keys as before
         text = self.setup.system_cache.get(key)
         if text is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
-            text = self.contract.render_system(specs, self.setup.output)
+            text = self.contract.render_system(specs, self.setup.output, native=native)
             reads = [s.name for s in batch_tools(specs)]
             if most >= 2 and reads:
                 text = f"{text}\n\n{batch_note(most, reads)}"
@@ -463,6 +470,7 @@ class Driver:
             request = CompletionRequest(
                 schema=schema,
                 system=self._system(),
+                native_system=self._system(native=True) if self.native_route else None,
                 messages=MessageView(
                     self.renderer,
                     self.events,

@@ -139,6 +139,7 @@ class Scorecard(BaseModel):
 class _Prepared:
     schema: ActionSchema
     system: str
+    native_system: str
 
 
 def _prepare(
@@ -172,9 +173,11 @@ def _prepare(
     )
     schema.root_type  # noqa: B018  # build the union now: a failure is this case's, not a reply's
     system = contract.render_system(specs)
+    native = contract.render_system(specs, native=True)
     if schema.batch_names:  # as a run tells its model
-        system = f"{system}\n\n{batch_note(case.max_batch, schema.batch_names)}"
-    return _Prepared(schema, system)
+        note = batch_note(case.max_batch, schema.batch_names)
+        system, native = f"{system}\n\n{note}", f"{native}\n\n{note}"
+    return _Prepared(schema, system, native)
 
 
 def _case_error(case: EvalCase, why: str) -> CaseResult:
@@ -227,6 +230,7 @@ async def _run_case(
         request = CompletionRequest(
             schema=prep.schema,
             system=prep.system,
+            native_system=prep.native_system,
             messages=tuple(messages),
             run_id=f"eval:{case.id}",
             step=1,

@@ -26,6 +26,7 @@ from agentcore.adapters import (
     Message,
     PartialAction,
     RetryPolicy,
+    ScriptedModel,
     resolve_model,
 )
 from agentcore.adapters.openai import OpenAIAdapter
@@ -676,3 +677,36 @@ async def test_parallel_calls_are_requested_only_when_a_batch_is_offered(
     batched = compile_action_schema(reads, max_batch=4)
     await adapter.complete_structured(make_request(schema=batched))
     assert fake.last.body["parallel_tool_calls"] is True
+
+
+async def test_a_native_run_does_not_list_the_tools_it_offers_as_functions(
+    adapter: OpenAIAdapter, fake: FakeProvider
+) -> None:
+    """Native mode sends each tool once, as a function: the system text names only what a
+    function definition does not carry (which tools write, and how), so native mode is not
+    larger than structured mode (issue 37)."""
+    NOTES.clear()
+    fake.queue(
+        JsonReply(chat_tool_calls([("get_order", {"order_id": "A1"})], "Look.")),
+        ok("A1 shipped."),
+    )
+    agent = Agent(tools=[get_order, add_note], model=adapter, store="memory://")
+    try:
+        result = await agent.run("Where is A1?")
+    finally:
+        await agent.close()
+    assert result.status is RunStatus.COMPLETED, result.reason
+    body = fake.bodies[0]
+    system = body["messages"][0]["content"]
+    assert {t["function"]["name"] for t in body["tools"]} >= {"get_order", "add_note"}
+    assert "get_order(" not in system and "Look up" not in system  # not listed again
+    assert "Effects: add_note (write); every other tool reads." in system
+    assert "Native function calling is on" in system
+    # the same agent in structured mode lists them, with their signatures
+    structured = Agent(tools=[get_order, add_note], model=ScriptedModel([]), store="memory://")
+    try:
+        text = structured.contract.render_system([t.spec for t in structured.tools.values()])
+    finally:
+        await structured.close()
+    assert "- get_order(order_id: str)" in text
+    assert len(system) < len(text) + 400  # the native note is all it adds

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import events as evt
-from ._state import COMPENSATION_ENDINGS, FINAL_STATUSES, UNDO_SUFFIX, RunState, RunStatus
+from ._state import COMPENSATION_ENDINGS, UNDO_SUFFIX, RunState, RunStatus
+from ._status import CLOSED_STATUSES
 
 __all__ = ["check_transcript"]
 
@@ -90,7 +91,7 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
                     problems.append(f"{where}: no tool_started for {ev.call_id}")
                 unfinished.pop(ev.call_id, None)
             case evt.RunFinished():
-                if RunStatus(ev.status) in FINAL_STATUSES:
+                if RunStatus(ev.status) in CLOSED_STATUSES:
                     final_at = ev.seq
                     for lost in unfinished.values():
                         problems.append(

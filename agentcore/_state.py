@@ -25,7 +25,6 @@ from agentcore.contracts import (
 from . import events as evt
 from ._pending import PendingCall
 from ._provenance import normalise
-from ._status import CLOSED_STATUSES as FINAL_STATUSES
 from ._status import RunStatus, status_after
 from .policy import Budget, Policy
 
@@ -44,7 +43,6 @@ run as compensating, even when it stopped before any undo was recorded."""
 
 __all__ = [
     "COMPENSATION_ENDINGS",
-    "FINAL_STATUSES",
     "UNDO_SUFFIX",
     "OpenCall",
     "PendingCall",

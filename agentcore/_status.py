@@ -35,7 +35,11 @@ class RunStatus(StrEnum):
 
 
 CLOSED_STATUSES: Final = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})
-"""Runs that nothing moves again: a resume or a cancel returns their result as it is."""
+"""The closed statuses: statuses no command drives further (``completed``,
+``cancelled``). A resume or a cancel returns such a run's result as it is, the loop
+honours no cancel request after one, and no tool call may be left open before one. Named
+for that rule, not for "final": conversations (a coming issue) will let a completed run
+take a new message, and this set is where that changes."""
 
 FINISHED_STATUSES: Final = (
     RunStatus.COMPLETED.value,

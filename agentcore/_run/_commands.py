@@ -39,7 +39,6 @@ from agentcore.contracts.errors import (
 
 from .._manifest import manifest_entry, output_change, tool_changes
 from .._state import (
-    FINAL_STATUSES,
     OpenCall,
     PendingCall,
     RunResult,
@@ -47,6 +46,7 @@ from .._state import (
     RunStatus,
     args_hash,
 )
+from .._status import CLOSED_STATUSES
 from ..approvals import Authorize, person_key, person_name
 from ..events import (
     Approval,
@@ -167,10 +167,10 @@ def scope_names(tools: Mapping[str, Tool], scope: Sequence[str] | None) -> tuple
 
 
 def needs_continuing(state: RunState, by: str | None) -> bool:
-    """Whether a plain ``resume`` has anything to do: not final, not waiting for a person,
+    """Whether a plain ``resume`` has anything to do: not closed, not waiting for a person,
     and not failed unless a person (``by``) resumes it."""
     return not (
-        state.status in FINAL_STATUSES
+        state.status in CLOSED_STATUSES
         or state.status is RunStatus.AWAITING_CONFIRMATION
         or (state.status is RunStatus.FAILED and by is None)
     )

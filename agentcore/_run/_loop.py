@@ -62,7 +62,8 @@ from .._observability import get_logger, observer
 from .._ownership import Ownership
 from .._render import MessageView, Renderer
 from .._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
-from .._state import FINAL_STATUSES, OpenCall, RunState, RunStatus
+from .._state import OpenCall, RunState, RunStatus
+from .._status import CLOSED_STATUSES
 from ..events import ActionProposed, ContextAdded, Event, ModelCalled, RunFinished
 from ..secrets import Redactor, SecretResolver
 from ..stores import CancelAtAppend, CancelRequest, Snapshot, SnapshotStore, TranscriptStore
@@ -320,7 +321,7 @@ class Driver:
                     break  # between steps: the next turn starts with a new model call
                 else:
                     await self._ask()
-            if st.status not in FINAL_STATUSES:
+            if st.status not in CLOSED_STATUSES:
                 await self.cancel_requested()  # a request that came while it was pausing
         except asyncio.CancelledError:
             # Task cancellation (a shutdown, a caller's timeout) is not a decision about the

@@ -29,7 +29,8 @@ from agentcore.contracts.errors import (
 from .._observability import get_logger, log_events
 from .._ownership import Ownership
 from .._snapshot import UNUSABLE, restore
-from .._state import FINAL_STATUSES, PendingCall, RunResult, RunState
+from .._state import PendingCall, RunResult, RunState
+from .._status import CLOSED_STATUSES
 from ..approvals import ApprovalRequest, Occasion, notify
 from ..events import Event
 from ..policy import Budget, Policy
@@ -340,11 +341,11 @@ class Session:
         """Cancel the run now under its lease; when another process advances it, record a
         request that process honours at its next safe point (see ``Agent.cancel``)."""
         state, _ = await self.load(run_id)
-        if state.status in FINAL_STATUSES:
+        if state.status in CLOSED_STATUSES:
             return state.result()
 
         def cancelled(state: RunState) -> list[Event]:
-            return [] if state.status in FINAL_STATUSES else commands.cancel(state, by, reason)
+            return [] if state.status in CLOSED_STATUSES else commands.cancel(state, by, reason)
 
         with contextlib.suppress(RunBusyError):
             return await self.apply(run_id, cancelled, advance=False)

@@ -20,6 +20,7 @@ from agentcore.contracts import NextAction, PlanAction, dump_action
 from agentcore.contracts._schema import load_action
 
 from . import events as evt
+from ._window import Fitted, fit
 
 __all__ = ["MessageView", "Renderer", "reask_messages", "render_observation"]
 
@@ -286,7 +287,18 @@ class MessageView(Sequence[Message]):
     Creating a view costs nothing; the transcript is rendered when the view is first read.
     """
 
-    __slots__ = ("_base", "_count", "_events", "_items", "_renderer", "_tail", "_upto")
+    __slots__ = (
+        "_base",
+        "_count",
+        "_events",
+        "_fitted",
+        "_items",
+        "_max_tokens",
+        "_renderer",
+        "_system",
+        "_tail",
+        "_upto",
+    )
 
     def __init__(
         self,
@@ -295,20 +307,36 @@ class MessageView(Sequence[Message]):
         upto: int,
         tail: Message | None,
         base: int = 0,
+        *,
+        system: str = "",
+        max_tokens: int | None = None,
     ) -> None:
+        """``system`` and ``max_tokens``: the request's system text and its budget
+        (``Budget.max_request_tokens``), for the window rule (:mod:`agentcore._window`)."""
         self._renderer = renderer
         self._events = events
         self._upto = upto
         self._base = base
         self._count = renderer.mark(upto)
         self._tail = tail
+        self._system = system
+        self._max_tokens = max_tokens
         self._items: tuple[Message, ...] | None = None
+        self._fitted: Fitted | None = None
+
+    @property
+    def fitted(self) -> Fitted:
+        """The messages after the window rule, with the request's estimated size."""
+        if self._fitted is None:
+            self._renderer.render(self._events, self._upto, self._base)
+            head = tuple(self._renderer.messages[: self._count[1]])
+            whole = head if self._tail is None else (*head, self._tail)
+            self._fitted = fit(self._system, whole, self._max_tokens)
+        return self._fitted
 
     def _all(self) -> tuple[Message, ...]:
         if self._items is None:
-            self._renderer.render(self._events, self._upto, self._base)
-            head = tuple(self._renderer.messages[: self._count[1]])
-            self._items = head if self._tail is None else (*head, self._tail)
+            self._items = self.fitted.messages
         return self._items
 
     def __len__(self) -> int:

@@ -65,6 +65,11 @@ class Budget:
             re-asks included.
         max_cost: US dollars, where the adapter reports cost.
         deadline: a wall-clock time (``time.time()`` seconds) after which no step starts.
+        max_request_tokens: the most tokens one request to the model may hold (estimated
+            from its characters); set it to the model's context window less its output cap.
+            Over it, the results of older steps are shown as a short stub (the window rule,
+            :mod:`agentcore._window`; the transcript keeps them whole), and a request that
+            does not fit even so stops the run as ``budget_exhausted``. ``None``: no limit.
     """
 
     max_steps: int | None = 25
@@ -73,9 +78,16 @@ class Budget:
     max_tokens: int | None = None
     max_cost: float | None = None
     deadline: float | None = None
+    max_request_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _positive("max_steps", self.max_steps)
+        cap = self.max_request_tokens
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):  # pyright: ignore[reportUnnecessaryIsInstance]  # user input
+            raise ConfigurationError(
+                f"max_request_tokens must be a whole number of tokens > 0 (or None for no "
+                f"limit), got {cap!r}"
+            )
         _positive("max_tool_calls", self.max_tool_calls)
         _positive("max_tokens", self.max_tokens)
         _positive("max_cost", self.max_cost)
@@ -151,6 +163,7 @@ class Budget:
             max_tokens=None if tokens is None else max(1, int(tokens)),
             max_cost=None if cost is None else max(1e-9, cost),
             deadline=self.deadline,
+            max_request_tokens=self.max_request_tokens,  # the same model's window
         )
 
     def to_json(self) -> dict[str, Any]:  # Any: JSON values

@@ -470,15 +470,27 @@ class Driver:
             schema = self._schema()
             request = CompletionRequest(
                 schema=schema,
-                system=self._system(),
+            system, window = self._system(), st.budget.max_request_tokens
+            messages = MessageView(
+                self.renderer,
+                self.events,
+                st.next_seq,
+                self._status_note(schema),
+                self.base,
+                system=system,
+                max_tokens=window,
+            )
+            if window is not None and not messages.fitted.fits:
+                self.finish(
+                    RunStatus.BUDGET_EXHAUSTED,
+                    reason=f"the next request would hold about {messages.fitted.tokens} tokens "
+                    f"with every older result elided, over max_request_tokens ({window}): "
+                    "raise it to continue (resume with a larger budget)",
+                )
+                return
+                system=system,
                 native_system=self._system(native=True) if self.native_route else None,
-                messages=MessageView(
-                    self.renderer,
-                    self.events,
-                    st.next_seq,
-                    self._status_note(schema),
-                    self.base,
-                ),
+                messages=messages,
                 run_id=st.run_id,
                 step=step,
                 deadline=st.budget.deadline,

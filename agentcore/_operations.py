@@ -31,7 +31,7 @@ from ._run import (
     NewRun,
     Session,
     Settle,
-    Turn,
+    Shift,
     commands,
     refuse_rerun_while_running,
 )
@@ -137,7 +137,7 @@ class RunOperations(Generic[OutputT]):
         self._handed_off(begun[0].result())
         return begun[0].run_id
 
-    async def advance(self, run_id: str, turn: Turn) -> RunResult[OutputT]:
+    async def advance(self, run_id: str, shift: Shift) -> RunResult[OutputT]:
         """``Agent.advance``."""
         config, session = self.config, self.session
         async with session.owned(run_id) as own:
@@ -151,7 +151,7 @@ class RunOperations(Generic[OutputT]):
                 taken_over=own.lease.taken_over is not None,
                 output_hash=config.output_hash,
             )
-            return self._typed(await session.drive(own, state, history, first, turn=turn))
+            return self._typed(await session.drive(own, state, history, first, shift=shift))
 
     async def resume(
         self, run_id: str, budget: Budget | None, by: str | None, accept_tool_changes: bool

@@ -1,6 +1,6 @@
 """Snapshots of a run: its folded state and its rendered history, kept beside the events.
 
-A resume, a confirmation or a worker's turn reads the latest snapshot and only the events
+A resume, a confirmation or a worker's shift reads the latest snapshot and only the events
 after it, instead of decoding and folding the whole transcript. A snapshot is a cache of
 what the events already say, never a source of truth:
 

@@ -32,7 +32,7 @@ from ._configuration import Configuration
 from ._extract import extract_with
 from ._operations import RunOperations, person, tool_table
 from ._ownership import DEFAULT_LEASE_S, default_owner
-from ._run import LOST_CALL_WAIT_S, ContextProvider, NewRun, Settle, Turn, commands
+from ._run import LOST_CALL_WAIT_S, ContextProvider, NewRun, Settle, Shift, commands
 from ._snapshot import snapshot_interval
 from ._state import OutputT, RunResult, RunState
 from ._subagent import SubagentTool, bind_subagents
@@ -134,7 +134,7 @@ class Agent(Generic[OutputT]):
             (shown as ``[secret:NAME]``).
         snapshot_every: keep a snapshot of the run (its folded state and rendered history)
             every this many events (default ``$AGENTCORE_SNAPSHOT_EVERY`` or 512, about 100
-            tool steps; 0: never), so a resume, a confirmation or a worker's turn reads the
+            tool steps; 0: never), so a resume, a confirmation or a worker's shift reads the
             last snapshot and the events after it, not the whole transcript. Snapshots are
             checked against the events' chain digests and ignored when they do not match
             (see ``agentcore._snapshot``).
@@ -395,12 +395,12 @@ class Agent(Generic[OutputT]):
     async def advance(
         self, run_id: str, *, max_steps: int | None = None, max_seconds: float | None = None
     ) -> RunResult[OutputT]:
-        """One worker's turn of a run that is ``running``: for queue workers.
+        """One worker's shift on a run that is ``running``: for queue workers.
 
         Advances at most ``max_steps`` steps and ``max_seconds`` seconds (checked between
-        steps: a turn never stops inside a step), then hands the run back with status
+        steps: a shift never stops inside a step), then hands the run back with status
         ``running`` if it has not stopped; the worker enqueues it again. A run taken over
-        from a worker that died or stalled mid-turn counts as a recovery (dead-lettered
+        from a worker that died or stalled mid-shift counts as a recovery (dead-lettered
         after ``Policy.dead_letter_after`` in a row without progress). A run whose tools
         differ from this worker's (a rolling deploy) stops as ``needs_attention`` naming the
         difference, instead of bouncing between workers. A run that is not ``running``
@@ -411,7 +411,7 @@ class Agent(Generic[OutputT]):
             RunNotFoundError: no such run.
         """
         check_run_id(run_id)
-        return await self._ops.advance(run_id, Turn(max_steps, max_seconds))
+        return await self._ops.advance(run_id, Shift(max_steps, max_seconds))
 
     async def resume(
         self,

@@ -3,7 +3,7 @@
 An :class:`~agentcore.Agent` built with ``queue=`` and a ``name`` records what a caller
 asks for (``submit``, ``confirm``, ``resume``, ``resolve``) and hands the run to the queue
 instead of advancing it in the caller's process; a worker takes the message and calls
-``agent.advance(run_id, max_steps=..., max_seconds=...)`` for one bounded turn, then hands
+``agent.advance(run_id, max_steps=..., max_seconds=...)`` for one bounded shift, then hands
 the run back while it is still running. The queue gives delivery and redelivery; the
 store's conditional appends and fenced leases give correctness, so a duplicate or
 redelivered message is harmless (the second worker finds the run busy or already moved on).
@@ -26,7 +26,7 @@ class RunQueue(Protocol):
     """Delivers "advance run ``run_id`` of the agent named ``agent``" to some worker."""
 
     def enqueue(self, agent: str, run_id: str) -> None:
-        """Queue one turn of the run; must not block for long (publish and return)."""
+        """Queue one shift on the run; must not block for long (publish and return)."""
         ...
 
 
@@ -61,6 +61,6 @@ class InProcessQueue:
         return await self._advance(agent, run_id)
 
     async def drain(self) -> None:
-        """Wait until every started turn (and the turns they enqueued) has finished."""
+        """Wait until every started shift (and the shifts they enqueued) has finished."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)

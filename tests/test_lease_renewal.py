@@ -1,10 +1,10 @@
-"""A run's lease renewer ends with its turn even when a cancellation is swallowed.
+"""A run's lease renewer ends with its shift even when a cancellation is swallowed.
 
 ``asyncio.wait_for`` on Python 3.11 (gh-86296) returns its inner result when that completes
 as the waiting task is cancelled: psycopg_pool waits for a connection that way, so under
-load a renewal in flight when the turn ended could swallow the renewer's cancellation. The
-renewer then lived on, renewing a run nobody advanced, and the turn waited for it forever
-(found by the Celery load test: runs held "busy" by a live worker with no turn running).
+load a renewal in flight when the shift ended could swallow the renewer's cancellation. The
+renewer then lived on, renewing a run nobody advanced, and the shift waited for it forever
+(found by the Celery load test: runs held "busy" by a live worker with no shift running).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class SwallowingStore(MemoryStore):
         return await super().renew(lease)
 
 
-async def test_a_turn_ends_although_the_renewal_in_flight_swallowed_the_cancel() -> None:
+async def test_a_shift_ends_although_the_renewal_in_flight_swallowed_the_cancel() -> None:
     store = SwallowingStore()
 
     @tool(effect="read")
@@ -57,10 +57,10 @@ async def test_a_turn_ends_although_the_renewal_in_flight_swallowed_the_cancel()
         policy=Policy(plan_before_writes=False),
     )
     run_id = await agent.submit("wait", budget=Budget(max_steps=3))
-    turn = asyncio.create_task(agent.advance(run_id, max_steps=1))
-    done, _ = await asyncio.wait({turn}, timeout=3)
-    assert done, "the turn is still waiting for its lease renewer"
-    result = turn.result()
+    shift = asyncio.create_task(agent.advance(run_id, max_steps=1))
+    done, _ = await asyncio.wait({shift}, timeout=3)
+    assert done, "the shift is still waiting for its lease renewer"
+    result = shift.result()
     assert result.status is RunStatus.RUNNING
     store.slow = False
     lease = await store.acquire(run_id, owner="next-worker", ttl_s=5)

@@ -1,4 +1,4 @@
-"""Runs handed to workers: submit, bounded turns (advance), hand-off after commands.
+"""Runs handed to workers: submit, bounded shifts (advance), hand-off after commands.
 
 Through the public API with the in-process queue; the Celery integration builds on the
 same three pieces (a queue's ``enqueue``, ``Agent.advance``, re-enqueue while running).
@@ -62,23 +62,23 @@ def make_agent(store: TranscriptStore, queue: InProcessQueue | None = None, **kw
     )
 
 
-async def test_advance_takes_bounded_turns_until_the_run_completes() -> None:
+async def test_advance_takes_bounded_shifts_until_the_run_completes() -> None:
     store = MemoryStore()
     agent = make_agent(store)
     run_id = await agent.submit("count to four", budget=Budget(max_steps=10))
     assert (await agent.result(run_id)).status is RunStatus.RUNNING
-    turns: list[int] = []
+    shifts: list[int] = []
     while True:
         result = await agent.advance(run_id, max_steps=1)
-        turns.append(result.usage.steps)
+        shifts.append(result.usage.steps)
         if result.status is not RunStatus.RUNNING:
             break
     assert result.status is RunStatus.COMPLETED
     assert result.answer == str(STEPS)
-    assert turns == [1, 2, 3, 4, 5]  # one step per turn; the fifth is the finish
-    # A turn ends between steps: every started tool finished before the turn ended.
+    assert shifts == [1, 2, 3, 4, 5]  # one step per shift; the fifth is the finish
+    # A shift ends between steps: every started tool finished before the shift ended.
     events = await store.load(run_id)
-    assert not any(isinstance(e, RunResumed) for e in events)  # turns are not recoveries
+    assert not any(isinstance(e, RunResumed) for e in events)  # shifts are not recoveries
 
 
 async def test_a_queue_worker_runs_submitted_and_confirmed_runs() -> None:
@@ -90,14 +90,14 @@ async def test_a_queue_worker_runs_submitted_and_confirmed_runs() -> None:
         result = await agent.advance(run_id, max_steps=2)
         if result.status is RunStatus.RUNNING:
             assert agent.queue is not None
-            agent.queue.enqueue(name, run_id)  # hand it back for the next turn
+            agent.queue.enqueue(name, run_id)  # hand it back for the next shift
 
     queue = InProcessQueue(worker)
     agent = agents["counter"] = make_agent(store, queue)
     run_id = await agent.submit("count", budget=Budget(max_steps=10))
     await queue.drain()
     assert (await agent.result(run_id)).status is RunStatus.COMPLETED
-    assert queue.sent.count(("counter", run_id)) == 3  # turns of 2, 2 and the finish
+    assert queue.sent.count(("counter", run_id)) == 3  # shifts of 2, 2 and the finish
 
     wiper = agents["wiper"] = Agent(
         tools=[wipe],
@@ -163,7 +163,7 @@ async def test_a_second_worker_finds_the_run_busy() -> None:
     assert (await second.advance(run_id, max_steps=1)).usage.steps == 1
 
 
-async def test_a_turn_taken_over_from_a_dead_worker_counts_as_a_recovery() -> None:
+async def test_a_shift_taken_over_from_a_dead_worker_counts_as_a_recovery() -> None:
     store = MemoryStore()
     agent = make_agent(store)
     run_id = await agent.submit("count", budget=Budget(max_steps=10))

@@ -1,4 +1,4 @@
-"""Snapshots (``agentcore._snapshot``): a resume, a confirmation or a worker's turn reads
+"""Snapshots (``agentcore._snapshot``): a resume, a confirmation or a worker's shift reads
 a run's last snapshot and the events after it. A snapshot must never change what a run
 does or what a model is shown, and must never be trusted when it does not match the
 events: every test compares against the same run read from its events alone."""

@@ -25,8 +25,8 @@ class Observer:
     __slots__ = ()
 
     def advance(self, first: Iterable[Event], agent: str | None) -> AbstractContextManager[None]:
-        """Around one advance of the run (a turn under its lease). ``first``: the events the
-        command that started it records first (a confirmation, a resume, ...)."""
+        """Around one advance of the run (a worker's shift under its lease). ``first``: the
+        events the command that started it records first (a confirmation, a resume, ...)."""
         del first, agent
         return _NULL
 

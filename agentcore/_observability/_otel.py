@@ -3,7 +3,7 @@
 
 Spans, following the GenAI semantic conventions where they apply:
 
-- ``invoke_agent [name]``: one advance of a run (a turn under its lease: ``run``, a
+- ``invoke_agent [name]``: one advance of a run (one shift under its lease: ``run``, a
   ``confirm`` days later, a worker's ``advance``). A child of the caller's current span
   (a web request, a queue task), so a confirm made in another process shows in that
   request's trace; linked to the run's own span context, which is derived from the run id
@@ -227,7 +227,7 @@ class OtelObserver(Observer):
     @contextlib.contextmanager
     def _advancing(self, first: Iterable[Event], agent: str | None) -> Generator[None]:
         st = self.state
-        # the command's first event; a new run has only run_started; else a worker's turn
+        # the command's first event; a new run has only run_started; else a worker's shift
         trigger = next((ev.type for ev in first), "run_started" if st.next_seq == 1 else "advance")
         attributes: dict[str, str | int] = {
             "gen_ai.operation.name": "invoke_agent",

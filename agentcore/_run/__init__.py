@@ -5,7 +5,7 @@
 - ``_session``: a worker's session with a run: its lease, loading it (snapshot, catch-up),
   recording a command's events and driving it, and what happens when the run was lost;
 - ``_loop``: the :class:`Driver`, the one writer of a run's transcript: build context, ask
-  for an action, decide, act, record, until the run stops, pauses or its turn is over;
+  for an action, decide, act, record, until the run stops, pauses or the worker's shift is over;
 - ``_tool_calls``: running a tool call write-ahead under its guard, recovering one whose
   outcome was never recorded, settling a lost call;
 - ``_compensation``: undoing a stopped run's committed effects, newest first, each once.
@@ -22,7 +22,7 @@ from ._loop import (
     Driver,
     History,
     RunSetup,
-    Turn,
+    Shift,
     UntrustedContext,
 )
 from ._session import NewRun, Session
@@ -39,7 +39,7 @@ __all__ = [
     "RunSetup",
     "Session",
     "Settle",
-    "Turn",
+    "Shift",
     "UntrustedContext",
     "commands",
     "refuse_rerun_while_running",

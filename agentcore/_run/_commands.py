@@ -243,8 +243,8 @@ def advance(
     taken_over: bool,
     output_hash: str | None,
 ) -> list[Event]:
-    """A queue worker's turn of a ``running`` run: nothing to record first, a recovery when
-    it took the run over from a worker that did not finish its turn, or ``needs_attention``
+    """A queue worker's shift on a ``running`` run: nothing to record first, a recovery
+    when it took the run over from a worker that did not finish its shift, or ``needs_attention``
     when the worker's tools or output type differ from the run's (a rolling deploy),
     instead of the run bouncing between workers."""
     changed = tool_changes(state, tools)

@@ -79,7 +79,7 @@ __all__ = [
     "ContextRequest",
     "Driver",
     "RunSetup",
-    "Turn",
+    "Shift",
     "UntrustedContext",
 ]
 
@@ -162,16 +162,18 @@ class History:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
-    """How long one worker advances a run before handing it back (a queue's bounded
-    slice): at most ``max_steps`` new steps and ``max_seconds`` seconds, checked between
-    steps, so a turn ends with the current step's tool finished and recorded."""
+class Shift:
+    """A worker's shift on a run: how long one worker advances it before handing it back
+    (a queue's bounded slice of the run): at most ``max_steps`` new steps and
+    ``max_seconds`` seconds, checked between steps, so a shift ends with the current step's
+    tool finished and recorded. (Not a "turn": that word is kept for a user's turn in a
+    conversation.)"""
 
     max_steps: int | None = None
     max_seconds: float | None = None
 
     def over(self, steps: int, started: float) -> bool:
-        """Whether a turn that has taken ``steps`` steps since ``started`` (monotonic) is
+        """Whether a shift that has taken ``steps`` steps since ``started`` (monotonic) is
         over."""
         if self.max_steps is not None and steps >= self.max_steps:
             return True
@@ -294,9 +296,9 @@ class Driver:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def drive(self, turn: Turn | None = None) -> None:
-        """Advance until the run completes, stops or waits for a person, or until ``turn``
-        is over (then the run stays ``running`` for the next turn); then flush.
+    async def drive(self, shift: Shift | None = None) -> None:
+        """Advance until the run completes, stops or waits for a person, or until ``shift``
+        is over (then the run stays ``running`` for the next shift); then flush.
 
         A cancel request another process recorded (``Agent.cancel`` while this one held
         the run) is honoured at safe points: before asking the model, before starting a
@@ -317,8 +319,8 @@ class Driver:
                 elif stop := self._stop_reason():
                     status, reason = stop
                     self.finish(status, reason=reason)
-                elif turn is not None and turn.over(st.steps - first_step, started):
-                    break  # between steps: the next turn starts with a new model call
+                elif shift is not None and shift.over(st.steps - first_step, started):
+                    break  # between steps: the next shift starts with a new model call
                 else:
                     await self._ask()
             if st.status not in CLOSED_STATUSES:

@@ -39,7 +39,7 @@ from ..stores._codec import printable
 from ..streaming import SINK
 from . import _commands as commands
 from ._compensation import Settle, compensate, compensation_needed
-from ._loop import Driver, History, RunSetup, Turn
+from ._loop import Driver, History, RunSetup, Shift
 
 __all__ = ["NewRun", "Session"]
 
@@ -282,11 +282,11 @@ class Session:
         history: History,
         first: Sequence[Event] = (),
         *,
-        turn: Turn | None = None,
+        shift: Shift | None = None,
         advance: bool = True,
     ) -> RunResult:
         """Record ``first`` (a command's events) durably, then, with ``advance``, advance
-        the run (for one ``turn`` when given) until it completes, stops or waits.
+        the run (for one ``shift`` when given) until it completes, stops or waits.
 
         A worker that finds another advanced or took over the run (nothing of its own after
         its last durable batch was written) reports the run as the store has it.
@@ -299,7 +299,7 @@ class Session:
                     driver.record(ev)
                 await driver.flush()  # a person's decision is durable on its own
                 if advance:
-                    await driver.drive(turn)
+                    await driver.drive(shift)
                 await self._compensate_by_policy(driver)
         except (SeqConflictError, LeaseLostError) as exc:
             driver.log.info("lost_the_run", error=str(exc))

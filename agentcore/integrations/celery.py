@@ -5,23 +5,23 @@ The service (a web process) gives its agents a :class:`CeleryQueue`: ``submit``,
 ``agentcore.advance(agent_name, run_id)``. The worker's app calls :func:`install` with the
 same agents, which registers two tasks:
 
-- ``agentcore.advance``: one bounded turn of the run (``turn_steps`` steps and
-  ``turn_seconds`` seconds, checked between steps) under its fenced lease. A run still
-  ``running`` after its turn is published again, so no delivery stays unacknowledged for
+- ``agentcore.advance``: one bounded shift on the run (``shift_steps`` steps and
+  ``shift_seconds`` seconds, checked between steps) under its fenced lease. A run still
+  ``running`` after its shift is published again, so no delivery stays unacknowledged for
   long (RabbitMQ closes a channel whose delivery stays unacked past its consumer timeout,
   30 minutes by default). ``acks_late`` with ``reject_on_worker_lost``: the message of a
-  worker that dies mid-turn is delivered again.
+  worker that dies mid-shift is delivered again.
 - ``agentcore.sweep``: publishes running runs that nobody is advancing (:func:`sweep`),
   every ``sweep_every`` seconds when a ``celery beat`` runs.
 
-Every turn in a worker process runs on one asyncio event loop (a thread started on first
-use; Celery's pool threads hand their turns to it), so one process advances many runs at
+Every shift in a worker process runs on one asyncio event loop (a thread started on first
+use; Celery's pool threads hand their shifts to it), so one process advances many runs at
 once and they share the store's connections and group commit. Run workers with the
 threads pool::
 
     celery -A service worker --pool threads --concurrency 64
 
-Each pool thread waits for one turn while the turns interleave on the loop: the concurrency
+Each pool thread waits for one shift while the shifts interleave on the loop: the concurrency
 is how many runs one process has in flight, not CPU parallelism (a step is I/O: a model
 call, a tool, a store write). Run one process per core for CPU. The prefork pool also
 works (one run at a time per child); gevent and eventlet do not (asyncio in a patched
@@ -30,22 +30,22 @@ process).
 What a worker does with a message:
 
 - the run is held by another worker (a duplicate, or a redelivery while the holder
-  lives): acknowledge it and do nothing. The holder publishes the next turn; a holder that
+  lives): acknowledge it and do nothing. The holder publishes the next shift; a holder that
   died leaves a lease that expires, and the sweep publishes the run again.
 - the message is stale (it carries the run's ``seq`` when it was published, and the run
-  has moved past it): do nothing. Every turn publishes the next one with the seq it
+  has moved past it): do nothing. Every shift publishes the next one with the seq it
   reached, so of two messages for one run only one stays current: duplicates die out
   instead of each advancing the run and publishing again.
 - no such run: log and drop.
-- the lease was lost during the turn (the worker stalled and was taken over): the store
+- the lease was lost during the shift (the worker stalled and was taken over): the store
   refused every later write, and the new owner carries on.
 - the run's tools differ from the worker's (a rolling deploy): ``Agent.advance`` stops it
   as ``needs_attention`` naming the difference, and nothing is published again.
 - the store failed: the task is retried with backoff (``max_retries``), then left to the
   sweep.
 
-Shutdown: a warm shutdown (SIGTERM) waits for the turns in progress, which are bounded:
-each ends between steps, releases its lease and publishes the next turn; a message
+Shutdown: a warm shutdown (SIGTERM) waits for the shifts in progress, which are bounded:
+each ends between steps, releases its lease and publishes the next shift; a message
 delivered meanwhile goes back to the queue unstarted; then the stores are closed. A worker
 killed outright (SIGKILL, out of memory, a lost machine) leaves its leases to expire: its
 unacknowledged messages come back at once and find the runs still held, and the sweep
@@ -61,6 +61,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -118,11 +119,11 @@ class CeleryQueue:
         self.queue = queue
 
     def enqueue(self, agent: str, run_id: str) -> None:
-        """Publish one turn of ``run_id`` for the agent named ``agent``."""
+        """Publish one shift on ``run_id`` for the agent named ``agent``."""
         self.publish(agent, run_id)
 
     def publish(self, agent: str, run_id: str, *, seq: int | None = None) -> None:
-        """Publish one turn; with ``seq`` (the run's next seq now), a worker that finds the
+        """Publish one shift; with ``seq`` (the run's next seq now), a worker that finds the
         run past it drops the message as stale."""
         args = (agent, run_id, seq)
         if self.queue is None:
@@ -166,7 +167,7 @@ async def find_orphans(
     run was recorded and never published, or its message was lost).
 
     A run held under a live lease is left alone, however long its step. A released run
-    is normally between turns with its next message queued: ``idle_after`` should exceed
+    is normally between shifts with its next message queued: ``idle_after`` should exceed
     the longest time a message waits in the queue, or the sweep publishes a duplicate,
     which costs one delivery that finds the run busy or stale, never a second step.
     Expiry is judged by this machine's clock against the store's (PostgreSQL: the
@@ -245,7 +246,7 @@ async def sweep(
     idle_after: float = 120.0,
     limit: int = 10_000,
 ) -> list[Orphan]:
-    """Publish one turn of each run :func:`find_orphans` finds; return them.
+    """Publish one shift on each run :func:`find_orphans` finds; return them.
 
     The plain function behind the ``agentcore.sweep`` task (which publishes from a pool
     thread rather than the event loop). Running it twice at once, or while a run's message
@@ -299,6 +300,26 @@ class _Loop:
             loop.close()
 
 
+_DEPRECATED = (
+    "{} is deprecated: use {} (a worker's shift on a run; 'turn' is kept for a user's turn "
+    "in a conversation)."
+)
+
+
+def _shift_bounds(
+    shift_steps: int, shift_seconds: float, turn_steps: int | None, turn_seconds: float | None
+) -> tuple[int, float]:
+    """A shift's bounds, given by their names or by the deprecated ``turn_*`` ones (which
+    win when given, with a ``DeprecationWarning`` pointing at the caller's caller)."""
+    if turn_steps is not None:
+        warnings.warn(_DEPRECATED.format("turn_steps=", "shift_steps="), DeprecationWarning, 3)
+        shift_steps = turn_steps
+    if turn_seconds is not None:
+        warnings.warn(_DEPRECATED.format("turn_seconds=", "shift_seconds="), DeprecationWarning, 3)
+        shift_seconds = turn_seconds
+    return shift_steps, shift_seconds
+
+
 class Registry:
     """The agents a worker process advances, by name, and its event loop.
 
@@ -307,34 +328,42 @@ class Registry:
     Args:
         app: the worker's Celery app (re-publishing uses it when an agent has no
             :class:`CeleryQueue` of its own).
-        turn_steps: one turn's bound in steps (``Agent.advance``'s ``max_steps``).
-        turn_seconds: one turn's bound in seconds (``Agent.advance``'s ``max_seconds``).
+        shift_steps: one shift's bound in steps (``Agent.advance``'s ``max_steps``): a
+            shift is how long a worker advances a run before publishing it again.
+        shift_seconds: one shift's bound in seconds (``Agent.advance``'s ``max_seconds``).
         idle_after: see :func:`find_orphans`.
+        turn_steps: deprecated name of ``shift_steps`` (a ``DeprecationWarning``).
+        turn_seconds: deprecated name of ``shift_seconds`` (a ``DeprecationWarning``).
     """
 
     def __init__(
         self,
         app: Celery,
         *,
-        turn_steps: int = 5,
-        turn_seconds: float = 30.0,
+        shift_steps: int = 5,
+        shift_seconds: float = 30.0,
         idle_after: float = 120.0,
+        turn_steps: int | None = None,
+        turn_seconds: float | None = None,
     ) -> None:
-        if turn_steps < 1 or turn_seconds <= 0:
+        shift_steps, shift_seconds = _shift_bounds(
+            shift_steps, shift_seconds, turn_steps, turn_seconds
+        )
+        if shift_steps < 1 or shift_seconds <= 0:
             raise ConfigurationError(
-                f"A turn needs turn_steps >= 1 and turn_seconds > 0, got {turn_steps!r} and "
-                f"{turn_seconds!r}."
+                f"A shift needs shift_steps >= 1 and shift_seconds > 0, got {shift_steps!r} and "
+                f"{shift_seconds!r}."
             )
         self.app = app
-        self.turn_steps = turn_steps
-        self.turn_seconds = turn_seconds
+        self.shift_steps = shift_steps
+        self.shift_seconds = shift_seconds
         self.idle_after = idle_after
         self.queue = CeleryQueue(app)
         self._agents: dict[str, Agent] = {}
         self._loop = _Loop()
         self.closing = False
         """Set when the worker begins a warm shutdown: messages still delivered then go
-        back to the queue instead of starting a turn."""
+        back to the queue instead of starting a shift."""
 
     def register(self, agent: Agent) -> Agent:
         """Advance ``agent``'s runs in this worker (it needs a ``name``, unique here)."""
@@ -346,6 +375,18 @@ class Registry:
         return agent
 
     @property
+    def turn_steps(self) -> int:
+        """Deprecated: :attr:`shift_steps`."""
+        warnings.warn(_DEPRECATED.format("turn_steps", "shift_steps"), DeprecationWarning, 2)
+        return self.shift_steps
+
+    @property
+    def turn_seconds(self) -> float:
+        """Deprecated: :attr:`shift_seconds`."""
+        warnings.warn(_DEPRECATED.format("turn_seconds", "shift_seconds"), DeprecationWarning, 2)
+        return self.shift_seconds
+
+    @property
     def agents(self) -> dict[str, Agent]:
         """The registered agents by name."""
         return dict(self._agents)
@@ -354,11 +395,11 @@ class Registry:
         return agent.queue if isinstance(agent.queue, CeleryQueue) else self.queue
 
     def advance(self, name: str, run_id: str, seq: int | None = None) -> str:
-        """Carry out one ``agentcore.advance`` message (from a pool thread): one turn on
+        """Carry out one ``agentcore.advance`` message (from a pool thread): one shift on
         the process's loop, then publish the next one if the run is still running.
 
         Returns:
-            What happened: the run's status after the turn, or ``busy``, ``stale``,
+            What happened: the run's status after the shift, or ``busy``, ``stale``,
             ``not_found``, ``lease_lost``, ``unknown_agent``.
 
         Raises:
@@ -374,18 +415,18 @@ class Registry:
                 ", ".join(sorted(self._agents)) or "none",
             )
             return "unknown_agent"
-        outcome, next_seq = self._loop.run(self._turn(agent, run_id, seq))
+        outcome, next_seq = self._loop.run(self._shift(agent, run_id, seq))
         if outcome == RunStatus.RUNNING.value:
             self._queue_of(agent).publish(name, run_id, seq=next_seq)
         return outcome
 
-    async def _turn(self, agent: Agent, run_id: str, seq: int | None) -> tuple[str, int | None]:
+    async def _shift(self, agent: Agent, run_id: str, seq: int | None) -> tuple[str, int | None]:
         store = agent.store
         try:
             if seq is not None and await store.load(run_id, after=seq - 1):
                 return "stale", None
             result = await agent.advance(
-                run_id, max_steps=self.turn_steps, max_seconds=self.turn_seconds
+                run_id, max_steps=self.shift_steps, max_seconds=self.shift_seconds
             )
         except RunBusyError as exc:
             log.info("agentcore.advance run=%s: busy: %s", run_id, exc)
@@ -397,7 +438,7 @@ class Registry:
             return "lease_lost", None
         if result.status is not RunStatus.RUNNING:
             return result.status.value, None
-        # The seq the turn reached, for the next message (read after the lease was released:
+        # The seq the shift reached, for the next message (read after the lease was released:
         # a later one only makes that message stale sooner).
         tail = await store.load(run_id, after=(seq or 0) - 1)
         return result.status.value, (tail[-1].seq + 1 if tail else seq)
@@ -432,12 +473,14 @@ def install(
     app: Celery,
     agents: Iterable[Agent] = (),
     *,
-    turn_steps: int = 5,
-    turn_seconds: float = 30.0,
+    shift_steps: int = 5,
+    shift_seconds: float = 30.0,
     sweep_every: float | None = 60.0,
     idle_after: float = 120.0,
     max_retries: int = 5,
     tune_gc: bool = False,
+    turn_steps: int | None = None,
+    turn_seconds: float | None = None,
 ) -> Registry:
     """Register ``agents`` and the ``agentcore.advance`` and ``agentcore.sweep`` tasks in
     ``app`` (the worker's app; the web process needs only a :class:`CeleryQueue`).
@@ -445,26 +488,29 @@ def install(
     Args:
         app: the Celery app.
         agents: the agents this worker advances, each with a ``name``.
-        turn_steps: one turn's bound: at most this many steps (checked between steps)
+        shift_steps: one shift's bound: at most this many steps (checked between steps)
             before the run is published again.
-        turn_seconds: the same bound in seconds. Keep a turn well under the broker's
+        shift_seconds: the same bound in seconds. Keep a shift well under the broker's
             consumer timeout and the time a warm shutdown may take.
         sweep_every: seconds between sweeps in the app's beat schedule (``celery -A
             service beat``, one per deployment; ``None``: no schedule).
         idle_after: see :func:`find_orphans`.
-        max_retries: retries (with backoff) of a turn that failed with a store error.
+        max_retries: retries (with backoff) of a shift that failed with a store error.
         tune_gc: call :func:`agentcore.tune_gc` when the worker starts (Celery's
             ``worker_init``, in the worker's main process after the app is loaded: before
             the prefork pool forks, so its children inherit it; the same process with
             ``--pool threads``). A worker advancing hundreds of runs spends much of its CPU
             in the garbage collector otherwise (docs/scale.md). Process-wide: leave it off
             where the worker process runs other work that relies on the defaults.
+        turn_steps: deprecated name of ``shift_steps`` (a ``DeprecationWarning``).
+        turn_seconds: deprecated name of ``shift_seconds`` (a ``DeprecationWarning``).
 
     Returns:
         The worker's :class:`Registry`.
     """
+    shift_steps, shift_seconds = _shift_bounds(shift_steps, shift_seconds, turn_steps, turn_seconds)
     registry = Registry(
-        app, turn_steps=turn_steps, turn_seconds=turn_seconds, idle_after=idle_after
+        app, shift_steps=shift_steps, shift_seconds=shift_seconds, idle_after=idle_after
     )
     for agent in agents:
         registry.register(agent)
@@ -475,7 +521,7 @@ def install(
         run_id: str,
         seq: int | None = None,
     ) -> str:
-        if registry.closing:  # shutting down: leave the turn to another worker
+        if registry.closing:  # shutting down: leave the shift to another worker
             log.info("agentcore.advance run=%s agent=%s outcome=requeued", run_id, agent)
             raise Reject("the worker is shutting down", requeue=True)
         outcome = registry.advance(agent, run_id, seq)

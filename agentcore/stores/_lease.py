@@ -23,7 +23,7 @@ class Lease:
             (PostgreSQL: the database's ``now()``; SQLite and memory: the machine's).
         taken_over: on the lease ``acquire`` returned, the owner whose lease it voided (it
             had expired, or its process died without releasing): the run was taken over
-            from a worker that did not finish its turn. ``None`` when the run was free.
+            from a worker that did not finish its shift. ``None`` when the run was free.
     """
 
     run_id: str

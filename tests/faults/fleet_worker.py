@@ -4,7 +4,7 @@ Run as ``python fleet_worker.py <cmd>``, configured by environment variables (th
 harness, ``_fleet.py``, sets them). The process runs under
 :func:`agentcore.run_until_signalled`, so SIGTERM cancels it cleanly (exit code 143, its
 lease released). It prints one JSON line on stdout: the run's result with what this worker
-did (``turns``, ``busy``, ``first_turn_at``), or ``{"error": ..., "message": ...}`` with exit
+did (``shifts``, ``busy``, ``first_shift_at``), or ``{"error": ..., "message": ...}`` with exit
 code 1 when the library raised. Agent log events go to stderr as JSON lines (INFO and up).
 
 Commands:
@@ -30,7 +30,7 @@ Environment:
   ``model`` (before the model's reply), ``tool`` (inside the tool, before its side effect),
   ``tool_after`` (inside the tool, after its side effect);
 - ``FLEET_BARRIER=<dir>:<n>``: wait until ``n`` workers reached the barrier before the command;
-- ``FLEET_TURN_PAUSE_S``: ``advance`` waits this long between its turns (default 0);
+- ``FLEET_SHIFT_PAUSE_S``: ``advance`` waits this long between its shifts (default 0);
 - ``FLEET_BUSY_MARK=<file>``: ``advance`` creates it when it first finds the run busy.
 - ``FLEET_LOST_CALL_WAIT_S``: ``Agent(lost_call_wait_s=...)`` (default 300).
 - ``FLEET_SYNC_SLEEP_S``: the tool is a sync function that sleeps this long in its thread
@@ -216,14 +216,14 @@ def _barrier() -> None:
 class Tally:
     """What this worker did."""
 
-    turns: int = 0
+    shifts: int = 0
     busy: int = 0
-    first_turn_at: float | None = None
+    first_shift_at: float | None = None
 
 
 async def _advance_until_settled(agent: Agent, run_id: str, tally: Tally) -> RunResult:
     deadline = time.monotonic() + _WAIT_S
-    pause = float(os.environ.get("FLEET_TURN_PAUSE_S", "0"))
+    pause = float(os.environ.get("FLEET_SHIFT_PAUSE_S", "0"))
     while True:
         try:
             result = await agent.advance(run_id, max_steps=1)
@@ -235,9 +235,9 @@ async def _advance_until_settled(agent: Agent, run_id: str, tally: Tally) -> Run
                 raise
             await asyncio.sleep(0.02)
             continue
-        tally.turns += 1
-        if tally.first_turn_at is None:
-            tally.first_turn_at = time.time()
+        tally.shifts += 1
+        if tally.first_shift_at is None:
+            tally.first_shift_at = time.time()
         if result.status is not RunStatus.RUNNING:
             return result
         await asyncio.sleep(pause)  # like a re-enqueued run: another worker may take it
@@ -249,7 +249,7 @@ async def _command(agent: Agent, cmd: str, run_id: str, tally: Tally) -> RunResu
             await agent.submit("Record the entries.", run_id=run_id)
             return await agent.result(run_id)
         case "resume":
-            tally.turns += 1
+            tally.shifts += 1
             return await agent.resume(run_id)
         case "advance":
             return await _advance_until_settled(agent, run_id, tally)

@@ -41,14 +41,14 @@ def sound(fleet: Fleet) -> None:
 @pytest.mark.parametrize("cmd", ["advance", "resume"])
 def test_workers_racing_on_one_run_execute_each_step_once(fleet: Fleet, cmd: str) -> None:
     """Three workers start on the same run at the same moment: each step (model call, tool
-    call) is executed by exactly one of them. ``advance`` workers take turns a step at a
+    call) is executed by exactly one of them. ``advance`` workers take shifts a step at a
     time, like queue workers; of three ``resume`` calls one does the work, the others find
     the run busy and return at once."""
     fleet.steps = 4
     fleet.start()
     barrier = fleet.tmp / "barrier"
     barrier.mkdir()
-    pace = {"MODEL_DELAY_S": "0.02", "TURN_PAUSE_S": "0.05"}
+    pace = {"MODEL_DELAY_S": "0.02", "SHIFT_PAUSE_S": "0.05"}
     procs = [fleet.popen(cmd, BARRIER=f"{barrier}:3", **pace) for _ in range(3)]
     outcomes = [wait(p) for p in procs]
     for out in outcomes:
@@ -61,9 +61,9 @@ def test_workers_racing_on_one_run_execute_each_step_once(fleet: Fleet, cmd: str
     statuses = sorted(out.status for out in outcomes)
     if cmd == "advance":
         assert statuses == ["completed"] * 3
-        assert sum(int(out.result["turns"]) for out in outcomes if out.result) >= 5
+        assert sum(int(out.result["shifts"]) for out in outcomes if out.result) >= 5
         doers = {pid for _, pid in effects.entries}
-        assert len(doers) >= 2, effects  # they did take turns (a worker pauses between)
+        assert len(doers) >= 2, effects  # they did take shifts (a worker pauses between)
     else:
         assert "completed" in statuses
         assert set(statuses) <= {"completed", "running"}
@@ -103,7 +103,7 @@ def test_a_worker_stopped_past_its_lease_is_taken_over_and_fenced(fleet: Fleet, 
     after = fleet.events()
     assert after == taken, "A appended after it lost the run"
     assert check_transcript(after) == []
-    # One recovery: B's takeover of A's unfinished turn (Lease.taken_over).
+    # One recovery: B's takeover of A's unfinished shift (Lease.taken_over).
     assert [ev.recovery for ev in after if isinstance(ev, RunResumed)] == [True]
     effects = fleet.effects()
     if point == "model":
@@ -216,7 +216,7 @@ def test_a_worker_killed_inside_its_tool_is_taken_over(
     out = wait(b)
     assert out.returncode == 0, out
     assert out.result is not None and out.status == status, out
-    waited = float(out.result["first_turn_at"]) - killed_at
+    waited = float(out.result["first_shift_at"]) - killed_at
     if fleet.backend == "sqlite":
         assert waited < 1.0, f"SQLite: took {waited:.2f}s to take a dead worker's run"
     else:
@@ -303,7 +303,7 @@ def test_sigterm_releases_the_run_so_another_worker_takes_it_at_once(fleet: Flee
     out = wait(b)
     assert out.returncode == 0 and out.status == "completed", out
     assert out.result is not None
-    waited = float(out.result["first_turn_at"]) - termed_at
+    waited = float(out.result["first_shift_at"]) - termed_at
     assert waited < 5.0, f"taken {waited:.2f}s after SIGTERM: the lease was not released"
     # A was cancelled before its side effect; B re-ran the started call (idempotent).
     effects = fleet.effects()

@@ -104,7 +104,7 @@ class Workers:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def outcomes(self, name: str) -> list[tuple[str, str, bool]]:
-        """``(run_id, outcome, redelivered)`` of every turn worker ``name`` logged."""
+        """``(run_id, outcome, redelivered)`` of every shift worker ``name`` logged."""
         found = re.findall(
             r"agentcore\.advance run=(\S+) agent=\S+ outcome=(\S+) redelivered=(\w+)",
             self.log(name),

@@ -1,7 +1,7 @@
 """The Celery app a test's worker processes load: ``celery -A service worker``.
 
 Configured by the environment the test sets: the broker, the PostgreSQL store (DSN and
-schema), the queue, the tools' variant, the model's latency, the lease and the turn size.
+schema), the queue, the tools' variant, the model's latency, the lease and the shift size.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ agent = make_agent(
 registry = install(
     app,
     [agent],
-    turn_steps=int(env.get("AGENTCORE_TEST_TURN_STEPS", "2")),
-    turn_seconds=10.0,
+    shift_steps=int(env.get("AGENTCORE_TEST_SHIFT_STEPS", "2")),
+    shift_seconds=10.0,
     sweep_every=None,
     idle_after=float(env.get("AGENTCORE_TEST_IDLE_AFTER", "120")),
     tune_gc=env.get("AGENTCORE_TEST_TUNE_GC") == "1",
@@ -45,7 +45,7 @@ registry = install(
 
 def _dump_tasks(*_: object) -> None:
     """SIGUSR2: print the store's group-commit figures, then every task on the worker's
-    loop with its stack (a stuck turn)."""
+    loop with its stack (a stuck shift)."""
     import asyncio
     import sys
 

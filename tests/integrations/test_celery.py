@@ -175,11 +175,11 @@ async def test_a_worker_with_other_tools_sends_the_run_to_needs_attention(
     assert check_transcript(events) == []
 
 
-async def test_a_warm_shutdown_finishes_the_turn_and_releases_the_lease(
+async def test_a_warm_shutdown_finishes_the_shift_and_releases_the_lease(
     workers: Workers, store: PostgresStore, app: Celery
 ) -> None:
-    # Slow steps (0.3 s per model reply), turns of 3 steps: SIGTERM arrives mid-turn.
-    workers.start("w1", AGENTCORE_TEST_LATENCY_MS="300,300", AGENTCORE_TEST_TURN_STEPS="3")
+    # Slow steps (0.3 s per model reply), shifts of 3 steps: SIGTERM arrives mid-shift.
+    workers.start("w1", AGENTCORE_TEST_LATENCY_MS="300,300", AGENTCORE_TEST_SHIFT_STEPS="3")
     agent = make_agent(store, queue=CeleryQueue(app))
     run_id = await agent.submit("count steps=6", budget=Budget(max_steps=10))
     deadline = time.monotonic() + 15
@@ -187,15 +187,15 @@ async def test_a_warm_shutdown_finishes_the_turn_and_releases_the_lease(
         assert time.monotonic() < deadline, workers.log("w1")
         await asyncio.sleep(0.05)
     assert workers.stop("w1", signal.SIGTERM) == 0
-    # The turn under way finished whole (normally the only one: the next, delivered during
+    # The shift under way finished whole (normally the only one: the next, delivered during
     # the shutdown, went back to the queue unstarted).
-    turns = [o for _, o, _ in workers.outcomes("w1")]
-    assert turns and set(turns) == {"running"}
-    assert (await agent.result(run_id)).usage.steps == 3 * len(turns)
+    shifts = [o for _, o, _ in workers.outcomes("w1")]
+    assert shifts and set(shifts) == {"running"}
+    assert (await agent.result(run_id)).usage.steps == 3 * len(shifts)
     lease = await store.acquire(run_id, owner="probe", ttl_s=5)  # free at once
     assert lease.taken_over is None  # released, not left to expire
     await store.release(lease)
-    # The next turn was published before the worker left: another worker finishes the run.
+    # The next shift was published before the worker left: another worker finishes the run.
     workers.start("w2")
     result = await settled(agent, run_id)
     assert result.status is RunStatus.COMPLETED
@@ -208,7 +208,9 @@ async def test_a_killed_workers_run_is_taken_over_after_its_lease(
     workers: Workers, store: PostgresStore, app: Celery, tmp_path: Path
 ) -> None:
     lease = {"AGENTCORE_TEST_LEASE_S": "1"}
-    workers.start("w1", AGENTCORE_TEST_LATENCY_MS="300,300", AGENTCORE_TEST_TURN_STEPS="3", **lease)
+    workers.start(
+        "w1", AGENTCORE_TEST_LATENCY_MS="300,300", AGENTCORE_TEST_SHIFT_STEPS="3", **lease
+    )
     queue = CeleryQueue(app)
     agent = make_agent(store, queue=queue, lease_s=1)
     run_id = await agent.submit("count steps=6", budget=Budget(max_steps=10))

@@ -6,7 +6,7 @@ PostgreSQL as the store, leases of 2 s, three ``--pool threads`` workers. When h
 runs are done, one worker is killed with SIGKILL. Afterwards, from the store alone: every
 run completed, every transcript is sound (``check_transcript``: no lost or duplicated
 event), and every charge happened exactly once (its idempotency key is in the effects file
-once). The test fails past 4 minutes. It prints its figures: runs, time, turns,
+once). The test fails past 4 minutes. It prints its figures: runs, time, shifts,
 redeliveries, takeovers, sweeps.
 """
 
@@ -64,7 +64,7 @@ async def test_load_many_runs_three_workers_one_killed(
     env = {
         "AGENTCORE_TEST_LATENCY_MS": "5,20",
         "AGENTCORE_TEST_LEASE_S": LEASE_S,
-        "AGENTCORE_TEST_TURN_STEPS": "5",
+        "AGENTCORE_TEST_SHIFT_STEPS": "5",
     }
     names = ["w1", "w2", "w3"]
     for name in names:
@@ -127,7 +127,7 @@ async def test_load_many_runs_three_workers_one_killed(
         f"\nload: {RUNS} runs x {TOOL_STEPS + 1} steps, 3 workers (w2 SIGKILLed at "
         f"{killed_at - began:.1f} s), submit {submitted - began:.1f} s, all completed at "
         f"{finished - began:.1f} s ({RUNS * (TOOL_STEPS + 1) / (finished - began):.0f} "
-        f"steps/s); turns logged by the survivors and w2 before its death: {dict(counts)}; "
+        f"steps/s); shifts logged by the survivors and w2 before its death: {dict(counts)}; "
         f"redelivered messages: {redelivered}; takeovers: {takeovers}; sweeps sent: {sweeps}; "
         f"CPU seconds of the survivors: {cpu}; their stores' group commit: {commits}"
     )

@@ -11,7 +11,13 @@ from celery import Celery
 from agentcore import Agent, Budget, Policy, Tool, tool
 from agentcore.adapters import ScriptedModel
 from agentcore.errors import ConfigurationError
-from agentcore.integrations.celery import ADVANCE_TASK, SWEEP_TASK, find_orphans, install
+from agentcore.integrations.celery import (
+    ADVANCE_TASK,
+    SWEEP_TASK,
+    Registry,
+    find_orphans,
+    install,
+)
 from agentcore.stores import MemoryStore
 
 
@@ -97,3 +103,27 @@ def test_install_registers_the_tasks_and_the_sweep_schedule() -> None:
     assert advance.acks_late and advance.reject_on_worker_lost
     assert app.conf.beat_schedule[SWEEP_TASK] == {"task": SWEEP_TASK, "schedule": 30}
     assert list(registry.agents) == ["a"]
+
+
+def test_a_shifts_bounds_keep_their_old_turn_names_as_deprecated_aliases() -> None:
+    """``turn_steps``/``turn_seconds`` (before a worker's bounded slice of a run was named a
+    shift, keeping "turn" for a user's turn in a conversation) still work, with a warning."""
+    app = Celery("shift-test", broker="memory://")
+    a = agent("a", MemoryStore(), ping)
+    registry = install(app, [a], shift_steps=3, shift_seconds=7.0, sweep_every=None)
+    assert (registry.shift_steps, registry.shift_seconds) == (3, 7.0)
+    with pytest.warns(DeprecationWarning, match="turn_steps= is deprecated: use shift_steps="):
+        registry = install(app, [a], turn_steps=2, sweep_every=None)
+    assert (registry.shift_steps, registry.shift_seconds) == (2, 30.0)
+    with pytest.warns(DeprecationWarning, match="turn_seconds= is deprecated"):
+        registry = Registry(app, turn_seconds=4.0)
+    assert (registry.shift_steps, registry.shift_seconds) == (5, 4.0)
+    with pytest.warns(DeprecationWarning, match="turn_steps is deprecated: use shift_steps"):
+        assert registry.turn_steps == 5
+    with pytest.warns(DeprecationWarning, match="turn_seconds is deprecated"):
+        assert registry.turn_seconds == 4.0
+    with (
+        pytest.raises(ConfigurationError, match="shift_steps >= 1"),
+        pytest.warns(DeprecationWarning, match="turn_steps="),
+    ):
+        Registry(app, turn_steps=0)

@@ -122,7 +122,7 @@ class OwnershipChecks:
     ) -> None:
         _, first, second = await self._taken_over(store, peer)
         assert (second.owner, second.epoch) == ("b", first.epoch + 1)
-        assert second.taken_over == "a"  # a worker that did not finish its turn
+        assert second.taken_over == "a"  # a worker that did not finish its shift
 
     async def test_a_free_or_released_run_is_not_taken_over(
         self, store: TranscriptStore, peer: TranscriptStore | None

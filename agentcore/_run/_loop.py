@@ -470,8 +470,6 @@ class Driver:
             await self._gather_context(step)
         while True:
             schema = self._schema()
-            request = CompletionRequest(
-                schema=schema,
             system, window = self._system(), st.budget.max_request_tokens
             messages = MessageView(
                 self.renderer,
@@ -490,6 +488,8 @@ class Driver:
                     "raise it to continue (resume with a larger budget)",
                 )
                 return
+            request = CompletionRequest(
+                schema=schema,
                 system=system,
                 native_system=self._system(native=True) if self.native_route else None,
                 messages=messages,

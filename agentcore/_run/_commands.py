@@ -80,7 +80,7 @@ __all__ = [
     "outcomes_unknown",
     "resolve",
     "resume",
-    "resumed",
+    "resume_or_dead_letter",
     "scope_names",
     "short_args",
     "start",
@@ -231,7 +231,9 @@ def resume(
     # advanced is not a recovery.
     recovery = state.status is RunStatus.RUNNING and (taken_over or state.next_seq > 1)
     return [
-        resumed(state, recovery=recovery, by=by, budget=budget, accepted=accepted, pinned=pinned)
+        resume_or_dead_letter(
+            state, recovery=recovery, by=by, budget=budget, accepted=accepted, pinned=pinned
+        )
     ]
 
 
@@ -266,10 +268,10 @@ def advance(
                 f"differ from the ones this run started {fix}",
             )
         ]
-    return [resumed(state, recovery=True)] if taken_over else []
+    return [resume_or_dead_letter(state, recovery=True)] if taken_over else []
 
 
-def resumed(
+def resume_or_dead_letter(
     state: RunState,
     *,
     recovery: bool,
@@ -278,9 +280,10 @@ def resumed(
     accepted: Sequence[str] = (),
     pinned: Mapping[str, dict[str, Any]] | None = None,  # Any: JSON manifest entries
 ) -> Event:
-    """The event that continues a run: ``run_resumed``, or, for a recovery of a run whose
-    workers died ``Policy.dead_letter_after`` times in a row without progress, the
-    ``run_finished`` that dead-letters it (a person can still resume it)."""
+    """The event a resume records: ``run_resumed``, which continues the run, or, for a
+    recovery of a run whose workers died ``Policy.dead_letter_after`` times in a row
+    without progress, the ``run_finished`` that dead-letters it as ``failed`` (a person can
+    still resume it)."""
     run_id = state.run_id
     if recovery and by is None and state.recoveries >= state.policy.dead_letter_after:
         return RunFinished(

@@ -322,7 +322,7 @@ class Driver:
                 elif shift is not None and shift.over(st.steps - first_step, started):
                     break  # between steps: the next shift starts with a new model call
                 else:
-                    await self._ask()
+                    await self._ask_model()
             if st.status not in CLOSED_STATUSES:
                 await self.cancel_requested()  # a request that came while it was pausing
         except asyncio.CancelledError:
@@ -462,7 +462,10 @@ class Driver:
                     )
                 )
 
-    async def _ask(self) -> None:
+    async def _ask_model(self) -> None:
+        """Ask the route's model for the next step's action (gathering the step's context
+        first) and record what came of it: a proposed action, an invalid reply asked again
+        (up to ``max_reasks``), or the run's end (no valid action, the budget)."""
         st = self.state
         step = st.steps + 1
         self.obs.step(step)

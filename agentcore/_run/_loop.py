@@ -196,7 +196,8 @@ class Driver:
         self.events = history.events
         self.base = history.base
         """The seq of ``events[0]``: the events before it are in the renderer's messages."""
-        self.pending: list[Event] = []
+        self.unflushed: list[Event] = []
+        """Events recorded (folded, shown) but not yet written: the next :meth:`flush`'s."""
         self.renderer = history.renderer or Renderer(state.policy.max_observation_chars)
         store = setup.store
         self.snapshots = store if own is not None and isinstance(store, SnapshotStore) else None
@@ -213,6 +214,8 @@ class Driver:
         """The agent's listed values, plus the secrets resolved in this advance."""
         self.contract = contract_for_run(setup.contract, state.contract)
         """The agent's contract document, or the built-in version the run started under."""
+        self.contract_hash = self.contract.hash
+        """Its hash, once (hashing the document costs ~60 us: not once a step)."""
         self.native_route = any(
             getattr(m, "mode", None) == "native" for m in (*setup.route, *setup.plan_route)
         )
@@ -232,7 +235,7 @@ class Driver:
             event = self.redactor.event(event)
         self.state.apply(event)
         self.events.append(event)
-        self.pending.append(event)
+        self.unflushed.append(event)
         self.obs.event(event)
         if self.sink is not None:
             self.sink(event)
@@ -243,9 +246,9 @@ class Driver:
 
     async def flush(self) -> None:
         """Write queued events in one conditional append."""
-        if not self.pending:
+        if not self.unflushed:
             return
-        batch, self.pending = self.pending, []
+        batch, self.unflushed = self.unflushed, []
         lease = None if self.own is None else self.own.lease
         await self.setup.store.append(self.state.run_id, batch[0].seq, batch, lease=lease)
         if (
@@ -377,7 +380,7 @@ class Driver:
         names = tuple(n for n in self._offered() if budget.refuses(n, st) is None)
         tools = self.setup.tools
         key = (
-            self.contract.hash,
+            self.contract_hash,
             names,
             tuple(tools[n].spec.manifest_hash for n in names),  # a relisted remote tool
             finish_only,
@@ -416,7 +419,7 @@ class Driver:
         offered = self._offered()
         most = self.state.policy.max_batch
         key = tuple(f"{n}:{self.setup.tools[n].spec.manifest_hash}" for n in offered)
-        key = (self.contract.hash, *key, *(("native",) if native else ()))
+        key = (self.contract_hash, *key, *(("native",) if native else ()))
         if most:
             key = (*key, f"max_batch:{most}")  # a run without batches keys as before
         text = self.setup.system_cache.get(key)
@@ -506,7 +509,7 @@ class Driver:
                     else None
                 ),
             )
-            if any(isinstance(ev, ModelCalled) for ev in self.pending):
+            if any(isinstance(ev, ModelCalled) for ev in self.unflushed):
                 # Earlier replies' tokens are not recomputable: make them durable before
                 # spending more. (A pending idempotent tool result is: it may wait.)
                 await self.flush()

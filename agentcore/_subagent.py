@@ -324,7 +324,9 @@ class SubagentTool(Tool):
                 settled_elsewhere=True,
             )
         if result.status in (RunStatus.AWAITING_CONFIRMATION, RunStatus.NEEDS_ATTENTION):
-            raise ToolOutcomeUnknownError(_waiting(name, result), settled_elsewhere=True)
+            raise ToolOutcomeUnknownError(
+                _child_stopped_reason(name, result), settled_elsewhere=True
+            )
         raise RuntimeError(  # failed, cancelled, out of budget: the parent's model decides
             f"sub-agent {name!r} (run {run_id}) stopped as {result.status.value}: "
             f"{result.reason or 'no reason given'}"
@@ -598,7 +600,9 @@ def _log_usage(name: str, before: RunUsage, after: RunUsage) -> None:
     )
 
 
-def _waiting(name: str, result: RunResult) -> str:
+def _child_stopped_reason(name: str, result: RunResult) -> str:
+    """Why the parent's call has no outcome while its child run ``result`` waits for a
+    person, and what settles it (the ``ToolOutcomeUnknownError`` the parent records)."""
     pending = result.pending
     what = result.reason or result.status.value
     if pending is not None:

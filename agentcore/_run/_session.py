@@ -291,7 +291,7 @@ class Session:
         A worker that finds another advanced or took over the run (nothing of its own after
         its last durable batch was written) reports the run as the store has it.
         """
-        waiting = _waiting(state)
+        waiting = _waiting_call(state)
         driver = self._driver(state, history, own)
         try:
             with driver.obs.advance(first, self.name):  # one span per advance, when traced
@@ -304,8 +304,8 @@ class Session:
         except (SeqConflictError, LeaseLostError) as exc:
             driver.log.info("lost_the_run", error=str(exc))
             state, _ = await self.load(state.run_id)
-            waiting = _waiting(state)  # what this worker recorded, if anything, is not news
-        occasion = _news(waiting, _waiting(state))
+            waiting = _waiting_call(state)  # what this worker recorded, if anything, is not news
+        occasion = _news(waiting, _waiting_call(state))
         result = state.result()
         if occasion is not None and result.pending is not None:
             request = ApprovalRequest(state.run_id, occasion, result.pending)
@@ -386,10 +386,12 @@ class Session:
             )
 
 
-_Waiting = tuple[PendingCall, int] | None
+_WaitingCall = tuple[PendingCall, int] | None
+"""The call a run waits on and how many times its window was escalated (``None``: no
+call waits)."""
 
 
-def _waiting(state: RunState) -> _Waiting:
+def _waiting_call(state: RunState) -> _WaitingCall:
     """The call the run waits on and how many times its window was escalated."""
     pending = state.pending()
     if pending is None or state.call is None:
@@ -398,7 +400,7 @@ def _waiting(state: RunState) -> _Waiting:
     return pending, expiry.escalations if expiry is not None else 0
 
 
-def _news(before: _Waiting, after: _Waiting) -> Occasion | None:
+def _news(before: _WaitingCall, after: _WaitingCall) -> Occasion | None:
     """What changed about the waiting call that people should hear of, if anything."""
     if after is None:
         return None

@@ -74,7 +74,7 @@ class Fitted:
         messages: the messages to send.
         cut: results of steps before this one are elided (0: none is).
         dropped: steps before this one are not shown at all (0: none is).
-        tokens: the request's estimated size, system text included.
+        tokens: the request's estimated size, system text included (0 with no budget).
         fits: whether that is within the budget.
     """
 
@@ -159,8 +159,10 @@ def fit(system: str, messages: Sequence[Message], max_tokens: int | None) -> Fit
     """``messages`` with the window rule applied for a request of at most ``max_tokens``
     (``None``: no budget, nothing elided)."""
     whole = tuple(messages)
+    if max_tokens is None:  # no budget: not even the estimate (it reads every message)
+        return Fitted(whole, 0, 0, 0, True)
     tokens = estimate(system, whole)
-    if max_tokens is None or tokens <= max_tokens:
+    if tokens <= max_tokens:
         return Fitted(whole, 0, 0, tokens, True)
     steps = [_step(m) for m in whole]
     last = max((s for s in steps if s is not None), default=0)

@@ -207,7 +207,7 @@ class RunOperations(Generic[OutputT]):
             assert pending.run_id is not None
             answered = await child.confirm(pending.run_id, **dataclasses.asdict(answer))
             return await self._after_child(run_id, answered, answer.by)
-        result = await session.apply(
+        result = await session.execute(
             run_id,
             lambda state: commands.confirm(
                 state,
@@ -233,7 +233,7 @@ class RunOperations(Generic[OutputT]):
     ) -> RunResult[OutputT]:
         """``Agent.resolve``, its arguments checked."""
         config = self.config
-        settled = await self.session.apply(
+        settled = await self.session.execute(
             run_id,
             lambda state: commands.resolve(
                 state,

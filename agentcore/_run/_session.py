@@ -211,7 +211,7 @@ class Session:
             state.apply(ev)
             history.events.append(ev)
 
-    async def apply(
+    async def execute(
         self,
         run_id: str,
         command: Callable[[RunState], Sequence[Event]],
@@ -220,8 +220,9 @@ class Session:
         wait_s: float = 0.0,
         check: Callable[[RunState], Awaitable[None]] | None = None,
     ) -> RunResult:
-        """Take the run's lease, load it, record the events ``command`` returns for its
-        state (none: nothing to record) and, with ``advance``, advance it.
+        """Carry out ``command`` on the run: take its lease, load it, record the events
+        ``command`` returns for its state (none: nothing to record) and, with ``advance``,
+        advance it. (Not ``apply``: that is :meth:`RunState.apply`, which folds one event.)
 
         Args:
             wait_s: how long to keep trying for a lease another worker holds (a person's
@@ -348,11 +349,11 @@ class Session:
             return [] if state.status in CLOSED_STATUSES else commands.cancel(state, by, reason)
 
         with contextlib.suppress(RunBusyError):
-            return await self.apply(run_id, cancelled, advance=False)
+            return await self.execute(run_id, cancelled, advance=False)
         await self.store.request_cancel(run_id, by=by, reason=reason)
         # The process advancing it may have let go since: then no one would read the request.
         with contextlib.suppress(RunBusyError):
-            return await self.apply(run_id, cancelled, advance=False)
+            return await self.execute(run_id, cancelled, advance=False)
         return await self.current(run_id)
 
     async def expire_approvals(self, now: float, *, limit: int, advance: bool) -> list[RunResult]:
@@ -369,7 +370,7 @@ class Session:
                 return into
 
             with contextlib.suppress(RunBusyError):
-                result = await self.apply(row.run_id, expire, advance=advance)
+                result = await self.execute(row.run_id, expire, advance=advance)
                 if recorded:
                     changed.append(result)
         return changed

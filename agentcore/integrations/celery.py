@@ -212,16 +212,19 @@ async def find_orphans(
                 why = _orphaned(run, now, idle_after)
                 if why is None:
                     continue
-                owner = group[0] if len(group) == 1 else await _owner_of(store, run.run_id, group)
-                if owner is not None and owner.name:
-                    found.append(Orphan(owner.name, run.run_id, run.events, why))
+                # The agent to publish it for (``run.owner`` is the worker that held it).
+                carrier = group[0] if len(group) == 1 else await _agent_of(store, run.run_id, group)
+                if carrier is not None and carrier.name:
+                    found.append(Orphan(carrier.name, run.run_id, run.events, why))
             if len(runs) < page:
                 break
             after = (runs[-1].updated_at, runs[-1].run_id)
     return found[:limit]
 
 
-async def _owner_of(store: TranscriptStore, run_id: str, agents: Sequence[Agent]) -> Agent | None:
+async def _agent_of(store: TranscriptStore, run_id: str, agents: Sequence[Agent]) -> Agent | None:
+    """The one agent of ``agents`` that can carry ``run_id`` on (:meth:`Agent.owns`: it has
+    the run's scope), else ``None`` (none or several: logged, the run is left alone)."""
     events = await store.load(run_id)
     first = events[0] if events else None
     if not isinstance(first, RunStarted):

@@ -216,11 +216,6 @@ class Driver:
         """The agent's contract document, or the built-in version the run started under."""
         self.contract_hash = self.contract.hash
         """Its hash, once (hashing the document costs ~60 us: not once a step)."""
-        self.native_route = any(
-            getattr(m, "mode", None) == "native" for m in (*setup.route, *setup.plan_route)
-        )
-        """Whether a model of the route asks in native mode (then requests carry its
-        system text too: ``CompletionRequest.native_system``)."""
         self.ruled: dict[str, Ruling] = {}
         """Rulings made while reading a reply, by call id: a tool the step did not offer
         and the dispatcher refuses, a batch refused whole. The call's decision is that
@@ -497,7 +492,7 @@ class Driver:
             request = CompletionRequest(
                 schema=schema,
                 system=system,
-                native_system=self._system(native=True) if self.native_route else None,
+                native_system=self._system(native=True),  # cached, as the other is
                 messages=messages,
                 run_id=st.run_id,
                 step=step,

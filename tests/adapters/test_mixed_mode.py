@@ -179,8 +179,10 @@ async def test_a_run_alternating_modes_and_providers_keeps_one_transcript(
     assert "response_format" not in third
     expected = native_messages(given[2].system, given[2].messages, given[2].schema)
     assert third["messages"][1:] == expected[1:]
+    # a route with a native model gets the native system text too (the tools not listed)
+    assert given[2].native_system is not None
     assert third["messages"][0]["content"] == (
-        f"{given[2].system}\n\n{native_note(given[2].schema)}"
+        f"{given[2].native_system}\n\n{native_note(given[2].schema)}"
     )
     ids = [m["tool_calls"][0]["id"] for m in third["messages"] if m.get("tool_calls")]
     assert ids == ["c1", "c2"]

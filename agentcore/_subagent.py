@@ -297,12 +297,26 @@ class SubagentTool(Tool):
         return {}
 
     async def _answer_of(self, key: str) -> object | None:
-        """``reconcile``: the child's answer once it completed, else ``None``."""
+        """``reconcile``: the child's answer once it completed; ``None`` when there is no
+        child run or it stopped another way (the call runs again: it re-attaches).
+
+        Raises:
+            ToolOutcomeUnknownError: (``settled_elsewhere``) the child waits for a person:
+                what settles the parent's call is that person's answer in the child, not
+                a person's word on the parent's call.
+        """
+        run_id = child_run_id(key, self.name)
         try:
-            found = await self.child.result(child_run_id(key, self.name))
+            found = await self.child.result(run_id)
         except RunNotFoundError:
             return None
-        return found.answer if found.status is RunStatus.COMPLETED else None
+        if found.status is RunStatus.COMPLETED:
+            return found.answer
+        if found.status in (RunStatus.AWAITING_CONFIRMATION, RunStatus.NEEDS_ATTENTION):
+            raise ToolOutcomeUnknownError(
+                _child_stopped_reason(self.name, found), settled_elsewhere=True
+            )
+        return None
 
     async def _run(self, task: str, ctx: ToolContext) -> str | None:
         child, name = self.child, self.name

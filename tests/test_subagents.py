@@ -210,3 +210,31 @@ async def test_a_childs_waiting_call_is_the_parents_pending_and_is_confirmed_fro
     assert done.status is RunStatus.COMPLETED, done.reason
     assert "child closed it" in (done.answer or "") and closed == ["X"]
     assert len(await store.list_runs()) == 2  # one parent, one child
+
+
+async def test_resuming_the_parent_before_the_child_is_settled_says_what_settles_it() -> None:
+    """A plain resume of the parent while its child still waits for a person repeats what
+    the parent waits for (the child's call, and how to confirm it), not a lost call's
+    'agentcore resolve ... --rerun' that a person should not follow; nothing runs, and once
+    the child is settled a resume adopts its answer (one close)."""
+    store = MemoryStore()
+    parent, child, closed = closing_family(store)
+    await parent.run("close X", run_id="p1")
+    stuck = await parent.confirm("p1", approve=True, by="ann")
+    assert stuck.status is RunStatus.NEEDS_ATTENTION
+    for _ in range(2):  # asked again and again, the same answer
+        again = await parent.resume("p1", by="bob")
+        assert again.status is RunStatus.NEEDS_ATTENTION
+        assert "agentcore confirm p1:1/closer --approve --step 1" in (again.reason or "")
+        assert "resolve" not in (again.reason or "") and "--rerun" not in (again.reason or "")
+        assert again.pending is not None and again.pending.run_id == "p1:1/closer"
+    assert closed == []
+    pending = (await child.result("p1:1/closer")).pending
+    assert pending is not None
+    await child.confirm(
+        "p1:1/closer", approve=True, by="ann", step=pending.step, args_hash=pending.args_hash
+    )
+    done = await parent.resume("p1", by="ann")
+    assert done.status is RunStatus.COMPLETED, done.reason
+    assert closed == ["X"]
+    assert len(await store.list_runs()) == 2  # one parent, one child

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
-from agentcore.contracts.errors import CallStillRunningError, StoreError
+from agentcore.contracts.errors import CallStillRunningError, StoreError, ToolOutcomeUnknownError
 
 from .._threads import in_thread
 from ..events import ToolFinished
@@ -76,6 +76,14 @@ class Failed:
     """User code (an effect, a ``reconcile``) raised: its error, for a person."""
 
     error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Elsewhere(Failed):
+    """``reconcile`` says the outcome is settled somewhere else, not by a person's word on
+    this call (a sub-agent's run that waits for a person, or another worker is advancing
+    it): ``error`` says where. Anything that does not know this case reads it as a failure
+    of ``reconcile``, which only a person settles."""
 
 
 class Held:
@@ -265,12 +273,17 @@ async def refuse_while_running(
 async def ask_reconcile(
     reconcile: Callable[[str], Any], key: str
 ) -> Any:  # Any: the user's callable and its JSON answer
-    """What ``reconcile(key)`` found (``None``: no record), or :class:`Failed` when it
-    raised."""
+    """What ``reconcile(key)`` found (``None``: no record), :class:`Elsewhere` when it
+    raised a ``ToolOutcomeUnknownError`` whose outcome is settled elsewhere, or
+    :class:`Failed` when it raised anything else."""
     try:
         found = reconcile(key)
         if inspect.isawaitable(found):
             found = await found
+    except ToolOutcomeUnknownError as exc:
+        if exc.settled_elsewhere:
+            return Elsewhere(str(exc))
+        return Failed(f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # user code: its failure is a reason for a person
         return Failed(f"{type(exc).__name__}: {exc}")
     return found

@@ -32,6 +32,7 @@ from ..tools import DepsFactory, RunIdentity, Tool, ToolContext, ToolOutcome, re
 from ._commands import short_args
 from ._effects import (
     HELD,
+    Elsewhere,
     Failed,
     ask_reconcile,
     guards_for,
@@ -479,6 +480,12 @@ async def _settle_lost_call(
             return  # cancelled while it waited
     if tool.reconcile is not None:
         found = await ask_reconcile(tool.reconcile, key)
+        if isinstance(found, Elsewhere):  # e.g. a sub-agent's run still waits for a person
+            d.finish(
+                RunStatus.NEEDS_ATTENTION,
+                reason=f"tool {tool.name!r} at step {call.step}: {found.error}",
+            )
+            return
         if isinstance(found, Failed):
             problem, free, guard_held = f"; reconcile raised {found.error}", False, False
         elif found is not None:

@@ -181,3 +181,22 @@ async def test_a_run_continued_by_another_agent_sends_the_same_requests(tmp_path
         seen[how] = [(r.system, list(r.messages)) for r in later]
         assert any("elided" in m.content for _, msgs in seen[how] for m in msgs)
     assert seen["same process"] == seen["another agent"]
+
+
+async def test_a_request_that_cannot_fit_stops_the_run_and_a_larger_budget_continues_it() -> None:
+    """Through the public API: a task too long for the request budget is not sent (the run
+    stops as budget_exhausted, naming the estimate and the budget); resumed with a larger
+    budget, it runs."""
+    model = ScriptedModel([call("read_page", n=1), finish("read")])
+    agent = Agent(tools=[read_page], model=model, store="memory://")
+    try:
+        task = "Read the log. " + "Context: " + "z" * 4_000
+        stopped = await agent.run(task, budget=Budget(max_request_tokens=500))
+        assert stopped.status is RunStatus.BUDGET_EXHAUSTED
+        assert "max_request_tokens (500)" in (stopped.reason or "")
+        assert model.requests == []  # nothing was sent
+        done = await agent.resume(stopped.run_id, budget=Budget(max_request_tokens=50_000))
+    finally:
+        await agent.close()
+    assert done.status is RunStatus.COMPLETED, done.reason
+    assert len(model.requests) == 2

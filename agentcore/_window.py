@@ -9,17 +9,14 @@ everything whole):
   at :data:`CHARS_PER_TOKEN` characters a token. No tokenizer is used, so the estimate is
   the same for every provider and every version of a tokenizer.
 - Over the budget, first the results of older tool calls are shown as a short stub that
-  says the result was elided and how long it was: every result of a step before ``cut``,
-  where ``cut`` is the smallest multiple of :data:`BLOCK_STEPS` that makes the request fit.
+  says the result was elided and how long it was: every result of a step before ``cut``.
 - If the request still does not fit, older steps are left out whole (their actions,
-  results, notes and the context added at them), again by blocks of ``BLOCK_STEPS``,
-  replaced by one line saying which steps are not shown. The task (and what came before
-  the first step) is always shown.
-- Both move by whole blocks (``cut`` and the first step shown are multiples of
-  ``BLOCK_STEPS``) unless only a cut right before the last :data:`KEEP_LAST_STEPS` steps
-  fits; those are always shown whole.
-  When the request does not fit even so, :func:`fit` says so, and the run stops as
-  ``budget_exhausted`` rather than send a request the model cannot take.
+  results, notes and the context added at them), replaced by one line saying which steps
+  are not shown. The task (and what came before the first step) is always shown.
+- ``cut`` and the first step shown are multiples of :data:`BLOCK_STEPS`, unless only a
+  cut right before the last :data:`KEEP_LAST_STEPS` steps fits; those steps are always
+  shown whole. When the request does not fit even so, :func:`fit` says so, and the run
+  stops as ``budget_exhausted`` rather than send a request the model cannot take.
 
 The window is chosen once a block: at the request that starts a block of ``BLOCK_STEPS``
 steps, from the history as it was then, to fill at most :data:`HEADROOM` of the budget, and
@@ -47,9 +44,10 @@ __all__ = [
     "fit",
 ]
 
-CHARS_PER_TOKEN: Final = 4
-"""Characters a token, for the estimate (English text and JSON run at 3.5-4.5 in o200k and
-cl100k; the budget should leave room for the difference)."""
+CHARS_PER_TOKEN: Final = 3
+"""Characters a token, for the estimate: on the requests of ``bench/tokens`` (English and
+JSON), o200k counted 3.7-3.8 characters a token, so the estimate errs high by about a
+fifth, leaving room for text that tokenizes worse."""
 
 BLOCK_STEPS: Final = 8
 """How many steps' results are elided at a time."""

@@ -132,7 +132,7 @@ class RunSetup:
     context_providers: Sequence[ContextProvider]
     store: TranscriptStore
     schema_cache: dict[tuple[object, ...], ActionSchema]
-    system_cache: dict[tuple[str, ...], str]
+    system_cache: dict[tuple[str, ...], tuple[str, str]]
     secrets: SecretResolver | None = None
     """Fills tool parameters marked :class:`~agentcore.secrets.Secret`."""
     redactor: Redactor | None = None
@@ -408,26 +408,33 @@ class Driver:
             n for n in st.scope if n in tools and changed_since_pinned(st, tools[n]) is None
         )
 
-    def _system(self, *, native: bool = False) -> str:
-        """The system text of a step (``native``: for an adapter in native mode, which
-        offers the tools as functions; see ``ContractDocument.render_system``)."""
+    def _systems(self) -> tuple[str, str]:
+        """The step's system text, and the same for an adapter in native mode (which
+        offers the tools as functions: see ``ContractDocument.render_system``), rendered
+        together once per tool set and cached."""
         offered = self._offered()
         most = self.state.policy.max_batch
         key = tuple(f"{n}:{self.setup.tools[n].spec.manifest_hash}" for n in offered)
-        key = (self.contract_hash, *key, *(("native",) if native else ()))
+        key = (self.contract_hash, *key)
         if most:
             key = (*key, f"max_batch:{most}")  # a run without batches keys as before
-        text = self.setup.system_cache.get(key)
-        if text is None:
+        texts = self.setup.system_cache.get(key)
+        if texts is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
-            text = self.contract.render_system(specs, self.setup.output, native=native)
             reads = [s.name for s in batch_tools(specs)]
-            if most >= 2 and reads:
-                text = f"{text}\n\n{batch_note(most, reads)}"
-            if self.setup.instructions:
-                text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
-            self.setup.system_cache[key] = text
-        return self.redactor.text(text) if self.redactor else text  # instructions may quote one
+            rendered: list[str] = []
+            for native in (False, True):
+                text = self.contract.render_system(specs, self.setup.output, native=native)
+                if most >= 2 and reads:
+                    text = f"{text}\n\n{batch_note(most, reads)}"
+                if self.setup.instructions:
+                    text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
+                rendered.append(text)
+            texts = (rendered[0], rendered[1])
+            self.setup.system_cache[key] = texts
+        if self.redactor:  # instructions may quote one
+            return self.redactor.text(texts[0]), self.redactor.text(texts[1])
+        return texts
 
     def _status_note(self, schema: ActionSchema) -> Message:
         return Message("user", self.state.budget.note(self.state, finish_only=schema.finish_only))
@@ -471,7 +478,7 @@ class Driver:
             await self._gather_context(step)
         while True:
             schema = self._schema()
-            system, window = self._system(), st.budget.max_request_tokens
+            (system, native_system), window = self._systems(), st.budget.max_request_tokens
             messages = MessageView(
                 self.renderer,
                 self.events,
@@ -492,7 +499,7 @@ class Driver:
             request = CompletionRequest(
                 schema=schema,
                 system=system,
-                native_system=self._system(native=True),  # cached, as the other is
+                native_system=native_system,
                 messages=messages,
                 run_id=st.run_id,
                 step=step,

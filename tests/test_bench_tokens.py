@@ -4,8 +4,11 @@ against the loopback fake gives one sane record per model call; the counting rul
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 TOKENS = Path(__file__).resolve().parent.parent / "bench" / "tokens"
 sys.path.insert(0, str(TOKENS))
@@ -63,3 +66,24 @@ def test_the_schemas_come_first_and_the_prefix_is_what_two_requests_share() -> N
     assert a.instructions == tokens("Be brief.")
     assert b.prefix_tokens == a.input_tokens and b.kept_pct == 100.0
     assert b.output_tokens == tokens("f") + tokens("{}")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--tasks", "support,nope"], "unknown task(s) nope"),
+        (["--rev", "deadbeef0000"], "names no commit"),
+    ],
+)
+def test_a_task_or_revision_it_does_not_know_stops_it_before_anything_is_measured(
+    args: list[str], said: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(TOKENS / "run.py"), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and said in done.stderr, done.stderr[-500:]
+    assert "Tokens per task" not in done.stdout

@@ -492,6 +492,18 @@ def main() -> None:
     ns = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     tasks = [t for t in ns.tasks.split(",") if t]
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:  # before anything is measured: never another task in its place
+        parser.error(f"unknown task(s) {', '.join(unknown)}; the tasks: {', '.join(TASKS)}")
+    for rev in ns.rev or ():
+        known = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            cwd=REPO,
+            capture_output=True,
+            check=False,
+        )
+        if known.returncode != 0:
+            parser.error(f"--rev {rev!r} names no commit of this repository")
     if ns.agentcore_json:  # the child of --rev
         rows, extra = _agentcore_rows(tasks)
         json.dump({**extra, "rows": _rows_to_json(rows)}, sys.stdout)

@@ -9,6 +9,7 @@ exactly as a non-streamed one; a stream cut mid-object is sent again whole.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -253,6 +254,12 @@ async def test_partials_grow_before_the_stream_ends_and_the_action_validates(
     assert len(set(thoughts)) >= 3
     assert all(b.startswith(a) for a, b in itertools.pairwise(thoughts))
     assert thoughts[-1] == THOUGHT
+    # the server thread notes the end just after its last write, which the client may
+    # have read first: wait for the note (a loaded machine delays that thread)
+    for _ in range(200):
+        if fake.stream_ends:
+            break
+        await asyncio.sleep(0.01)
     assert partials.seen[0][0] < fake.stream_ends[0]
     assert {(p.type, p.tool) for _, p in partials.seen} >= {("tool", "add_note")}
     # The complete reply is validated as a non-streamed one would be.

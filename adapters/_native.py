@@ -1,9 +1,9 @@
 """Native tool calling as a second mode over the same transcript.
 
 In native mode an adapter offers each in-scope tool as a native tool (strict where the
-provider supports it) plus ``plan`` and ``finish`` as tools, lets the provider choose
-(its "auto" tool choice; never a forced choice), and maps the reply back to the same
-:data:`NextAction` through the same validation path (:meth:`ActionSchema.parse`).
+provider supports it) plus ``plan``, ``finish`` and (when offered) ``ask`` as tools, lets
+the provider choose (its "auto" tool choice; never a forced choice), and maps the reply back
+to the same :data:`NextAction` through the same validation path (:meth:`ActionSchema.parse`).
 
 The history is rendered from our events in OpenAI's chat format (litellm translates it for
 Anthropic and Gemini): an action becomes an assistant tool call whose id is our call id,
@@ -35,8 +35,10 @@ from pydantic_core import from_json
 
 from agentcore.contracts import (
     MAX_PLAN_STEPS,
+    MAX_QUESTION_CHARS,
     MAX_THOUGHT_CHARS,
     ActionSchema,
+    AskAction,
     BatchAction,
     FinishAction,
     NextAction,
@@ -50,6 +52,7 @@ from agentcore.contracts.errors import InvalidActionError
 from ._protocol import Message, PartialAction
 
 __all__ = [
+    "ASK_TOOL",
     "FINISH_TOOL",
     "INVALID_HINT",
     "MODES",
@@ -74,6 +77,7 @@ MODES: Final[tuple[Mode, ...]] = ("structured", "native")
 
 PLAN_TOOL: Final = "plan"
 FINISH_TOOL: Final = "finish"
+ASK_TOOL: Final = "ask"
 _PROVIDER_NAME: Final = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME: Final = 64
 _EMPTY_TEXT: Final = "(empty reply)"
@@ -137,10 +141,12 @@ def tool_name_map(schema: ActionSchema) -> dict[str, str]:
     """Our tool names -> names every provider accepts.
 
     Characters outside ``[A-Za-z0-9_-]`` (dots) become ``_``; a collision gets a numeric
-    suffix (``math_gcd_2``); ``plan`` and ``finish`` stay reserved for the two actions. Our
-    names already start with a letter or an underscore and have at most 64 characters.
+    suffix (``math_gcd_2``); ``plan``, ``finish`` and ``ask`` stay reserved for the actions
+    (``ask`` even at steps that do not offer it, so a tool's name is the same at every
+    step). Our names already start with a letter or an underscore and have at most 64
+    characters.
     """
-    taken = {PLAN_TOOL, FINISH_TOOL}
+    taken = {PLAN_TOOL, FINISH_TOOL, ASK_TOOL}
     out: dict[str, str] = {}
     for name in schema.tool_names:
         wire = _PROVIDER_NAME.sub("_", name)[:_MAX_NAME]
@@ -169,6 +175,25 @@ def _plan_parameters() -> dict[str, Any]:  # Any: JSON Schema
             },
         },
         "required": ["thought", "steps"],
+        "additionalProperties": False,
+    }
+
+
+def _ask_parameters() -> dict[str, Any]:  # Any: JSON Schema
+    """``ask``'s parameters: the question, and an optional thought (else the reply's text)."""
+    return {
+        "type": "object",
+        "properties": {
+            "question": {
+                "type": "string",
+                "description": f"What you ask the user, at most {MAX_QUESTION_CHARS} characters.",
+            },
+            "thought": {
+                "type": "string",
+                "description": f"Why, at most {MAX_THOUGHT_CHARS} characters.",
+            },
+        },
+        "required": ["question"],
         "additionalProperties": False,
     }
 
@@ -244,11 +269,11 @@ def strict_compatible(source: Mapping[str, Any]) -> bool:  # Any: JSON Schema
 
 
 def native_tool_specs(schema: ActionSchema, dialect: Dialect, *, strict: bool) -> list[NativeTool]:
-    """The functions of one step: the offered tools, then ``plan`` and ``finish`` when
-    offered (a finish-only step offers ``finish`` alone).
+    """The functions of one step: the offered tools, then ``plan``, ``ask`` and ``finish``
+    when offered (a finish-only step offers ``finish`` alone).
 
     Args:
-        schema: the step's action schema (its tools, and whether plan/finish are offered).
+        schema: the step's action schema (its tools, and whether plan/ask are offered).
         dialect: how argument schemas are compiled (``openai_strict`` for strict tools).
         strict: ask for strict functions; a tool whose schema cannot be strict
             (:func:`strict_compatible`) is sent non-strict.
@@ -269,6 +294,13 @@ def native_tool_specs(schema: ActionSchema, dialect: Dialect, *, strict: bool) -
             PLAN_TOOL,
             "Propose the steps you will take. Tools that change things run only after a plan.",
             _plan_parameters(),
+        )
+    if ASK_TOOL in offered:
+        add(
+            ASK_TOOL,
+            "Ask the user something only they can tell you (a missing required value); the "
+            "run waits for their answer. Do not ask what a tool can find out.",
+            _ask_parameters(),
         )
     add(
         FINISH_TOOL,
@@ -329,6 +361,8 @@ def _call_of(
             }
         case ToolAction(tool=tool, args=args):
             return names.get(tool, _PROVIDER_NAME.sub("_", tool)), dict(args)
+        case AskAction(thought=thought, question=question):
+            return ASK_TOOL, {"question": question, "thought": thought}
         case BatchAction():  # never one function call: native_messages makes it several
             raise ValueError("a batch is not one function call")
 
@@ -340,8 +374,8 @@ def native_messages(
     call ids.
 
     An action becomes an assistant message with one tool call whose id is our call id (a
-    tool call's thought as the message's text; ``plan`` and ``finish`` carry theirs as an
-    argument), a ``batch`` one with a parallel call per call of it (ids ``c<step>.<i>``);
+    tool call's thought as the message's text; ``plan``, ``ask`` and ``finish`` carry theirs
+    as an argument), a ``batch`` one with a parallel call per call of it (ids ``c<step>.<i>``);
     every message about a call (``Message.call_id``) becomes its one tool result, joined
     in order, so each call has exactly one result right after its turn (a call with none
     yet gets a short placeholder before the next message). Other messages
@@ -369,7 +403,7 @@ def native_messages(
                 ]
             else:
                 wire = [(m.call_id, *_call_of(action, names, schema.output is not None))]
-            # A tool call's thought is the text before it; plan and finish carry theirs.
+            # A tool call's thought is the text before it; plan, ask and finish carry theirs.
             thought = action.thought if isinstance(action, ToolAction | BatchAction) else ""
             turn: dict[str, Any] = {"role": "assistant"}  # Any: JSON
             if thought:
@@ -410,9 +444,9 @@ def native_reply(
 
     Parallel calls all of tools a batch may hold, when the step offers a ``batch`` and
     they are at most ``max_batch``, are that batch. Otherwise the first call is the
-    action (``plan`` and ``finish`` by name, anything else a tool
+    action (``plan``, ``ask`` and ``finish`` by name, anything else a tool
     call with its arguments as ``args``, the name mapped back to ours); its thought is the
-    reply's text (for ``plan`` and ``finish``, their ``thought`` argument when given). The
+    reply's text (for those three, their ``thought`` argument when given). The
     other calls are returned in ``dropped``. A reply with no call and some text is a
     ``finish`` whose answer is that text; with neither it is invalid.
     """
@@ -448,7 +482,7 @@ def native_reply(
         return NativeReply(None, err, written, dropped)
     fields = dict(cast("dict[str, Any]", args))  # Any: a JSON object
     thought = content[:MAX_THOUGHT_CHARS]
-    if first.name in (PLAN_TOOL, FINISH_TOOL):
+    if first.name in (PLAN_TOOL, FINISH_TOOL, ASK_TOOL):
         given = fields.pop("thought", None)
         thought = str(given or content)[:MAX_THOUGHT_CHARS]
         action: dict[str, Any] = {"type": first.name, "thought": thought, **fields}  # Any: JSON
@@ -497,11 +531,11 @@ def _parsed(schema: ActionSchema, action_json: str, dropped: tuple[str, ...]) ->
 
 def native_partial(schema: ActionSchema, text: str, call: NativeCall | None) -> PartialAction:
     """What is known of a native action while it streams: the thought from the text so far,
-    and the type and tool once the first call's name is known (for ``plan`` and ``finish``
-    with no text, the thought from their partial ``thought`` argument)."""
+    and the type and tool once the first call's name is known (for ``plan``, ``ask`` and
+    ``finish`` with no text, the thought from their partial ``thought`` argument)."""
     if call is None or not call.name:
         return PartialAction(thought=text)
-    if call.name in (PLAN_TOOL, FINISH_TOOL):
+    if call.name in (PLAN_TOOL, FINISH_TOOL, ASK_TOOL):
         thought, answer = text, None
         try:
             partial: object = from_json(call.arguments, allow_partial="trailing-strings")

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from ._actions import (
     MAX_PLAN_STEPS,
+    MAX_QUESTION_CHARS,
     MAX_THOUGHT_CHARS,
+    AskAction,
     BatchAction,
     BatchCall,
     Effect,
@@ -71,6 +73,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_INT",
     "MAX_PLAN_STEPS",
+    "MAX_QUESTION_CHARS",
     "MAX_RUN_ID_CHARS",
     "MAX_STRING_CHARS",
     "MAX_TENANT_CHARS",
@@ -79,6 +82,7 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "ActionSchema",
     "AnthropicLimitReport",
+    "AskAction",
     "BatchAction",
     "BatchCall",
     "ContractDocument",

@@ -1,19 +1,22 @@
-"""The next action: ``plan | tool | finish``, a discriminated union on ``type``.
+"""The next action: ``plan | tool | finish | batch | ask``, a discriminated union on ``type``.
 
 These are the provider-neutral, normalised actions the core works with. Per-run schemas
-(see ``_schema.py``) are stricter: one tool variant per tool in scope. Whatever form a model
-answered in, a validated reply is normalised into one of these three models.
+(see ``_schema.py``) are stricter: one tool variant per tool in scope, and ``batch`` and
+``ask`` only at steps that offer them. Whatever form a model answered in, a validated reply
+is normalised into one of these models.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
     "MAX_PLAN_STEPS",
+    "MAX_QUESTION_CHARS",
     "MAX_THOUGHT_CHARS",
+    "AskAction",
     "BatchAction",
     "BatchCall",
     "Effect",
@@ -25,6 +28,7 @@ __all__ = [
 
 MAX_THOUGHT_CHARS = 400
 MAX_PLAN_STEPS = 8
+MAX_QUESTION_CHARS = 2000
 
 Effect = Literal["read", "write", "destructive"]
 """What a tool does to the world: ``read`` has no side effect, ``write`` has one,
@@ -110,7 +114,34 @@ class BatchAction(_Action):
         )
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("the question is blank; write what you need the user to tell you")
+    return text
+
+
+Question = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_QUESTION_CHARS,
+        description=f"What you ask the user, at most {MAX_QUESTION_CHARS} characters.",
+    ),
+    AfterValidator(_not_blank),
+]
+
+
+# Offered only at steps that allow it (``compile_action_schema(..., ask=True)``), never on a
+# finish-only step. The docstring is the variant's description in the schema the model reads.
+class AskAction(_Action):
+    """Ask the user something only they can tell you; the run waits for their answer."""
+
+    type: Literal["ask"] = "ask"
+    thought: Thought
+    question: Question
+
+
 NextAction = Annotated[
-    PlanAction | ToolAction | FinishAction | BatchAction, Field(discriminator="type")
+    PlanAction | ToolAction | FinishAction | BatchAction | AskAction, Field(discriminator="type")
 ]
 """One next action, as the core sees it."""

@@ -394,7 +394,7 @@ def _group_tool_calls(source: JsonSchema, compiler: _Compiler) -> JsonSchema:
     return {**source, union_key: grouped}
 
 
-_ACTION_TYPES: Final = frozenset({"plan", "tool", "finish", "batch"})
+_ACTION_TYPES: Final = frozenset({"plan", "tool", "finish", "batch", "ask"})
 _REF_PREFIX: Final = "#/$defs/"
 
 

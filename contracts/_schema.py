@@ -34,11 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from ._actions import (
     MAX_PLAN_STEPS,
+    AskAction,
     BatchAction,
     BatchCall,
     FinishAction,
     NextAction,
     PlanAction,
+    Question,
     Thought,
     ToolAction,
     require_type,
@@ -69,7 +71,7 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
 @functools.cache
-def _next_action() -> TypeAdapter[PlanAction | ToolAction | FinishAction | BatchAction]:
+def _next_action() -> TypeAdapter[PlanAction | ToolAction | FinishAction | BatchAction | AskAction]:
     return TypeAdapter(NextAction)
 
 
@@ -190,6 +192,16 @@ def batch_note(most: int, reads: Sequence[str]) -> str:
     )
 
 
+def ask_note() -> str:
+    """The paragraph the system text gains when the model may ask the user a question (a
+    step compiled with ``ask=True``; without it the text is unchanged)."""
+    return (
+        'You may also reply {"type": "ask", "thought": "...", "question": "..."} to ask the '
+        "user something only they can tell you (a missing required value); the run waits "
+        "for their answer. Do not ask what a tool can find out."
+    )
+
+
 _ThoughtFirstPlan: type[BaseModel] = create_model(
     "PlanAction",  # the wire schema names it as the usual order does
     __base__=_Strict,
@@ -205,6 +217,14 @@ _ThoughtFirstFinish: type[BaseModel] = create_model(
     thought=(Thought, ...),
     type=(Literal["finish"], "finish"),
     answer=(str, ...),
+)
+_ThoughtFirstAsk: type[BaseModel] = create_model(
+    "AskAction",
+    __base__=_Strict,
+    __doc__=AskAction.__doc__,
+    thought=(Thought, ...),
+    type=(Literal["ask"], "ask"),
+    question=(Question, ...),
 )
 
 
@@ -281,6 +301,8 @@ class ActionSchema:
             document's :attr:`~agentcore.contracts.ContractDocument.tool_args`): with
             ``signature``, the generic form's wire schema carries a prompt with each tool's
             argument schema, which its ``args_json`` string does not.
+        ask: ``ask`` (a question for the user) is offered; :func:`compile_action_schema`
+            never sets it on a finish-only step (nor would :attr:`offered_types` offer it).
     """
 
     tools: tuple[ToolSpec, ...]
@@ -292,6 +314,7 @@ class ActionSchema:
     output: OutputSpec | None = None
     max_batch: int = 0
     tool_args: ToolArgs = "json_schema"
+    ask: bool = False
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False)
     _forms: dict[str, ActionSchema] = field(
         init=False, repr=False, default_factory=dict[str, "ActionSchema"]
@@ -317,6 +340,8 @@ class ActionSchema:
             kinds.append("tool")
         if self.batch_names:
             kinds.append("batch")
+        if self.ask:
+            kinds.append("ask")
         return (*kinds, "finish")
 
     @property
@@ -348,6 +373,8 @@ class ActionSchema:
         if "batch" in self.offered_types:
             specs = [self._by_name[n] for n in self.batch_names]
             variants.append(_batch_variant(specs, self.form, self.max_batch, first))
+        if "ask" in self.offered_types:
+            variants.append(_ThoughtFirstAsk if first else AskAction)
         if self.output is not None and self.form == "generic":
             variants.append(_generic_finish(first))
         elif self.output is not None:
@@ -391,6 +418,7 @@ class ActionSchema:
                 output=self.output,
                 max_batch=self.max_batch,
                 tool_args=self.tool_args,
+                ask=self.ask,
             )
         return cache[form]
 
@@ -442,9 +470,9 @@ class ActionSchema:
         return action
 
     def _normalise(self, parsed: BaseModel) -> NextAction:
-        if isinstance(parsed, PlanAction | FinishAction):
+        if isinstance(parsed, PlanAction | FinishAction | AskAction):
             return parsed
-        if isinstance(parsed, _ThoughtFirstPlan | _ThoughtFirstFinish):
+        if isinstance(parsed, _ThoughtFirstPlan | _ThoughtFirstFinish | _ThoughtFirstAsk):
             return _next_action().validate_python(parsed.model_dump())
         if self.output is not None and getattr(parsed, "type") == "finish":  # noqa: B009
             return self._typed_answer(parsed, self.output)
@@ -549,6 +577,11 @@ class ActionSchema:
             return InvalidActionError(
                 f"A plan action is not allowed at this step; allowed action types: {offered}."
             )
+        if isinstance(loose, AskAction) and "ask" not in self.offered_types:
+            return InvalidActionError(
+                "An ask action is not allowed at this step: find out with a tool or decide "
+                f"yourself; allowed action types: {offered}."
+            )
         if isinstance(loose, ToolAction) and loose.tool not in self._by_name:
             names = ", ".join(self.tool_names) or "(none)"
             return UnknownToolError(
@@ -571,6 +604,7 @@ def compile_action_schema(
     output: OutputSpec | None = None,
     max_batch: int = 0,
     tool_args: ToolArgs = "json_schema",
+    ask: bool = False,
 ) -> ActionSchema:
     """Compile the action union for one step.
 
@@ -589,6 +623,8 @@ def compile_action_schema(
             among ``tools``.
         tool_args: how the system text shows the tools' arguments (see
             :attr:`ActionSchema.tool_args`).
+        ask: offer ``ask``, a question for the user (never on a ``finish_only`` step).
+            Give the system text :func:`ask_note` when a run allows it.
 
     Returns:
         An :class:`ActionSchema`; building its validator is lazy and happens once. The same
@@ -607,6 +643,7 @@ def compile_action_schema(
         output,
         max_batch,
         tool_args,
+        ask and not finish_only,
     )
 
 
@@ -621,6 +658,7 @@ def _compile(
     output: OutputSpec | None = None,
     max_batch: int = 0,
     tool_args: ToolArgs = "json_schema",
+    ask: bool = False,
 ) -> ActionSchema:
     return ActionSchema(
         tools=tools,
@@ -632,6 +670,7 @@ def _compile(
         output=output,
         max_batch=max_batch,
         tool_args=tool_args,
+        ask=ask,
     )
 
 
@@ -710,6 +749,8 @@ def action_problem(action: NextAction) -> str | None:
             return json_problem([thought, answer])
         case BatchAction(calls=calls, thought=thought):
             return json_problem([thought, *(c.args for c in calls)])
+        case AskAction(question=question, thought=thought):
+            return json_problem([thought, question])
 
 
 def dump_action(action: NextAction) -> str:

@@ -4,6 +4,7 @@ against the loopback fake gives one sane record per model call; the counting rul
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,75 @@ def test_a_task_or_revision_it_does_not_know_stops_it_before_anything_is_measure
     )
     assert done.returncode == 2 and said in done.stderr, done.stderr[-500:]
     assert "Tokens per task" not in done.stdout
+
+
+def test_the_parts_of_a_request_add_up_and_tell_the_note_the_results_and_the_framing_apart() -> (
+    None
+):
+    from count import PARTS, request_parts  # pyright: ignore[reportMissingImports]
+
+    system = (
+        "Reply with one JSON action.\n\nTools you can call:\n- f(x: str) (effect: read): F.\n\n"
+        "Example: one\nReply: {}\n\nInstructions from the operator:\nBe brief."
+    )
+    body = {
+        "response_format": {"type": "json_schema", "json_schema": {"name": "a"}},
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "Task: find x."},
+            {"role": "assistant", "content": '{"type":"tool","tool":"f","args":{"x":"1"}}'},
+            {"role": "user", "content": '[c1] f returned: {"x":"one"}\n\nStep 2 of 25.'},
+        ],
+    }
+    parts = request_parts(body, "Be brief.", ['{"x":"one"}'])
+
+    assert list(parts) == list(PARTS)
+    assert sum(parts.values()) == tokens(serialize(body)[0])
+    assert parts["tools"] == 0 and parts["response_format"] > 0
+    assert parts["operator instructions"] == tokens("Be brief.")
+    assert parts["tool list"] == tokens("Tools you can call:\n- f(x: str) (effect: read): F.\n\n")
+    assert parts["worked examples"] == tokens("Example: one\nReply: {}\n\n")
+    assert parts["step notes"] == tokens("\n\nStep 2 of 25.")
+    assert parts["tool results"] == tokens('{"x":"one"}')
+    observation = '<|user|>[c1] f returned: {"x":"one"}'
+    assert parts["observation framing"] == tokens(observation) - tokens('{"x":"one"}') > 0
+    assert parts["model replies"] == tokens(
+        '<|assistant|>{"type":"tool","tool":"f","args":{"x":"1"}}'
+    )
+    # A peer's request: no sections, the result is the whole tool message.
+    peer = {
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "find x"},
+            {"role": "tool", "content": '{"x":"one"}'},
+        ],
+    }
+    p = request_parts(peer, "Be brief.", ['{"x":"one"}'])
+    assert p["step notes"] == p["tool list"] == p["worked examples"] == p["response_format"] == 0
+    assert p["tool results"] == tokens('{"x":"one"}')
+    assert p["observation framing"] == tokens('<|tool|>{"x":"one"}') - tokens('{"x":"one"}') > 0
+    assert sum(p.values()) == tokens(serialize(peer)[0])
+
+
+def test_the_output_forms_keep_the_decisions_and_drop_only_the_envelope() -> None:
+    from run import output_forms  # pyright: ignore[reportMissingImports]
+
+    wrapped = json.dumps(
+        {"action": {"type": "tool", "thought": "Look.", "call": {"tool": "f", "args": {"x": 1}}}}
+    )
+    forms = output_forms([Turn(wrapped), Turn("plain answer")])
+
+    assert forms["as scripted"] == tokens(wrapped) + tokens("plain answer")
+    assert forms["flat action"] == tokens(
+        '{"type":"tool","thought":"Look.","tool":"f","args":{"x":1}}'
+    ) + tokens("plain answer")
+    assert forms["flat, no type key"] == tokens(
+        '{"thought":"Look.","tool":"f","args":{"x":1}}'
+    ) + tokens("plain answer")
+    assert (
+        forms["as scripted"]
+        > forms["compact JSON"]
+        > forms["flat action"]
+        > forms["flat, no type key"]
+    )

@@ -18,6 +18,19 @@ Parts of a request: ``schemas`` (the ``tools`` and ``response_format`` JSON), ``
 (every other message: the task, the tool calls, the results, the step notes), counted as
 the request's tokens minus the other parts, so that the parts add up to the whole.
 
+Finer parts (``RequestRecord.parts``, :data:`PARTS`), each of the four above cut further and
+adding up to it: schemas into ``tools`` and ``response_format``; framework text into
+agentcore's sections, cut at the headings it writes (``rules and forms``: everything before
+"Tools you can call:", with any heading of the operator's instructions and, for a peer, its
+whole framework text; ``tool list``; ``worked examples``; ``native-mode note``); history into
+``task`` (the first user message without its step note), ``step notes`` (agentcore's
+"Step N of M." status line, with what follows it on its line), ``model replies`` (assistant
+messages: content and calls), ``tool results`` (each scripted result's JSON text, found
+verbatim) and ``observation framing`` (the rest of the later messages: role markers,
+agentcore's "[c1] get_order returned: ", "plan approved"). Each finer part is counted on its
+own text; the few tokens lost or gained at the cuts go to the last part of its group
+(``response_format`` or ``tools``, ``rules and forms``, ``task``).
+
 Prefix kept: the tokens of the longest common prefix (in characters) of this request's
 serialization and the previous one's; "kept %" is that over the previous request's tokens
 (100%: the whole previous request is this one's prefix).
@@ -38,14 +51,25 @@ import functools
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fake import Turn
 
-__all__ = ["RequestRecord", "cacheable", "encoder_name", "records", "serialize", "tokens"]
+__all__ = [
+    "PARTS",
+    "RequestRecord",
+    "cacheable",
+    "encoder_name",
+    "records",
+    "request_parts",
+    "serialize",
+    "system_sections",
+    "tokens",
+]
 
 ENCODING = "o200k_base"
 
@@ -96,6 +120,7 @@ class RequestRecord:
     cacheable_tokens: int
     output_tokens: int
     stream: bool
+    parts: dict[str, int] = field(default_factory=dict)  # PARTS: tokens, add up to input
 
     def as_json(self) -> dict[str, Any]:  # Any: JSON
         return dict(self.__dict__)
@@ -145,6 +170,102 @@ def _common(a: str, b: str) -> int:
     return i
 
 
+PARTS: tuple[str, ...] = (
+    "tools",
+    "response_format",
+    "rules and forms",
+    "tool list",
+    "worked examples",
+    "native-mode note",
+    "operator instructions",
+    "task",
+    "step notes",
+    "model replies",
+    "tool results",
+    "observation framing",
+)
+
+MARKERS = (
+    ("tool list", "Tools you can call:"),
+    ("worked examples", "Example:"),
+    ("operator instructions", "Instructions from the operator:"),
+    ("native-mode note", "Native function calling is on"),
+)
+_STEP_NOTE = re.compile(r"\n*Step \d+(?: of \d+)?\.[^\n]*\Z")
+
+
+def system_sections(system: str) -> dict[str, int]:
+    """Tokens of agentcore's system text by section, cut at the headings it writes today
+    (:data:`MARKERS`; a heading not found leaves its section in the one before; the first
+    section is ``contract text``)."""
+    cuts = [(0, "contract text")]
+    for label, marker in MARKERS:
+        at = system.find(marker, cuts[-1][0] + 1)
+        if at != -1:
+            cuts.append((at, label))
+    out: dict[str, int] = {}
+    for (start, label), (end, _) in zip(cuts, [*cuts[1:], (len(system), "")], strict=True):
+        out[label] = out.get(label, 0) + tokens(system[start:end])
+    return out
+
+
+def request_parts(
+    body: Mapping[str, Any],  # Any: JSON
+    instructions: str,
+    results: Sequence[str] = (),
+) -> dict[str, int]:
+    """The request's tokens by :data:`PARTS` (the module doc); they add up to its tokens."""
+    out = dict.fromkeys(PARTS, 0)
+    text, _, messages = serialize(body)
+    tools = _compact(body["tools"]) + "\n" if body.get("tools") else ""
+    fmt = _compact(body["response_format"]) + "\n" if body.get("response_format") else ""
+    out["tools"], out["response_format"] = tokens(tools), tokens(fmt)
+    system_total = 0
+    known = sorted({r for r in results if r}, key=len, reverse=True)
+    seen_task = False
+    for role, mtext in messages:
+        n = tokens(mtext)
+        if role in ("system", "developer"):
+            system_total += n
+            rest = mtext
+            if instructions and instructions in mtext:
+                out["operator instructions"] += tokens(instructions)
+                rest = mtext.replace(instructions, "", 1)
+            for label, k in system_sections(rest).items():
+                key = (
+                    "rules and forms"
+                    if label in ("contract text", "operator instructions")
+                    else label
+                )
+                out[key] += k
+            continue
+        note = _STEP_NOTE.search(mtext) if role == "user" else None
+        body_text = mtext[: note.start()] if note else mtext
+        if note:
+            out["step notes"] += tokens(note.group())
+        if role == "assistant":
+            out["model replies"] += tokens(body_text)
+        elif role == "user" and not seen_task:
+            seen_task = True
+            out["task"] += tokens(body_text)
+        else:
+            payload = 0
+            rest = body_text
+            for r in known:
+                while r in rest:
+                    payload += tokens(r)
+                    rest = rest.replace(r, "", 1)
+            out["tool results"] += payload
+            out["observation framing"] += tokens(body_text) - payload
+    system_parts = ("rules and forms", "tool list", "worked examples", "native-mode note")
+    framework = system_total - out["operator instructions"]
+    out["rules and forms"] += framework - sum(out[k] for k in system_parts)
+    schemas = tokens(tools + fmt)
+    out["response_format" if fmt else "tools"] += schemas - out["tools"] - out["response_format"]
+    out["task"] += tokens(text) - sum(out.values())
+    return out
+
+
 def output_tokens(turn: Turn) -> int:
     return tokens(turn.content or "") + sum(tokens(n) + tokens(a) for n, a in turn.calls)
 
@@ -153,8 +274,10 @@ def records(
     bodies: Sequence[Mapping[str, Any]],  # Any: JSON
     turns: Sequence[Turn],
     instructions: str,
+    results: Sequence[str] = (),
 ) -> list[RequestRecord]:
-    """Count each logged request (and the scripted reply it got)."""
+    """Count each logged request (and the scripted reply it got); ``results``: the task's
+    scripted tool results, to tell them from their framing (:func:`request_parts`)."""
     out: list[RequestRecord] = []
     previous_text = ""
     previous_total = 0
@@ -187,6 +310,7 @@ def records(
                 cacheable_tokens=cacheable(prefix) if i else 0,
                 output_tokens=output_tokens(turns[i]) if i < len(turns) else 0,
                 stream=bool(body.get("stream")),
+                parts=request_parts(body, instructions, results),
             )
         )
         previous_text, previous_total = text, total

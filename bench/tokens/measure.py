@@ -163,7 +163,7 @@ async def run_agentcore(
         bodies = list(fake.bodies)
     calls = sum(1 for e in events if isinstance(e, ModelCalled))
     return AgentcoreRun(
-        records=records(bodies, turns, task.instructions),
+        records=records(bodies, turns, task.instructions, list(task.results().values())),
         bodies=bodies,
         turns=turns,
         status=str(result.status.value),

@@ -45,7 +45,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
-from count import RequestRecord, encoder_name, records, tokens  # noqa: E402
+from count import (  # noqa: E402
+    MARKERS,
+    PARTS,
+    RequestRecord,
+    encoder_name,
+    records,
+    system_sections,
+    tokens,
+)
 from fake import Turn  # noqa: E402
 from tasks import TASKS  # noqa: E402
 
@@ -260,7 +268,7 @@ def peer_side(python: str, tasks: Sequence[str]) -> tuple[list[Row], dict[str, s
             Row(
                 PEER_LABELS[run["framework"]],
                 run["task"],
-                records(run["bodies"], turns, task.instructions),
+                records(run["bodies"], turns, task.instructions, list(task.results().values())),
                 error,
             )
         )
@@ -366,31 +374,8 @@ def parts_table(rows: Sequence[Row]) -> list[str]:
     return [*lines, ""]
 
 
-_MARKERS = (
-    ("tool list", "Tools you can call:"),
-    ("worked examples", "Example:"),
-    ("operator instructions", "Instructions from the operator:"),
-    ("native-mode note", "Native function calling is on"),
-)
-
-
-def system_sections(system: str) -> dict[str, int]:
-    """Tokens of agentcore's system text by section, cut at the headings it writes today
-    (a heading not found leaves its section in the one before; best effort: for reading
-    where the text goes, not a target)."""
-    cuts = [(0, "contract text")]
-    for label, marker in _MARKERS:
-        at = system.find(marker, cuts[-1][0] + 1)
-        if at != -1:
-            cuts.append((at, label))
-    out: dict[str, int] = {}
-    for (start, label), (end, _) in zip(cuts, [*cuts[1:], (len(system), "")], strict=True):
-        out[label] = out.get(label, 0) + tokens(system[start:end])
-    return out
-
-
 def sections_table(first_bodies: dict[str, Any]) -> list[str]:  # Any: JSON
-    labels = ["contract text", *(label for label, _ in _MARKERS)]
+    labels = ["contract text", *(label for label, _ in MARKERS)]
     lines = [
         "agentcore's system text in the first request, by section (tokens):",
         "",
@@ -407,6 +392,241 @@ def sections_table(first_bodies: dict[str, Any]) -> list[str]:  # Any: JSON
         sec = system_sections(system)
         lines.append(f"| {key} | " + " | ".join(f"{sec.get(x, 0):,}" for x in labels) + " |")
     return [*lines, ""]
+
+
+# ------------------------------------------------------------------------------------------
+# per part: where agentcore's defaults and the best peer differ, and what the levers save
+
+LEAN = REPO / "bench" / "quality" / "variants" / "lean.json"
+
+
+def part_totals(row: Row) -> dict[str, int]:
+    """The row's input tokens by :data:`count.PARTS`, summed over its requests."""
+    out = dict.fromkeys(PARTS, 0)
+    for r in row.records:
+        for k, v in r.parts.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _defaults(rows: Sequence[Row], task: str, who: str) -> tuple[Row | None, Row | None]:
+    mine = {r.label: r for r in rows if r.task == task and not r.error}
+    s = mine.get(who + CONFIGS[0].label.removeprefix("agentcore"))
+    n = mine.get(who + CONFIGS[1].label.removeprefix("agentcore"))
+    return s, n
+
+
+def _best_peer(rows: Sequence[Row], task: str) -> Row | None:
+    peers = [r for r in rows if r.task == task and not r.label.startswith("agentcore")]
+    peers = [r for r in peers if not r.error and r.records]
+    return min(peers, key=lambda r: r.input_tokens) if peers else None
+
+
+def _whos(rows: Sequence[Row], task: str) -> list[str]:
+    suffix = CONFIGS[0].label.removeprefix("agentcore")
+    return [
+        r.label.removesuffix(suffix)
+        for r in rows
+        if r.task == task and r.label.startswith("agentcore") and r.label.endswith(suffix)
+    ]
+
+
+def parts_gap_table(rows: Sequence[Row], task: str) -> list[str]:
+    """First request and whole task by part: agentcore's defaults (structured; native beside
+    it) against the best peer, and the structured gap per part."""
+    best = _best_peer(rows, task)
+    out: list[str] = []
+    for who in _whos(rows, task):
+        s, n = _defaults(rows, task, who)
+        if s is None or n is None or best is None or not s.records or not n.records:
+            continue
+        st, nt, bt = part_totals(s), part_totals(n), part_totals(best)
+        sf, nf, bf = s.records[0].parts, n.records[0].parts, best.records[0].parts
+        out += [
+            f"**{task}**: {who} structured / native (defaults) against {best.label}, "
+            "input tokens by part:",
+            "",
+            "| part | first: structured | first: native | first: best peer "
+            "| task: structured | task: native | task: best peer | task gap (structured - peer) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for k in PARTS:
+            if not (st.get(k) or nt.get(k) or bt.get(k)):
+                continue
+            out.append(
+                f"| {k} | {sf.get(k, 0):,} | {nf.get(k, 0):,} | {bf.get(k, 0):,} "
+                f"| {st.get(k, 0):,} | {nt.get(k, 0):,} | {bt.get(k, 0):,} "
+                f"| {st.get(k, 0) - bt.get(k, 0):+,} |"
+            )
+        out += [
+            f"| **all** ({s.requests} / {n.requests} / {best.requests} requests) "
+            f"| {s.first:,} | {n.first:,} | {best.first:,} | {s.input_tokens:,} "
+            f"| {n.input_tokens:,} | {best.input_tokens:,} "
+            f"| {s.input_tokens - best.input_tokens:+,} |",
+            "",
+        ]
+    return out
+
+
+def _system_of(body: dict[str, Any]) -> str:  # Any: JSON
+    for m in body.get("messages") or ():
+        if m.get("role") == "system" and isinstance(m.get("content"), str):
+            return str(m["content"])
+    return ""
+
+
+def _section(system: str, label: str) -> str:
+    """The text of one section of agentcore's system text (``system_sections``' cuts)."""
+    cuts = [(0, "contract text")]
+    for name, marker in MARKERS:
+        at = system.find(marker, cuts[-1][0] + 1)
+        if at != -1:
+            cuts.append((at, name))
+    for (start, name), (end, _) in zip(cuts, [*cuts[1:], (len(system), "")], strict=True):
+        if name == label:
+            return system[start:end]
+    return ""
+
+
+def output_forms(turns: Sequence[Turn]) -> dict[str, int]:
+    """Output tokens of agentcore's structured replies as scripted, and the same decisions
+    (same thought text) written as compact JSON, and as compact flat actions
+    (``{"type","thought","tool","args"}``: the form the history already shows)."""
+    as_is = compact = flat = untyped = 0
+    for t in turns:
+        as_is += tokens(t.content or "")
+        try:
+            value = json.loads(t.content or "")
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            n = tokens(t.content or "")
+            compact, flat, untyped = compact + n, flat + n, untyped + n
+            continue
+        compact += tokens(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+        action = dict(value.get("action", value))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+        call = action.pop("call", None)
+        if isinstance(call, dict):
+            action.update(call)  # pyright: ignore[reportUnknownArgumentType]
+        flat += tokens(json.dumps(action, separators=(",", ":"), ensure_ascii=False))
+        action.pop("type", None)
+        untyped += tokens(json.dumps(action, separators=(",", ":"), ensure_ascii=False))
+    return {
+        "as scripted": as_is,
+        "compact JSON": compact,
+        "flat action": flat,
+        "flat, no type key": untyped,
+    }
+
+
+def levers_table(
+    rows: Sequence[Row],
+    task: str,
+    first_bodies: dict[str, Any],  # Any: JSON
+    turns: dict[str, list[Turn]] | None = None,
+) -> list[str]:
+    """What each lever would save on agentcore's structured defaults, computed on this run's
+    requests (per request x the requests it is in; not measured through agentcore)."""
+    best = _best_peer(rows, task)
+    out: list[str] = []
+    for who in _whos(rows, task):
+        s, n = _defaults(rows, task, who)
+        if s is None or n is None or best is None:
+            continue
+        st, bt = part_totals(s), part_totals(best)
+        k = s.requests
+        system = _system_of(first_bodies.get(f"{who} {task}/structured", {}))
+        native_system = _system_of(first_bodies.get(f"{who} {task}/native", {}))
+        lines: list[tuple[str, int, str]] = []
+        if system and native_system:
+            short = system.replace(
+                _section(system, "tool list"), _section(native_system, "tool list"), 1
+            )
+            d = tokens(system) - tokens(short)
+            lines.append(
+                (
+                    "system text's tool list cut to native mode's line (response_format "
+                    "carries the schemas)",
+                    d * k,
+                    f"{d} a request x {k}",
+                )
+            )
+            d = st["worked examples"]
+            lines.append(("no worked examples", d, f"{d // k} a request x {k}"))
+            if LEAN.is_file():
+                lean = json.loads(LEAN.read_text())
+                cut = system.replace(_section(system, "worked examples"), "", 1)
+                cut = cut.replace(_section(system, "contract text"), lean["system"] + "\n\n", 1)
+                d = tokens(system) - tokens(cut)
+                lines.append(
+                    (
+                        "contract text at bench/quality's lean variant (its rules, no "
+                        "examples; -7.5 pts on the confirmation half, not shipped)",
+                        d * k,
+                        f"{d} a request x {k}",
+                    )
+                )
+        plan = next(
+            (
+                r
+                for r in rows
+                if r.task == task and not r.error and r.label == who + CONFIGS[4].label[9:]
+            ),
+            None,
+        )
+        if plan is not None:
+            lines.append(
+                (
+                    "no plan request (the no plan-before-writes row; a plan riding with the "
+                    "first write keeps its text in the history, so at most this)",
+                    s.input_tokens - plan.input_tokens,
+                    f"{s.requests - plan.requests} request(s) fewer; output "
+                    f"{s.output_tokens - plan.output_tokens:,} fewer at most",
+                )
+            )
+        lines += [
+            ("no step notes", st["step notes"], f"{st['step notes']} over {k} requests"),
+            (
+                "observation framing at the best peer's",
+                st["observation framing"] - bt["observation framing"],
+                f"{st['observation framing']:,} vs {bt['observation framing']:,}",
+            ),
+            (
+                "model replies in the history at the best peer's size",
+                st["model replies"] - bt["model replies"],
+                f"{st['model replies']:,} vs {bt['model replies']:,}",
+            ),
+            (
+                "response_format at the best peer's tools' size",
+                st["response_format"] + st["tools"] - bt["tools"] - bt["response_format"],
+                f"{s.records[0].parts['response_format']:,} vs "
+                f"{best.records[0].parts['tools']:,} a request",
+            ),
+        ]
+        gap = s.input_tokens - best.input_tokens
+        out += [
+            f"**{task}**: what each lever would save on {who} structured (defaults), "
+            f"input tokens per task; gap to {best.label}: {gap:+,}",
+            "",
+            "| lever | saves | how computed | share of the gap |",
+            "|---|---:|---|---:|",
+            *(
+                f"| {name} | {d:,} | {how} | {100 * d / gap:.0f}% |"
+                if gap > 0
+                else f"| {name} | {d:,} | {how} | - |"
+                for name, d, how in lines
+            ),
+            "",
+        ]
+        if turns and f"{who} {task}" in turns:
+            forms = output_forms(turns[f"{who} {task}"])
+            out += [
+                f"Output tokens, {who} structured (defaults) on {task}: "
+                + ", ".join(f"{k} {v:,}" for k, v in forms.items())
+                + f"; native {n.output_tokens:,} (1.1x: {1.1 * n.output_tokens:,.0f}).",
+                "",
+            ]
+    return out
 
 
 def report(
@@ -459,6 +679,22 @@ def report(
         *parts_table(rows),
         *(sections_table(first_bodies) if first_bodies else []),
     ]
+    lines += [
+        "Input tokens by part, the first request and the whole task (`bench/tokens/count.py`"
+        "'s `PARTS`; each part counted on its own text, so the parts add up to the request):",
+        "",
+    ]
+    for task in tasks:
+        lines += parts_gap_table(rows, task)
+    from measure import agentcore_turns
+
+    turns = {
+        f"{who} {task}": agentcore_turns(TASKS[task], "structured")
+        for task in tasks
+        for who in _whos(rows, task)
+    }
+    for task in tasks:
+        lines += levers_table(rows, task, first_bodies or {}, turns)
     return "\n".join(lines)
 
 

@@ -298,8 +298,7 @@ def native_tool_specs(schema: ActionSchema, dialect: Dialect, *, strict: bool) -
     if ASK_TOOL in offered:
         add(
             ASK_TOOL,
-            "Ask the user something only they can tell you (a missing required value); the "
-            "run waits for their answer. Do not ask what a tool can find out.",
+            "Ask the user what only they know; the run waits for their answer.",
             _ask_parameters(),
         )
     add(

@@ -120,21 +120,17 @@ def _not_blank(text: str) -> str:
     return text
 
 
+# No description: the system text says what a question is for, and the dialects that cannot
+# send the bounds write them into one ("at least 1 character; at most 2000 characters").
 Question = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_QUESTION_CHARS,
-        description=f"What you ask the user, at most {MAX_QUESTION_CHARS} characters.",
-    ),
-    AfterValidator(_not_blank),
+    str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_not_blank)
 ]
 
 
 # Offered only at steps that allow it (``compile_action_schema(..., ask=True)``), never on a
 # finish-only step. The docstring is the variant's description in the schema the model reads.
 class AskAction(_Action):
-    """Ask the user something only they can tell you; the run waits for their answer."""
+    """Ask the user what only they know; the run waits for their answer."""
 
     type: Literal["ask"] = "ask"
     thought: Thought

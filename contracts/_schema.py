@@ -197,8 +197,8 @@ def ask_note() -> str:
     step compiled with ``ask=True``; without it the text is unchanged)."""
     return (
         'You may also reply {"type": "ask", "thought": "...", "question": "..."} to ask the '
-        "user something only they can tell you (a missing required value); the run waits "
-        "for their answer. Do not ask what a tool can find out."
+        "user what only they know (a missing required value); the run waits for their "
+        "answer. Do not ask what a tool can find out."
     )
 
 

@@ -119,6 +119,7 @@ VARIANTS: dict[str, ActionSchema] = {
         TOOLS, form="generic", output=output_spec(Receipt)
     ),
     "batch": compile_action_schema(BATCH_TOOLS, max_batch=4),
+    "ask": compile_action_schema(TOOLS, ask=True),
     # contract v2 (tools shown as signatures in the text): the compact wire schema
     "v2_typed": compile_action_schema(TOOLS, tool_args="signature"),
     "v2_generic": compile_action_schema(TOOLS, form="generic", tool_args="signature"),
@@ -126,6 +127,7 @@ VARIANTS: dict[str, ActionSchema] = {
         TOOLS, output=output_spec(Receipt), tool_args="signature"
     ),
     "v2_batch": compile_action_schema(BATCH_TOOLS, max_batch=4, tool_args="signature"),
+    "v2_ask": compile_action_schema(TOOLS, ask=True, tool_args="signature"),
 }
 GOOD_NOTE = {"note": {"title": "Groceries", "body": "milk"}, "tags": ["home"]}
 
@@ -756,6 +758,7 @@ def _replies(wire: WireSchema, schema: ActionSchema) -> list[Any]:
                 {"tool": "list_files", "args": {"folder": "docs"}},
             ],
         },
+        {"type": "ask", "thought": "Only they know.", "question": "Which account?"},
     ]
     if schema.form == "generic":
         for action in actions:

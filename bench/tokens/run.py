@@ -436,7 +436,7 @@ def parts_gap_table(rows: Sequence[Row], task: str) -> list[str]:
     it) against the best peer, and the structured gap per part."""
     best = _best_peer(rows, task)
     out: list[str] = []
-    for who in _whos(rows, task):
+    for who in _whos(rows, task)[-1:]:  # the last --rev given
         s, n = _defaults(rows, task, who)
         if s is None or n is None or best is None or not s.records or not n.records:
             continue
@@ -529,7 +529,7 @@ def levers_table(
     requests (per request x the requests it is in; not measured through agentcore)."""
     best = _best_peer(rows, task)
     out: list[str] = []
-    for who in _whos(rows, task):
+    for who in _whos(rows, task)[-1:]:  # the last --rev given
         s, n = _defaults(rows, task, who)
         if s is None or n is None or best is None:
             continue
@@ -681,7 +681,8 @@ def report(
     ]
     lines += [
         "Input tokens by part, the first request and the whole task (`bench/tokens/count.py`"
-        "'s `PARTS`; each part counted on its own text, so the parts add up to the request):",
+        "'s `PARTS`; each part counted on its own text, so the parts add up to the request; "
+        "agentcore as of the last revision measured):",
         "",
     ]
     for task in tasks:

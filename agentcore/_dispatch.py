@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
+from agentcore.contracts import (
+    AskAction,
+    BatchAction,
+    FinishAction,
+    NextAction,
+    PlanAction,
+    ToolAction,
+)
 
 from ._manifest import changed_since_pinned
 from ._provenance import judge_arguments, plan_misses
@@ -41,7 +48,7 @@ class Ruling:
 def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ruling:
     """Decide what happens to ``action`` in the run described by ``state``."""
     match action:
-        case FinishAction():
+        case FinishAction() | AskAction():  # an answer, or a question, for the user
             return Ruling("execute")
         case PlanAction():
             people = state.policy.approvals_needed(("plan",))
@@ -125,7 +132,7 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
             f"({changed}). It cannot run in this run until a person accepts the change "
             "(resume, confirm or resolve with accept_tool_changes); use another tool or finish.",
         )
-    refused = state.budget.refuses(name, state)
+    refused = state.budget.refuses(name, state.turn_used())
     if refused is not None:
         return Ruling("deny", refused)
     refused = check_arguments(tool.policies, action.args)

@@ -21,7 +21,8 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
     (completed, cancelled) never leaves a started tool without its ``tool_finished`` (its
     outcome silently dropped); nothing follows a final ``run_finished`` but a compensation
     (``compensation_started`` of a started call, its ``compensation_finished``, and the
-    ``run_finished`` that ends it); no action follows a compensation.
+    ``run_finished`` that ends it) or, after a ``completed`` one, the user's next message
+    (``user_message``: a new turn); no action follows a compensation.
     """
     problems: list[str] = []
     if not events:
@@ -35,6 +36,7 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
     started: set[str] = set()
     unfinished: dict[str, evt.ToolStarted] = {}  # started, outcome not recorded yet
     final_at: int | None = None
+    final_status = ""
     compensating = False
     undoing: set[str] = set()  # call ids whose undo started
     for i, ev in enumerate(events):
@@ -52,6 +54,11 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
                 and (ev.reason or "").startswith(COMPENSATION_ENDINGS)
             )
         )
+        next_turn = (
+            isinstance(ev, evt.UserMessage) and final_status == "completed" and not compensating
+        )
+        if next_turn:
+            final_at = None
         if final_at is not None and not undo and not (compensating and ev.type == "run_finished"):
             problems.append(f"{where}: follows the final run_finished at seq {final_at}")
         if undo:
@@ -92,7 +99,7 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
                 unfinished.pop(ev.call_id, None)
             case evt.RunFinished():
                 if RunStatus(ev.status) in CLOSED_STATUSES:
-                    final_at = ev.seq
+                    final_at, final_status = ev.seq, ev.status
                     for lost in unfinished.values():
                         problems.append(
                             f"{where}: the run is {ev.status} but {lost.tool} started at seq "
@@ -111,6 +118,7 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
                 | evt.CompensationFinished()
                 | evt.RunResumed()
                 | evt.Resolution()
+                | evt.UserMessage()
             ):
                 pass  # their order is the fold's to check (above)
             case _:

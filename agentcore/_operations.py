@@ -13,6 +13,7 @@ session, which records them under the run's lease and continues the run.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import time
@@ -22,6 +23,7 @@ from typing import Any, Generic
 from agentcore.contracts import check_text
 from agentcore.contracts.errors import (
     ConfigurationError,
+    NotAcceptingRepliesError,
     OutputTypeChangedError,
     RunBusyError,
 )
@@ -180,6 +182,35 @@ class RunOperations(Generic[OutputT]):
                 )
         except RunBusyError:  # another worker has it
             return self._typed(commands.read(state, config.output_hash))
+        return await self._surfaced(self._typed(self._handed_off(result)))
+
+    async def reply(
+        self, run_id: str, message: commands.Reply, wait_s: float
+    ) -> RunResult[OutputT]:
+        """``Agent.reply``: record the user's message under the run's lease (waiting up to
+        ``wait_s`` for a turn in progress, or another reply's, to end), then advance it."""
+        config, session = self.config, self.session
+        give_up = time.monotonic() + wait_s
+        pause = 0.05
+        while True:
+            try:
+                result = await session.execute(
+                    run_id,
+                    lambda state: commands.reply(state, message, output_hash=config.output_hash),
+                    advance=config.queue is None,
+                    wait_s=max(0.0, give_up - time.monotonic()),
+                )
+                break
+            except commands.TurnInProgressError as exc:
+                if config.queue is None or time.monotonic() >= give_up:
+                    raise NotAcceptingRepliesError(
+                        f"{exc} The process advancing it stopped, or it did not end within "
+                        f"{wait_s:g} s: resume it (agentcore resume {run_id}), then reply."
+                        if config.queue is None
+                        else f"{exc} It did not end within {wait_s:g} s; reply again later."
+                    ) from None
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
         return await self._surfaced(self._typed(self._handed_off(result)))
 
     # -- reading runs -----------------------------------------------------------------------

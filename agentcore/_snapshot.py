@@ -36,7 +36,7 @@ from agentcore.contracts._schema import load_action
 from agentcore.contracts.errors import ConfigurationError
 
 from ._render import Renderer
-from ._state import OpenCall, RunState, RunStatus
+from ._state import OpenCall, RunState, RunStatus, Turn, TurnMark
 from .events import Event, decode_event, encode_event_body
 from .policy import Budget, Policy
 from .stores._snapshots import Snapshot
@@ -261,10 +261,71 @@ def _usage(v: object) -> Usage:
 _json_object = _dict_of(*_JSON)[1]
 _text = _plain(str)[1]
 
+
+def _encode_usage(u: Usage) -> list[Any]:  # Any: JSON numbers
+    return [u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cost]
+
+
+def _decode_turns(_run: str, v: object) -> list[Turn]:
+    _check(v, (list,))
+    turns: list[Turn] = []
+    for item in cast("list[object]", v):
+        _check(item, (list,))
+        number, message, status, answer, reason, seq = cast("list[object]", item)
+        _check(number, (int,))
+        _check(message, (str,))
+        _check(status, (str,))
+        _check(answer, (str, _NONE))
+        _check(reason, (str, _NONE))
+        _check(seq, (int,))
+        turns.append(
+            Turn(
+                cast("int", number),
+                cast("str", message),
+                RunStatus(cast("str", status)),
+                cast("str | None", answer),
+                cast("str | None", reason),
+                cast("int", seq),
+            )
+        )
+    return turns
+
+
+def _encode_mark(m: TurnMark) -> list[Any]:  # Any: JSON values
+    return [
+        m.steps,
+        m.tool_calls,
+        m.child_steps,
+        m.child_tool_calls,
+        dict(m.per_tool),
+        _encode_usage(m.usage),
+    ]
+
+
+def _decode_mark(run: str, v: object) -> TurnMark:
+    _check(v, (list,))
+    steps, calls, child_steps, child_calls, per_tool, usage = cast("list[object]", v)
+    for n in (steps, calls, child_steps, child_calls):
+        _check(n, (int,))
+    counts = cast("dict[str, int]", _dict_of(int)[1](run, per_tool))
+    return TurnMark(
+        cast("int", steps),
+        cast("int", calls),
+        cast("int", child_steps),
+        cast("int", child_calls),
+        counts,
+        _usage(usage),
+    )
+
+
+def _decode_budget(run: str, v: object) -> Budget:
+    return Budget.from_json(_json_object(run, v))
+
+
 _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "task": _plain(str),
     "scope": _tuple(),
-    "budget": (Budget.to_json, lambda run, v: Budget.from_json(_json_object(run, v))),
+    "budget": (Budget.to_json, _decode_budget),
     "policy": (Policy.to_json, lambda run, v: Policy.from_json(_json_object(run, v))),
     "route": _tuple(),
     "contract": _dict_of(str),
@@ -277,10 +338,7 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "child_steps": _plain(int),
     "child_tool_calls": _plain(int),
     "per_tool": _counter(),
-    "usage": (
-        lambda u: [u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cost],
-        lambda _run, v: _usage(v),
-    ),
+    "usage": (_encode_usage, lambda _run, v: _usage(v)),
     "model_calls": _plain(int),
     "calls_by_model": _dict_of(int),
     "last_call_tokens": _plain(int),
@@ -302,6 +360,19 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
     "confirmed_plan": _plain(str, _NONE),
     "compensating": _plain(bool),
     "output_hash": _plain(str, _NONE),
+    "turns": (
+        lambda turns: [
+            [t.number, t.message, t.status.value, t.answer, t.reason, t.seq] for t in turns
+        ],
+        _decode_turns,
+    ),
+    "turn_mark": (_encode_mark, _decode_mark),
+    "turn_budget": (Budget.to_json, _decode_budget),
+    "conversation_budget": (
+        lambda b: None if b is None else b.to_json(),
+        lambda run, v: None if v is None else _decode_budget(run, v),
+    ),
+    "reply_keys": _dict_of(int),
 }
 
 

@@ -6,13 +6,14 @@ import bisect
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
 from agentcore.contracts import (
+    AskAction,
     BatchAction,
     FinishAction,
     NextAction,
@@ -50,6 +51,8 @@ __all__ = [
     "RunState",
     "RunStatus",
     "RunUsage",
+    "Turn",
+    "TurnMark",
     "args_hash",
     "status_after",
 ]
@@ -79,6 +82,55 @@ class RunUsage:
         return self.input_tokens + self.output_tokens
 
 
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a conversation: the user's message and how the run's advance on it
+    ended (the task is turn 1; each ``Agent.reply`` starts the next).
+
+    Attributes:
+        number: 1 for the task, then 2, 3, ...
+        message: what the user said (the task, for turn 1).
+        status: how the turn ended (``completed``, ``awaiting_input``, ...); the run's
+            status for the latest turn.
+        answer: the turn's answer when it completed (a typed output's canonical JSON).
+        reason: why it stopped otherwise (for ``awaiting_input``: the model's question).
+        seq: the seq of the event that began it (``run_started``, ``user_message``).
+    """
+
+    number: int
+    message: str
+    status: RunStatus
+    answer: str | None = None
+    reason: str | None = None
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMark:
+    """What the run had used when its latest turn began: a turn's budget counts from here."""
+
+    steps: int = 0
+    tool_calls: int = 0
+    child_steps: int = 0
+    child_tool_calls: int = 0
+    per_tool: Mapping[str, int] = field(default_factory=dict[str, int])
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """What the latest turn has used: a run's use less its :class:`TurnMark` (a budget
+    reads it as ``Consumption``)."""
+
+    steps: int
+    tool_calls: int
+    child_steps: int
+    child_tool_calls: int
+    per_tool: Mapping[str, int]
+    usage: Usage
+    last_call_tokens: int
+
+
 OutputT = TypeVar("OutputT", default=str)
 """The type of a run's answer (``Agent(output=T)``); ``str`` by default."""
 
@@ -97,6 +149,8 @@ class RunResult(Generic[OutputT]):
         usage: steps, tool calls, model calls, tokens and cost so far.
         output: the final answer as the agent's output type when ``completed`` (the text
             of ``answer`` for the default ``str``), else ``None``.
+        turns: the conversation's turns in order, the latest last (one for a run nobody
+            replied to): each message and how its turn ended.
     """
 
     run_id: str
@@ -106,6 +160,13 @@ class RunResult(Generic[OutputT]):
     pending: PendingCall | None
     usage: RunUsage
     output: OutputT | None = None
+    turns: tuple[Turn, ...] = ()
+
+    @property
+    def question(self) -> str | None:
+        """The model's question for the user when the run is ``awaiting_input`` (answer it
+        with ``Agent.reply``), else ``None``."""
+        return self.reason if self.status is RunStatus.AWAITING_INPUT else None
 
 
 @dataclass(slots=True)
@@ -153,7 +214,7 @@ class OpenCall:
                 return self.finished is not None
             case PlanAction():
                 return True
-            case FinishAction():  # settled only by the run_finished that follows it
+            case FinishAction() | AskAction():  # settled only by the run_finished after it
                 return False
 
     def member(self, call_id: str) -> OpenCall | None:
@@ -231,6 +292,16 @@ class RunState:
     ``Agent.compensate`` continues it."""
     output_hash: str | None = None
     """The hash of the run's output type (``run_started``; ``None``: a text answer)."""
+    turns: list[Turn] = field(default_factory=list[Turn])
+    """The conversation's turns; the latest's status is set when it ends (``run_finished``)."""
+    turn_mark: TurnMark = field(default_factory=TurnMark)
+    """What the run had used when the latest turn began (the turn's budget counts from it)."""
+    turn_budget: Budget = field(default_factory=Budget)
+    """Each turn's budget when a reply names none: ``run_started``'s, without its deadline."""
+    conversation_budget: Budget | None = None
+    """Limits of all turns together (``run_started``), or ``None``."""
+    reply_keys: dict[str, int] = field(default_factory=dict[str, int])
+    """The idempotency keys of the user's messages, with the turn each began."""
 
     @classmethod
     def of(cls, events: Sequence[evt.Event]) -> RunState:
@@ -320,6 +391,31 @@ class RunState:
                     self._read(event.result, event.call_id, event.tool)
                 if not event.ok:
                     self.failures[self.failure_key(call)] += 1
+            case evt.UserMessage():
+                self._heard(event.text)  # trusted, like the task
+                if self.turns:  # how the turn before ended
+                    self.turns[-1] = replace(self.turns[-1], status=self.status)
+                self.turns.append(Turn(event.turn, event.text, RunStatus.RUNNING, seq=event.seq))
+                if event.key is not None:
+                    self.reply_keys[event.key] = event.turn
+                self.turn_mark = TurnMark(
+                    self.steps,
+                    self.tool_calls,
+                    self.child_steps,
+                    self.child_tool_calls,
+                    dict(self.per_tool),
+                    self.usage,
+                )
+                self.budget = (
+                    self.turn_budget if event.budget is None else Budget.from_json(event.budget)
+                )
+                # A new request: the last turn's finish is done, its plan covers it no more.
+                self.call = None
+                self.answer = None
+                self.last_call_tokens = self.reasks = self.context_step = self.recoveries = 0
+                self.plan_approved = self.person_plan_approved = False
+                self.confirmed_plan = None
+                self._set_status(event)
             case evt.RunResumed():
                 self.tools.update(event.accepted_tools)
                 if event.budget is not None:
@@ -344,6 +440,10 @@ class RunState:
                     self.call.put_to_a_person = True
                 self.answer = event.answer
                 self.reason = event.reason
+                if self.turns:
+                    self.turns[-1] = replace(
+                        self.turns[-1], answer=event.answer, reason=event.reason
+                    )
                 if (event.reason or "").startswith(COMPENSATION_ENDINGS):
                     self.compensating = True  # it never advances again (``_compensation``)
             case evt.CompensationStarted() | evt.CompensationFinished():
@@ -361,6 +461,10 @@ class RunState:
                 self.metadata = dict(event.metadata)
                 self.started_at = event.at
                 self.output_hash = event.output_hash
+                self.turns = [Turn(1, event.task, RunStatus.RUNNING, seq=event.seq)]
+                self.turn_budget = replace(self.budget, deadline=None)
+                if event.conversation_budget is not None:
+                    self.conversation_budget = Budget.from_json(event.conversation_budget)
             case _:
                 raise evt.unhandled_event(event, "the run state's fold (RunState.apply)")
 
@@ -407,6 +511,34 @@ class RunState:
         """Identity of a call for repeated-failure detection: tool plus argument hash."""
         assert isinstance(call.action, ToolAction)
         return args_hash(call.action.tool, call.run_args())
+
+    @property
+    def turn(self) -> int:
+        """The latest turn's number (1 until someone replies)."""
+        return len(self.turns) or 1
+
+    def turn_used(self) -> RunState | TurnUsage:
+        """What the latest turn has used, as its budget reads it (the run itself, on the
+        first turn: nothing to subtract)."""
+        mark = self.turn_mark
+        if len(self.turns) <= 1:
+            return self
+        u, m = self.usage, mark.usage
+        cost = None if u.cost is None else u.cost - (m.cost or 0.0)
+        return TurnUsage(
+            self.steps - mark.steps,
+            self.tool_calls - mark.tool_calls,
+            self.child_steps - mark.child_steps,
+            self.child_tool_calls - mark.child_tool_calls,
+            {k: n - mark.per_tool.get(k, 0) for k, n in self.per_tool.items()},
+            Usage(
+                u.input_tokens - m.input_tokens,
+                u.output_tokens - m.output_tokens,
+                u.cached_input_tokens - m.cached_input_tokens,
+                cost,
+            ),
+            self.last_call_tokens,
+        )
 
     def run_usage(self) -> RunUsage:
         """Consumption so far."""
@@ -466,7 +598,7 @@ class RunState:
                     expires_at=expires,
                     reason=why,
                 )
-            case FinishAction() | BatchAction():  # a batch's calls never wait for a person
+            case FinishAction() | BatchAction() | AskAction():  # a batch's calls never wait
                 return None
 
     def approval_deadline(self) -> float | None:
@@ -480,6 +612,15 @@ class RunState:
 
     def result(self) -> RunResult:
         """A snapshot for the caller."""
+        turns = self.turns
+        if turns and turns[-1].status is not self.status:
+            turns = [*turns[:-1], replace(turns[-1], status=self.status)]
         return RunResult(
-            self.run_id, self.status, self.answer, self.reason, self.pending(), self.run_usage()
+            self.run_id,
+            self.status,
+            self.answer,
+            self.reason,
+            self.pending(),
+            self.run_usage(),
+            turns=tuple(turns),
         )

@@ -12,7 +12,9 @@ everything whole):
   says the result was elided and how long it was: every result of a step before ``cut``.
 - If the request still does not fit, older steps are left out whole (their actions,
   results, notes and the context added at them), replaced by one line saying which steps
-  are not shown. The task (and what came before the first step) is always shown.
+  are not shown. The task (and what came before the first step) is always shown, and so
+  is the conversation itself: the user's later messages (``User: ...``) and the answers
+  that ended their turns (``finish`` actions) in the steps left out.
 - ``cut`` and the first step shown are multiples of :data:`BLOCK_STEPS`, unless only a
   cut right before the last :data:`KEEP_LAST_STEPS` steps fits; those steps are always
   shown whole. When the request does not fit even so, :func:`fit` says so, and the run
@@ -33,12 +35,14 @@ from dataclasses import dataclass
 from typing import Final
 
 from agentcore.adapters import Message
+from agentcore.contracts import FinishAction
 
 __all__ = [
     "BLOCK_STEPS",
     "CHARS_PER_TOKEN",
     "HEADROOM",
     "KEEP_LAST_STEPS",
+    "USER_PREFIX",
     "Fitted",
     "estimate",
     "fit",
@@ -58,6 +62,10 @@ KEEP_LAST_STEPS: Final = 2
 HEADROOM: Final = 0.6
 """The share of the budget the window leaves the history when it moves, so the steps of
 the next block fit without moving it again."""
+
+USER_PREFIX: Final = "User: "
+"""How the user's next message (a new turn: ``user_message``) begins in the model's view
+(``_render``); the window keeps such messages when it leaves older steps out."""
 
 _RESULT: Final = re.compile(r"^\[c(\d+)(?:\.\d+)?\] (\S+) returned: ")
 """A tool result as the model's view renders it (``_render.Renderer``): ``[c12] tool
@@ -116,18 +124,28 @@ def _elide(whole: tuple[Message, ...], cut: int) -> tuple[Message, ...]:
     return tuple(shown)
 
 
+def _said(message: Message) -> bool:
+    """A message of the conversation itself: the user's later message, or an answer that
+    ended a turn."""
+    if message.role == "user":
+        return message.call_id is None and message.content.startswith(USER_PREFIX)
+    return isinstance(message.action, FinishAction)
+
+
 def _drop(messages: tuple[Message, ...], before: int) -> tuple[Message, ...]:
     if before <= 1:
         return messages
     steps = [_step(m) for m in messages]
     first = next(i for i, s in enumerate(steps) if s is not None)
     keep = next(i for i, s in enumerate(steps) if s is not None and s >= before)
+    said = [m for m in messages[first:keep] if _said(m)]
+    kept = "; the user's messages and your answers in them are" if said else ""
     note = Message(
         "user",
-        f"(Steps 1 to {before - 1} are not shown, to keep the request within its budget; "
+        f"(Steps 1 to {before - 1} are not shown, to keep the request within its budget{kept}; "
         "the run's transcript keeps them.)",
     )
-    return (*messages[:first], note, *messages[keep:])
+    return (*messages[:first], note, *said, *messages[keep:])
 
 
 def _search(system: str, whole: tuple[Message, ...], target: int) -> Fitted:

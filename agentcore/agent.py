@@ -352,8 +352,12 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,  # Any: JSON values recorded as given
         tenant: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,  # Any: chat messages as given
+        conversation_budget: Budget | None = None,
     ) -> RunResult[OutputT]:
         """Start a run and advance it until it completes, stops or waits for a person.
+
+        The run's answer ends its first turn; :meth:`reply` continues the conversation.
 
         Args:
             task: what the user asks for.
@@ -366,13 +370,22 @@ class Agent(Generic[OutputT]):
             tenant: the run's namespace, recorded in ``run_started`` and kept in the store's
                 run row: ``list_runs(tenant=...)``, ``agentcore runs/stats/prune --tenant``.
                 The same rules as a run id (non-empty, at most 200 characters, printable).
+            history: an earlier conversation to start from (moving from another framework):
+                messages in OpenAI's chat format, recorded in ``run_started`` as imported.
+                The model sees them before the task; what the assistant and tools said
+                there is untrusted (``Policy.untrusted_arguments`` judges arguments copied
+                from it). System messages are left out.
+            conversation_budget: limits of all the conversation's turns together (steps,
+                tokens, cost, deadline); ``budget`` is each turn's.
 
         Raises:
-            ConfigurationError: bad scope, empty task.
+            ConfigurationError: bad scope, empty task, a history not in the chat format.
             LimitExceededError: an invalid ``run_id`` or ``tenant``.
             StoreError: the store failed; nothing after the last durable event happened.
         """
-        return await self._ops.run(NewRun(task, scope, budget, run_id, metadata, tenant))
+        return await self._ops.run(
+            NewRun(task, scope, budget, run_id, metadata, tenant, history, conversation_budget)
+        )
 
     async def submit(
         self,
@@ -453,6 +466,53 @@ class Agent(Generic[OutputT]):
         check_run_id(run_id)
         by = None if by is None else person(by, "resume")
         return await self._ops.resume(run_id, budget, by, accept_tool_changes)
+
+    async def reply(
+        self,
+        run_id: str,
+        message: str,
+        *,
+        key: str | None = None,
+        budget: Budget | None = None,
+        wait_s: float = 60.0,
+    ) -> RunResult[OutputT]:
+        """The user's next message: a new turn of the run's conversation, advanced like
+        :meth:`run` until it completes, stops or waits for a person.
+
+        The model sees everything before the message (earlier turns, tool results,
+        approvals) and answers it; the run's answer, typed output and ``result.turns`` are
+        the new turn's. Every rule of the run holds across turns: its scope, bound
+        parameters, provenance (untrusted text read in one turn is untrusted in the
+        next), approvals, and the transcript's chain. A plan approved in an earlier turn
+        does not cover this one's writes.
+
+        A run takes a message when its turn has ended: ``completed``, ``awaiting_input``
+        (the message answers the model's question) or ``budget_exhausted`` (the new turn
+        has a budget of its own). Two replies at once are recorded one after the other,
+        each with a turn of its own: a reply to a run whose turn is being advanced waits
+        for it to end (up to ``wait_s``).
+
+        Args:
+            message: what the user said (trusted, like the task).
+            key: an idempotency key (a request id): a second reply with the same key is
+                refused, so a retried request does not append the message twice.
+            budget: this turn's budget (default: the run's, without its deadline).
+            wait_s: how long to wait for a turn in progress (another reply's, a queue
+                worker's) before giving up.
+
+        Raises:
+            NotAcceptingRepliesError: the run was cancelled or compensated (it takes no
+                more messages), waits for an approver or an operator, failed, or its turn
+                did not end within ``wait_s`` (or its process died: resume it first).
+            DuplicateReplyError: ``key`` began a turn already (``.turn`` says which).
+            RunBusyError: another worker held the run for longer than ``wait_s``.
+            RunNotFoundError: no such run.
+            OutputTypeChangedError: the run was started with another output type.
+            ConfigurationError: an empty message.
+            LimitExceededError: an invalid ``run_id``, ``key`` or message.
+        """
+        check_run_id(run_id)
+        return await self._ops.reply(run_id, commands.Reply(message, key, budget), wait_s)
 
     # -- reading runs -------------------------------------------------------------------------
 
@@ -738,6 +798,11 @@ class Agent(Generic[OutputT]):
     """:meth:`confirm`, streamed like :meth:`Agent.stream`."""
     confirm_sync = SyncTwin(confirm)
     """:meth:`confirm` for code without an event loop."""
+    stream_reply = StreamTwin(reply)
+    """:meth:`reply`, streamed like :meth:`Agent.stream`: a chat front end shows the
+    turn's thought and answer as the model writes them."""
+    reply_sync = SyncTwin(reply)
+    """:meth:`reply` for code without an event loop."""
     extract_sync = SyncTwin(extract)
     """:meth:`extract` for code without an event loop (a sync tool runs in a thread
     without one)."""

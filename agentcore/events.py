@@ -18,6 +18,7 @@ tool_started       arguments as executed and the idempotency key; durable before
 tool_finished      the result or the error
 resolution         a person settled a call whose outcome was lost (result, rerun, fail)
 run_resumed        a run was resumed (optionally with a new budget)
+user_message       the user's next message: a new turn of a conversation (``Agent.reply``)
 compensation_*     the undo of a committed call: started (durable first), finished
 run_finished       the run stopped: status, answer (typed: also output) or reason; some resume
 =================  =====================================================================
@@ -54,6 +55,7 @@ __all__ = [
     "RunStarted",
     "ToolFinished",
     "ToolStarted",
+    "UserMessage",
     "Verdict",
     "decode_event",
     "decode_events",
@@ -101,6 +103,13 @@ class RunStarted(_Event):
     output_hash: str | None = None
     """The hash of the answer's type (``Agent(output=T)``; ``None``: a text answer). A run
     continues only with an agent whose output type has the same hash."""
+    history: list[dict[str, str]] = Field(default_factory=list[dict[str, str]], exclude_if=_unset)
+    """A conversation imported from elsewhere (``Agent.run(history=...)``), before the task:
+    ``{"role": "user" | "assistant" | "tool", "content": text}`` in order. Shown to the
+    model as imported; what the assistant and tools said there is untrusted."""
+    conversation_budget: dict[str, JsonValue] | None = Field(default=None, exclude_if=_unset)
+    """Limits of the whole conversation, every turn together (``Agent.run(
+    conversation_budget=...)``); ``budget`` is each turn's."""
 
 
 class ContextAdded(_Event):
@@ -286,6 +295,20 @@ class RunResumed(_Event):
     """The accepted tools' definitions (manifest entries), pinned from here on."""
 
 
+class UserMessage(_Event):
+    """The user's next message to a run whose turn ended (``Agent.reply``): it starts turn
+    ``turn`` (the task was turn 1), with everything before it in view. Trusted, like the
+    task."""
+
+    type: Literal["user_message"] = "user_message"
+    turn: int
+    text: str
+    key: str | None = None
+    """The caller's idempotency key: a second message with the same key is refused."""
+    budget: dict[str, JsonValue] | None = None
+    """This turn's budget; ``None``: the run's (``run_started``'s, without its deadline)."""
+
+
 class Resolution(_Event):
     """A person settled a call whose outcome was lost (a non-idempotent tool that was started
     but never recorded as finished): ``result`` (it happened, with this result), ``rerun``
@@ -367,6 +390,7 @@ Event = Annotated[
     | ToolStarted
     | ToolFinished
     | RunResumed
+    | UserMessage
     | Resolution
     | CompensationStarted
     | CompensationFinished

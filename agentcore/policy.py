@@ -244,6 +244,10 @@ class Policy:
             scope, the model may make several calls of such tools in one step; they run
             concurrently, each decided, budgeted and recorded as a call of its own. A batch
             holding any other tool is refused whole. See docs/tools.md, "Batches of reads".
+        ask: offer the model the ``ask`` action, a question for the user: the run then
+            waits ``awaiting_input`` until ``Agent.reply`` answers it (docs/conversations.md).
+            Default ``False``: a run nobody converses with has no one to answer, and the
+            offer costs about 45 tokens a request; turn it on for chat agents.
         on_pending: called (sync or async) with an :class:`~agentcore.approvals.ApprovalRequest`
             after a call starts waiting for people, after each approval that leaves it
             waiting, and on an escalation; a failure is logged, never raised. Not
@@ -268,6 +272,7 @@ class Policy:
     untrusted_arguments: Literal["confirm", "deny", "allow"] = "confirm"
     writes_after_untrusted: Literal["confirm", "allow"] = "confirm"
     max_batch: int = 0
+    ask: bool = False
     authorize: Authorize | None = field(default=None, compare=False, repr=False)
     on_pending: OnPending | None = field(default=None, compare=False, repr=False)
 
@@ -377,6 +382,7 @@ class Policy:
             "untrusted_arguments": "confirm",
             "writes_after_untrusted": "confirm",
             "max_batch": 0,
+            "ask": False,
         }
         for name, value in unused.items():
             if data[name] == value:  # recorded as before these existed

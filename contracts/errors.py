@@ -33,6 +33,8 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   │   ├── ApprovalExpiredError       an approval after Policy.approval_ttl
     │   │   └── AlreadyApprovedError       the same person approving one call twice
     │   ├── NotAuthorizedError             Policy.authorize refused this person for this call
+    │   ├── NotAcceptingRepliesError       reply() to a run that cannot take a message now
+    │   ├── DuplicateReplyError            reply() with an idempotency key already recorded
     │   ├── ToolManifestChangedError       a tool the run used changed since it started
     │   └── OutputTypeChangedError         the agent's output type is not the run's
     ├── ToolOutcomeUnknownError     raised by a tool: its call may or may not have happened
@@ -60,6 +62,7 @@ __all__ = [
     "ConfigurationError",
     "ConfirmationMismatchError",
     "ContractLintError",
+    "DuplicateReplyError",
     "ExtractionError",
     "InvalidActionError",
     "LeaseLostError",
@@ -67,6 +70,7 @@ __all__ = [
     "ModelError",
     "ModelRefusedError",
     "ModelTruncatedError",
+    "NotAcceptingRepliesError",
     "NotAuthorizedError",
     "NotAwaitingConfirmationError",
     "OutputTypeChangedError",
@@ -290,6 +294,26 @@ class RemoteToolError(AgentcoreError):
 
 class NotAwaitingConfirmationError(RunError):
     """confirm() was called on a run that is not waiting for a person."""
+
+
+class NotAcceptingRepliesError(RunError):
+    """``reply()`` to a run that cannot take the user's next message now: a person closed
+    it (cancelled, compensated), it waits for an approver or an operator, it failed, or a
+    turn is still in progress past the reply's wait. The message says which, and what
+    continues the run; nothing was recorded."""
+
+
+class DuplicateReplyError(RunError):
+    """``reply(key=...)`` with an idempotency key the run already recorded a message for
+    (a retried request): the message is not appended twice.
+
+    Attributes:
+        turn: the turn that key's message started.
+    """
+
+    def __init__(self, message: str, *, turn: int) -> None:
+        super().__init__(message)
+        self.turn = turn
 
 
 class ConfirmationMismatchError(RunError):

@@ -123,6 +123,12 @@ CONTRIBUTES: dict[str, Contribution] = {
         ("", "resumed with a new budget"),
         "resumed",
     ),
+    "user_message": Contribution(
+        (lambda s: (s.turn, s.status, s.budget.max_steps, s.call), (2, RunStatus.RUNNING, 5, None)),
+        ("User: And the other one? ✓",),
+        ("", "turn 2, the user: And the other one? ✓"),
+        "turn 2: the user says",
+    ),
     "approval_expired": Contribution(
         (lambda s: s.call and s.call.expiry and s.call.expiry.escalations, 1),
         (),

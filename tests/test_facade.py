@@ -28,7 +28,17 @@ from agentcore.testing import call, finish
 
 NO_PLAN = Policy(plan_before_writes=False)
 
-RUN = ["task", "scope", "budget", "run_id", "metadata", "tenant"]
+RUN = [
+    "task",
+    "scope",
+    "budget",
+    "run_id",
+    "metadata",
+    "tenant",
+    "history",
+    "conversation_budget",
+]
+REPLY = ["run_id", "message", "key", "budget", "wait_s"]
 RESUME = ["run_id", "budget", "by", "accept_tool_changes"]
 CONFIRM = ["run_id", "approve", "by", "reason", "args", "step", "args_hash", "accept_tool_changes"]
 TWINS = [
@@ -38,6 +48,8 @@ TWINS = [
     ("stream", "run", RUN),
     ("stream_resume", "resume", RESUME),
     ("stream_confirm", "confirm", CONFIRM),
+    ("reply_sync", "reply", REPLY),
+    ("stream_reply", "reply", REPLY),
 ]
 
 

@@ -175,6 +175,8 @@ def test_every_field_of_the_fold_survives_a_snapshot(transcript: list[Event]) ->
     # (tests/test_subagent_governance.py)
     elsewhere = {"compensating", "tenant", "metadata", "untrusted_text", "output_hash"}
     elsewhere |= {"untrusted_reads", "confirmed_plan", "child_steps", "child_tool_calls"}
+    # a conversation's (tests/test_conversations.py)
+    elsewhere |= {"turn_mark", "conversation_budget", "reply_keys"}
     assert untouched <= {"run_id", "recoveries", "person_plan_approved", *elsewhere}, untouched
     assert {"call.confirmation", "call.started", "call.finished"} <= changed
 

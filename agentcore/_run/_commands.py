@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
@@ -30,6 +30,8 @@ from agentcore.contracts.errors import (
     ApprovalExpiredError,
     ConfigurationError,
     ConfirmationMismatchError,
+    DuplicateReplyError,
+    NotAcceptingRepliesError,
     NotAuthorizedError,
     NotAwaitingConfirmationError,
     OutputTypeChangedError,
@@ -46,7 +48,7 @@ from .._state import (
     RunStatus,
     args_hash,
 )
-from .._status import CLOSED_STATUSES
+from .._status import CLOSED_STATUSES, REPLY_STATUSES
 from ..approvals import Authorize, person_key, person_name
 from ..events import (
     Approval,
@@ -58,15 +60,19 @@ from ..events import (
     RunResumed,
     RunStarted,
     ToolFinished,
+    UserMessage,
 )
 from ..guards import check_arguments
 from ..policy import Budget, Policy
 from ..tools import Tool
 
 __all__ = [
+    "MAX_IMPORTED_MESSAGES",
     "OUTCOME_UNKNOWN",
     "Answer",
+    "Reply",
     "Settlement",
+    "TurnInProgressError",
     "advance",
     "cancel",
     "check_approval_window",
@@ -75,9 +81,11 @@ __all__ = [
     "checked_tools",
     "confirm",
     "expire",
+    "imported_history",
     "needs_continuing",
     "outcome_unknown",
     "outcomes_unknown",
+    "reply",
     "resolve",
     "resume",
     "resume_or_dead_letter",
@@ -106,13 +114,17 @@ def start(
     contract: ContractDocument,
     route: tuple[Sequence[ModelAdapter], Sequence[ModelAdapter]],
     output_hash: str | None = None,
+    history: Sequence[Mapping[str, Any]] | None = None,  # Any: chat messages as given
+    conversation_budget: Budget | None = None,
 ) -> RunStarted:
     """A new run's ``run_started``: the task, its scope's tools (their manifest), budget,
-    policy, contract, the act and plan routes' names, metadata and tenant.
+    policy, contract, the act and plan routes' names, metadata and tenant; a conversation
+    imported from elsewhere (:func:`imported_history`) and the conversation's budget.
 
     Raises:
-        ConfigurationError: an empty task.
-        LimitExceededError: a task, metadata, run id or tenant that cannot be recorded.
+        ConfigurationError: an empty task, a history not in the chat format.
+        LimitExceededError: a task, metadata, run id, tenant or history message that cannot
+            be recorded.
     """
     if not task.strip():
         raise ConfigurationError("The task is empty: say what the agent should do.")
@@ -137,7 +149,155 @@ def start(
         metadata=recorded,
         tenant=tenant,
         output_hash=output_hash,
+        history=imported_history(history or ()),
+        conversation_budget=None if conversation_budget is None else conversation_budget.to_json(),
     )
+
+
+MAX_IMPORTED_MESSAGES = 1_000
+"""The most messages a run may import as its earlier conversation (``history=``)."""
+
+_IMPORTED_ROLES = frozenset({"user", "assistant", "tool"})
+
+
+def imported_history(
+    messages: Sequence[Mapping[str, Any]],  # Any: OpenAI chat messages as given
+) -> list[dict[str, str]]:
+    """Messages in OpenAI's chat format (``{"role", "content"}``; content as text or as
+    text parts; an assistant's ``tool_calls``) as ``run_started.history`` records them:
+    ``{"role": "user" | "assistant" | "tool", "content": text}``. System messages are left
+    out (the agent has its own instructions); an assistant's tool calls are written out as
+    text (``called name(arguments)``).
+
+    Raises:
+        ConfigurationError: not a list of such messages (an unknown role, content that is
+            not text, more than :data:`MAX_IMPORTED_MESSAGES`).
+        LimitExceededError: a message that cannot be recorded.
+    """
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]  # user input
+        raise ConfigurationError("history= takes a list of chat messages ({'role', 'content'})")
+    if len(messages) > MAX_IMPORTED_MESSAGES:
+        raise ConfigurationError(
+            f"history= has {len(messages)} messages; at most {MAX_IMPORTED_MESSAGES} are "
+            "imported (summarise older ones into one)"
+        )
+    out: list[dict[str, str]] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # user input
+            raise ConfigurationError(f"history[{i}] is not a chat message (a mapping)")
+        role = m.get("role")
+        if role in {"system", "developer"}:
+            continue
+        if role not in _IMPORTED_ROLES:
+            raise ConfigurationError(
+                f"history[{i}] has role {role!r}; imported messages are user, assistant or "
+                "tool (system messages are left out)"
+            )
+        text = _message_text(m.get("content"), i)
+        for call in cast("list[Any]", m.get("tool_calls") or []):  # Any: as given
+            fn: Mapping[str, Any] = {}  # Any: as given
+            if isinstance(call, Mapping):
+                found = cast("Mapping[str, Any]", call).get("function")
+                fn = cast("Mapping[str, Any]", found) if isinstance(found, Mapping) else {}
+            text += f"\ncalled {fn.get('name', '?')}({fn.get('arguments', '')})"
+        text = text.strip()
+        if not text:
+            continue
+        check_text(text, f"history[{i}]")
+        out.append({"role": str(role), "content": text})
+    return out
+
+
+def _message_text(content: object, i: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in cast("list[object]", content):
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):  # pyright: ignore[reportUnknownMemberType]
+                parts.append(cast("str", part["text"]))  # pyright: ignore[reportUnknownArgumentType]
+            else:
+                raise ConfigurationError(
+                    f"history[{i}] has a content part that is not text; only text is imported"
+                )
+        return "\n".join(parts)
+    raise ConfigurationError(f"history[{i}]'s content is not text")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The user's next message (``Agent.reply``), its arguments not yet checked."""
+
+    text: str
+    key: str | None = None
+    budget: Budget | None = None
+
+
+class TurnInProgressError(RunError):
+    """A reply reached a run whose turn is still being advanced (by a queue's workers):
+    it waits for the turn to end, then tries again."""
+
+
+def reply(state: RunState, message: Reply, *, output_hash: str | None) -> list[Event]:
+    """The user's next message: the ``user_message`` that starts the next turn.
+
+    Raises:
+        NotAcceptingRepliesError: the run is closed for good (cancelled, compensated),
+            waits for a person or an operator, failed, or its turn is unfinished.
+        TurnInProgressError: its turn is being advanced (:data:`RunStatus.RUNNING`).
+        DuplicateReplyError: ``message.key`` began a turn already.
+        OutputTypeChangedError: the agent's output type is not the run's.
+        ConfigurationError: an empty message.
+        LimitExceededError: a message or key that cannot be recorded.
+    """
+    run = state.run_id
+    if not message.text.strip():
+        raise ConfigurationError("The message is empty: say what the user said.")
+    check_text(message.text, "reply's message")
+    if message.key is not None:
+        check_run_id(message.key)  # the same rules: non-empty, short, printable
+        turn = state.reply_keys.get(message.key)
+        if turn is not None:
+            raise DuplicateReplyError(
+                f"Run {run} already has the message with key {message.key!r} (it began turn "
+                f"{turn}); it is not appended twice.",
+                turn=turn,
+            )
+    status = state.status
+    if state.compensating or status is RunStatus.CANCELLED:
+        raise NotAcceptingRepliesError(
+            f"Run {run} was closed by a person ({status.value}"
+            f"{': ' + state.reason if state.reason else ''}); it takes no more messages. "
+            "Start a new run (history= can carry this conversation over)."
+        )
+    if status is RunStatus.RUNNING:
+        raise TurnInProgressError(f"Run {run} is still advancing turn {state.turn}.")
+    if status not in REPLY_STATUSES:
+        fix = {
+            RunStatus.AWAITING_CONFIRMATION: f"confirm or deny the waiting call first "
+            f"(agentcore confirm {run} --by NAME)",
+            RunStatus.NEEDS_ATTENTION: f"an operator settles it first (agentcore show {run})",
+            RunStatus.FAILED: f"a person resumes it first (agentcore resume {run} --by NAME)",
+        }.get(status, "")
+        raise NotAcceptingRepliesError(
+            f"Run {run} is {status.value}"
+            f"{' (' + state.reason + ')' if state.reason else ''}; it takes the user's next "
+            f"message once its turn has ended: {fix}."
+        )
+    checked_output(state, output_hash)
+    return [
+        UserMessage(
+            run_id=run,
+            seq=state.next_seq,
+            at=time.time(),
+            turn=state.turn + 1,
+            text=message.text,
+            key=message.key,
+            budget=None if message.budget is None else message.budget.to_json(),
+        )
+    ]
 
 
 def scope_names(tools: Mapping[str, Tool], scope: Sequence[str] | None) -> tuple[str, ...]:

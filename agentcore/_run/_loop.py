@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from agentcore.adapters import Completion, CompletionRequest, Message, ModelAdapter
 from agentcore.contracts import (
     ActionSchema,
+    AskAction,
     BatchAction,
     BatchCall,
     ContractDocument,
@@ -42,6 +43,7 @@ from agentcore.contracts import (
 )
 from agentcore.contracts._document import contract_for_run
 from agentcore.contracts._schema import (
+    ask_note,
     batch_note,
     batch_tools,
     parse_loose_batch,
@@ -364,15 +366,20 @@ class Driver:
                     f"the same call {call.action.tool}({short_args(call.run_args())}) failed or "
                     f"was refused {st.failures[key]} times; stopping instead of repeating it",
                 )
-        why = budget.exhausted(st, time.time())
+        now = time.time()
+        why = budget.exhausted(st.turn_used(), now)
+        if why is None and st.conversation_budget is not None:
+            why = st.conversation_budget.exhausted(st, now)
+            why = None if why is None else f"the conversation's {why}"
         return None if why is None else (RunStatus.BUDGET_EXHAUSTED, why)
 
     # -- asking the model -------------------------------------------------------------------
 
     def _schema(self) -> ActionSchema:
         st, budget = self.state, self.state.budget
-        finish_only = budget.finish_only(st)
-        names = tuple(n for n in self._offered() if budget.refuses(n, st) is None)
+        used, whole = st.turn_used(), st.conversation_budget
+        finish_only = budget.finish_only(used) or (whole is not None and whole.finish_only(st))
+        names = tuple(n for n in self._offered() if budget.refuses(n, used) is None)
         tools = self.setup.tools
         key = (
             self.contract_hash,
@@ -382,6 +389,7 @@ class Driver:
             st.policy.schema_form,
             st.policy.max_reply_bytes,
             st.policy.max_batch,
+            st.policy.ask,
         )
         schema = self.setup.schema_cache.get(key)
         if schema is None:
@@ -394,6 +402,7 @@ class Driver:
                 tool_args=self.contract.tool_args,
                 output=self.setup.output,  # the agent's one output type
                 max_batch=st.policy.max_batch,
+                ask=st.policy.ask,
             )
             self.setup.schema_cache[key] = schema
         return schema
@@ -418,6 +427,9 @@ class Driver:
         key = (self.contract_hash, *key)
         if most:
             key = (*key, f"max_batch:{most}")  # a run without batches keys as before
+        ask = self.state.policy.ask
+        if ask:
+            key = (*key, "ask")
         texts = self.setup.system_cache.get(key)
         if texts is None:
             specs: list[ToolSpec] = [self.setup.tools[n].spec for n in offered]
@@ -427,6 +439,8 @@ class Driver:
                 text = self.contract.render_system(specs, self.setup.output, native=native)
                 if most >= 2 and reads:
                     text = f"{text}\n\n{batch_note(most, reads)}"
+                if ask:
+                    text = f"{text}\n\n{ask_note()}"
                 if self.setup.instructions:
                     text = f"{text}\n\nInstructions from the operator:\n{self.setup.instructions}"
                 rendered.append(text)
@@ -437,7 +451,8 @@ class Driver:
         return texts
 
     def _status_note(self, schema: ActionSchema) -> Message:
-        return Message("user", self.state.budget.note(self.state, finish_only=schema.finish_only))
+        st = self.state
+        return Message("user", st.budget.note(st.turn_used(), finish_only=schema.finish_only))
 
     async def _gather_context(self, step: int) -> None:
         st = self.state
@@ -694,6 +709,8 @@ class Driver:
         match call.action:
             case FinishAction(answer=answer):
                 self.finish(RunStatus.COMPLETED, answer=answer)
+            case AskAction(question=question):  # the user answers with Agent.reply
+                self.finish(RunStatus.AWAITING_INPUT, reason=question)
             case PlanAction():  # settled once decided or confirmed; never reached
                 return
             case ToolAction():

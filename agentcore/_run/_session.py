@@ -55,6 +55,8 @@ class NewRun:
     run_id: str | None
     metadata: Mapping[str, Any] | None  # Any: JSON values recorded as given
     tenant: str | None
+    history: Sequence[Mapping[str, Any]] | None = None  # Any: chat messages as given
+    conversation_budget: Budget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,8 @@ class Session:
             contract=self.setup.contract,
             route=(self.setup.route, self.setup.plan_route),
             output_hash=None if output is None else output.hash,
+            history=new.history,
+            conversation_budget=new.conversation_budget,
         )
         if run_id is not None and await self.exists(run_id):
             return await self.current(run_id)

@@ -365,7 +365,7 @@ def call_context(
         tenant=st.tenant,
         metadata=MappingProxyType(st.metadata),
         deps=deps,
-        budget_left=st.budget.remaining(st),
+        budget_left=st.budget.remaining(st.turn_used()),
     )
 
 

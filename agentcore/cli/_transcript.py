@@ -24,7 +24,14 @@ from agentcore import (
     ThoughtDelta,
 )
 from agentcore import events as evt
-from agentcore.contracts import BatchAction, FinishAction, NextAction, PlanAction, ToolAction
+from agentcore.contracts import (
+    AskAction,
+    BatchAction,
+    FinishAction,
+    NextAction,
+    PlanAction,
+    ToolAction,
+)
 
 from ._common import EXIT_INTERRUPTED, Interrupted, err, out, plain, print_rows, resume_command
 
@@ -41,6 +48,8 @@ def action_detail(action: NextAction) -> str:
             return answer
         case BatchAction(calls=calls):
             return " | ".join(f"{c.tool} {json.dumps(c.args)}" for c in calls)
+        case AskAction(question=question):
+            return question
 
 
 def describe(ev: evt.Event, *, full: bool = False) -> tuple[str, str]:
@@ -112,6 +121,8 @@ def describe(ev: evt.Event, *, full: bool = False) -> tuple[str, str]:
             return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
         case evt.RunResumed():
             return "", "resumed" + (" with a new budget" if ev.budget else "")
+        case evt.UserMessage():
+            return "", f"turn {ev.turn}, the user: {ev.text[:cap]}"
         case evt.RunFinished():
             return "", f"{ev.status}: {ev.answer or ev.reason or ''}"
         case _:

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from agentcore import UNDO_SUFFIX
 from agentcore import events as evt
-from agentcore.contracts import BatchAction, FinishAction, PlanAction, ToolAction
+from agentcore.contracts import AskAction, BatchAction, FinishAction, PlanAction, ToolAction
 
 __all__ = ["Entry", "StepBlock", "timeline"]
 
@@ -150,6 +150,15 @@ def entry(ev: evt.Event) -> Entry:
                     return Entry(
                         ev.seq, ev.type, "finish", action.thought, [("answer", action.answer)]
                     )
+                case AskAction():
+                    return Entry(
+                        ev.seq,
+                        ev.type,
+                        "question for the user",
+                        action.thought,
+                        [("question", action.question)],
+                        tone="wait",
+                    )
                 case BatchAction():
                     return Entry(
                         ev.seq,
@@ -228,11 +237,19 @@ def entry(ev: evt.Event) -> Entry:
         case evt.Resolution():
             details = [("reason", ev.reason)] if ev.reason else []
             return Entry(ev.seq, ev.type, f"resolved ({ev.decision}) by {ev.by}", details=details)
+        case evt.UserMessage():
+            details = [("message", ev.text)]
+            if ev.key is not None:
+                details.append(("idempotency key", ev.key))
+            if ev.budget is not None:
+                details.append(("budget", pretty(ev.budget)))
+            return Entry(ev.seq, ev.type, f"turn {ev.turn}: the user says", details=details)
         case evt.RunFinished():
             details = [("answer", ev.answer)] if ev.answer else []
             if ev.reason:
                 details.append(("reason", ev.reason))
-            tone = {"completed": "ok", "awaiting_confirmation": "wait"}.get(ev.status, "bad")
+            tone = {"completed": "ok", "awaiting_confirmation": "wait", "awaiting_input": "wait"}
+            tone = tone.get(ev.status, "bad")
             return Entry(ev.seq, ev.type, f"run {ev.status}", details=details, tone=tone)
         case _:
             raise evt.unhandled_event(ev, "the console's timeline")

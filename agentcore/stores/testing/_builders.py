@@ -26,6 +26,7 @@ from agentcore.events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    UserMessage,
 )
 
 from ..._status import status_after
@@ -266,6 +267,21 @@ def every_event_type(run_id: str) -> list[Event]:
             action=FinishAction(thought="done", answer="the answer"),
         ),
         RunFinished(**stamp(3612.5), status="completed", answer="the answer"),
+        UserMessage(
+            **stamp(3650.0),
+            turn=2,
+            text="And the other one? ✓",
+            key="req-2",
+            budget={"max_steps": 5},
+        ),
+        ActionProposed(
+            **stamp(3651.0),
+            step=5,
+            call_id="c5",
+            action=FinishAction(thought="same", answer="the second answer"),
+        ),
+        Decision(**stamp(3651.25), step=5, call_id="c5", verdict="execute"),
+        RunFinished(**stamp(3651.5), status="completed", answer="the second answer"),
         CompensationStarted(
             **stamp(3700.0),
             step=3,

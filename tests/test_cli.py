@@ -598,7 +598,7 @@ def test_main_help_is_printed_as_the_app_prints_it(
     assert "Commands:" in expected
     # In a user's order: running runs first, administration last.
     listed = [ln.split()[0] for ln in expected.split("Commands:")[1].splitlines() if ln.strip()]
-    first = ["demo", "run", "runs", "show", "export", "confirm", "resume", "resolve", "cancel"]
+    first = ["demo", "run", "reply", "runs", "show", "export", "confirm", "resume", "resolve"]
     assert listed[: len(first)] == first, listed
     assert listed.index("prune") > listed.index("serve") > listed.index("cancel")
     monkeypatch.setattr(sys, "argv", ["agentcore", "--help"])

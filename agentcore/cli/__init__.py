@@ -4,7 +4,8 @@ Exit codes (also in docs/cli.md):
 
 === ===========================================================
 0   the run completed (or the command succeeded: ``cancel`` cancelled or requested it)
-1   an error: store failure, unknown run, a run that cannot be confirmed or cancelled
+1   an error: store failure, unknown run, a run that cannot be confirmed, cancelled or
+    replied to (a duplicate ``--key``)
 2   usage error: bad option, bad argument (an invalid run id), bad configuration, an
     approval without ``--step``/``--args-hash`` and no terminal to ask on
 3   the run is awaiting confirmation
@@ -15,6 +16,7 @@ Exit codes (also in docs/cli.md):
 8   the run is still marked running (its process may have died: resume it)
 9   ``db status`` / ``db upgrade``: the store was written by a newer agentcore
 10  ``verify``: a run's tamper-evident chain is broken (its first broken seq is printed)
+11  the run is awaiting input: the model asked the user a question (``reply`` answers it)
 130 stopped by Ctrl-C at a safe point (the resume command is printed)
 === ===========================================================
 """
@@ -79,6 +81,7 @@ Options:
 Commands:
   demo        Run the support-desk demo agent (offline: scripted model,...
   run         Start a run of an agent and advance it until it completes,...
+  reply       Say the user's next message to a run: a new turn of its...
   runs        List runs, most recently updated first.
   show        Show a run's transcript (creates nothing).
   export      Write a run's transcript to stdout as JSON Lines (one event...

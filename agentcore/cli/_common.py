@@ -51,6 +51,7 @@ EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.FAILED: 6,
     RunStatus.CANCELLED: 7,
     RunStatus.RUNNING: 8,
+    RunStatus.AWAITING_INPUT: 11,
 }
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -292,6 +293,23 @@ def resume_command(
     return " ".join(["agentcore", "resume", shlex.quote(run_id), *more, *_where(agent, store)])
 
 
+REPLY_PLACEHOLDER = "your answer"
+"""The message a printed ``reply`` command carries: the person puts their own in its place."""
+
+
+def reply_command(
+    run_id: str,
+    message: str = REPLY_PLACEHOLDER,
+    *,
+    agent: str | None = None,
+    store: str | None = None,
+) -> str:
+    """The command that answers the run's question (or says the user's next message), as
+    it can be pasted into a shell: the message goes where ``message`` stands."""
+    parts = ["agentcore", "reply", shlex.quote(run_id), shlex.quote(message)]
+    return " ".join(parts + _where(agent, store))
+
+
 def compensate_command(
     run_id: str, *, agent: str | None = None, store: str | None = None, more: Sequence[str] = ()
 ) -> str:
@@ -311,10 +329,9 @@ def report(
     for a person exits 0, for the demo, where that pause is the point). ``store``: the
     store URL the commands printed must name (see :func:`store_hint`)."""
     status = result.status
-    style = {RunStatus.COMPLETED: "green", RunStatus.AWAITING_CONFIRMATION: "yellow"}.get(
-        status, "red"
-    )
-    out.print(f"[bold {style}]{status.value}[/]  run {result.run_id}", highlight=False)
+    style = STATUS_STYLES.get(status, "red")
+    turn = f"  turn {len(result.turns)}" if len(result.turns) > 1 else ""
+    out.print(f"[bold {style}]{status.value}[/]  run {result.run_id}{turn}", highlight=False)
     if result.answer:
         out.print(f"answer: {result.answer}", highlight=False)
     pending = result.pending
@@ -327,6 +344,8 @@ def report(
             "answer it from this run with the command below, and this run goes on",
             highlight=False,
         )
+    elif result.question is not None:
+        out.print(f"question: {result.question}", highlight=False)
     elif result.reason and status is not RunStatus.COMPLETED and not said_below:
         out.print(f"reason: {result.reason}", highlight=False)  # else the pending call's "why:"
     u = result.usage
@@ -368,9 +387,72 @@ def report(
             style="bold",
             highlight=False,
         )
+    elif status is RunStatus.AWAITING_INPUT:
+        print_reply(result.run_id, agent_hint=agent_hint, store=store)
     if paused_ok and status is RunStatus.AWAITING_CONFIRMATION:
         raise typer.Exit(0)
     raise typer.Exit(EXIT_CODES[status])
+
+
+STATUS_STYLES: dict[RunStatus, str] = {
+    RunStatus.COMPLETED: "green",
+    RunStatus.AWAITING_CONFIRMATION: "yellow",
+    RunStatus.AWAITING_INPUT: "yellow",
+}
+"""The colour of a status on a terminal (any other: red)."""
+
+
+def print_reply(run_id: str, *, agent_hint: str | None, store: str | None = None) -> None:
+    """The reply command that answers a run waiting for the user (its placeholder message
+    to be replaced by the answer)."""
+    out.print("reply: ", end="")
+    out.print(reply_command(run_id, agent=agent_hint, store=store), style="bold", highlight=False)
+
+
+def turns_json(result: RunResult) -> list[dict[str, Any]]:  # Any: JSON values
+    """The run's turns as ``reply --json`` and ``show --turns --json`` write them (stable
+    fields: added, never renamed or removed): ``question`` for a turn that ended with one,
+    ``reason`` for a turn that stopped otherwise."""
+    found: list[dict[str, Any]] = []  # Any: JSON values
+    for turn in result.turns:
+        waiting = turn.status is RunStatus.AWAITING_INPUT
+        found.append(
+            {
+                "turn": turn.number,
+                "status": turn.status.value,
+                "message": turn.message,
+                "answer": turn.answer,
+                "question": turn.reason if waiting else None,
+                "reason": None if waiting else turn.reason,
+                "seq": turn.seq,
+            }
+        )
+    return found
+
+
+def result_json(result: RunResult) -> dict[str, Any]:  # Any: JSON values
+    """A run's outcome as ``reply --json`` writes it (stable fields: added, never renamed
+    or removed)."""
+    p = result.pending
+    u = result.usage
+    return {
+        "run_id": result.run_id,
+        "status": result.status.value,
+        "answer": result.answer,
+        "question": result.question,
+        "reason": None if result.question is not None else result.reason,
+        "pending": None
+        if p is None
+        else {"step": p.step, "tool": p.tool, "args": p.args, "args_hash": p.args_hash},
+        "usage": {
+            "steps": u.steps,
+            "tool_calls": u.tool_calls,
+            "model_calls": u.model_calls,
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+        },
+        "turns": turns_json(result),
+    }
 
 
 def pending_text(p: PendingCall) -> str:

@@ -1,5 +1,5 @@
-"""Commands about runs: demo, run, runs, show, export, confirm, resume, resolve, cancel, check,
-repair."""
+"""Commands about runs: demo, run, reply, runs, show, export, confirm, resume, resolve,
+cancel, check, repair."""
 
 from __future__ import annotations
 
@@ -51,16 +51,21 @@ from agentcore.cli._common import (
     pending_text,
     plain,
     print_pending,
+    print_reply,
     print_rows,
     report,
+    result_json,
     run_async,
     store_hint,
+    turns_json,
     valid_run_id,
     valid_tenant,
     who_decides,
 )
+from agentcore.contracts import check_run_id
 from agentcore.contracts.errors import (
     ConfigurationError,
+    LimitExceededError,
     NotAwaitingConfirmationError,
     RunNotFoundError,
 )
@@ -229,6 +234,82 @@ def run_cmd(
     report(result, store=where[0])
 
 
+def valid_key(value: str | None) -> str | None:
+    """Refuse an idempotency key no reply may carry (the rules of a run id) as a usage
+    error, before any store is opened."""
+    if value == "":
+        abort("--key is empty: leave it out, or give the request's id", EXIT_USAGE)
+    if value is not None:
+        try:
+            check_run_id(value)
+        except LimitExceededError as exc:
+            abort(f"--key: {exc}", EXIT_USAGE)
+    return value
+
+
+@app.command()
+def reply(
+    run_id: RunIdArg,
+    message: Annotated[
+        str,
+        typer.Argument(
+            help="What the user says: the answer to the model's question, or "
+            "the next message of the conversation."
+        ),
+    ],
+    key: Annotated[
+        str | None,
+        typer.Option(
+            help="An idempotency key (a request id): a second reply with the same key is "
+            "refused, so a retried command does not say the message twice.",
+            callback=valid_key,
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="This turn's step budget (default: the run's).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="This turn's token budget (default: the run's).")
+    ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(min=0, help="Seconds to wait for a turn another process is advancing."),
+    ] = 60.0,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the outcome as one JSON object (run_id, status, answer, question, "
+            "reason, pending, usage, turns) instead of following the turn.",
+        ),
+    ] = False,
+    agent: AgentOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Say the user's next message to a run: a new turn of its conversation (the answer to
+    the model's question when it is awaiting_input), advanced until it completes, stops or
+    waits."""
+    if not message.strip():
+        abort("the message is empty: say what the user says", EXIT_USAGE)
+
+    async def act(owner: Agent) -> RunResult:
+        budget = None
+        if max_steps is not None or max_tokens is not None:
+            budget = Budget(max_steps=max_steps, max_tokens=max_tokens)
+        return await live(
+            owner.stream_reply(run_id, message, key=key, budget=budget, wait_s=wait),
+            agent=agent,
+            store=store_hint(store),
+            echo=not as_json,
+        )
+
+    result = on_owner(run_id, agent, store, act)
+    if as_json:
+        sys.stdout.write(json.dumps(result_json(result), ensure_ascii=False) + "\n")
+        raise typer.Exit(EXIT_CODES[result.status])
+    report(result, agent_hint=agent, store=store_hint(store))
+
+
 _CLI_METADATA = ("agent", "model")
 """Metadata keys the CLI records itself (the agent and model that continue the run)."""
 
@@ -358,26 +439,55 @@ def show(
         str | None,
         typer.Option(
             "--agent",
-            help="MODULE:ATTR of the agent that owns the run, for the approve and deny "
-            "commands printed for a waiting call (needed only when the run was not started "
-            "from the CLI).",
+            help="MODULE:ATTR of the agent that owns the run, for the approve, deny and "
+            "reply commands printed for a waiting run (needed only when the run was not "
+            "started from the CLI).",
         ),
     ] = None,
+    turns: Annotated[
+        bool,
+        typer.Option(
+            "--turns",
+            help="Only the conversation's turns: each message and how its turn ended (with "
+            "--json: one JSON object per turn).",
+        ),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
     """Show a run's transcript (creates nothing)."""
     events = run_async(_load_listed(run_id, store))
+    state = RunState.of(events)
+    if turns:
+        result = state.result()
+        for line in turns_json(result) if as_json else ():
+            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+        if not as_json:
+            print_turns(result)
+        return
     if as_json:
         for ev in events:
             sys.stdout.write(json.dumps(dump_event(ev), ensure_ascii=False) + "\n")
         return
     print_transcript(events)
-    state = RunState.of(events)
+    result = state.result()
+    if len(result.turns) > 1 or result.question is not None:
+        print_turns(result)
+    first = events[0]
+    recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
+    if result.question is not None:
+        if agent is None and not isinstance(recorded, str):
+            out.print(
+                "this run was not started from the CLI, so the agent that owns its tools is "
+                "not recorded: show it again with --agent naming that agent (its MODULE:ATTR) "
+                "for the reply command",
+                highlight=False,
+            )
+            return
+        print_reply(run_id, agent_hint=agent, store=store_hint(store))
+        return
     pending = state.pending() or run_async(_child_pending(state, store))
     if pending is None:
         return
-    first = events[0]
-    recorded = first.metadata.get("agent") if isinstance(first, RunStarted) else None
     if pending.run_id is not None:
         out.print(
             f"sub-agent run {pending.run_id} waits for a person on the call below; answer it "
@@ -394,6 +504,25 @@ def show(
         )
         return
     print_pending(run_id, pending, agent_hint=agent, store=store_hint(store))
+
+
+def print_turns(result: RunResult) -> None:
+    """The conversation's turns, in order: each message and how its turn ended (its
+    answer, the model's question, or why it stopped)."""
+    rows: list[tuple[str, str, str, str]] = []
+    for turn in result.turns:
+        waiting = turn.status is RunStatus.AWAITING_INPUT
+        ended = (
+            f"question: {turn.reason}"
+            if waiting
+            else f"answer: {turn.answer}"
+            if turn.answer is not None
+            else turn.reason or ""
+        )
+        rows.append((str(turn.number), turn.status.value, turn.message, ended))
+    if not plain():
+        out.print("[bold]turns[/]", highlight=False)
+    print_rows(("turn", "status", "message", "how it ended"), rows)
 
 
 async def _child_pending(state: RunState, store: str | None) -> PendingCall | None:
@@ -415,7 +544,7 @@ async def _child_pending(state: RunState, store: str | None) -> PendingCall | No
 @app.command()
 def export(run_id: RunIdArg, store: StoreOpt = None) -> None:
     """Write a run's transcript to stdout as JSON Lines (one event per line)."""
-    show(run_id, as_json=True, agent=None, store=store)
+    show(run_id, as_json=True, agent=None, turns=False, store=store)
 
 
 @app.command()

@@ -4,6 +4,7 @@ a run shown live as it happens."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -153,9 +154,14 @@ def _step_type_text(ev: evt.Event) -> tuple[str, str, str]:
 
 
 async def live(
-    stream: AsyncIterator[StreamEvent], *, agent: str | None = None, store: str | None = None
+    stream: AsyncIterator[StreamEvent],
+    *,
+    agent: str | None = None,
+    store: str | None = None,
+    echo: bool = True,
 ) -> RunResult:
-    """Show a run as it happens: the thought while the model writes, then each decision.
+    """Show a run as it happens: the thought while the model writes, then each decision
+    (``echo=False``: nothing, for output that must stay JSON).
 
     Ctrl-C (SIGINT, on the main thread) stops the run at its next safe point
     (:data:`agentcore.PAUSE`): a tool that is running finishes and its outcome is
@@ -200,11 +206,16 @@ async def live(
     result: RunResult | None = None
     token = PAUSE.set(stopping)  # the run's task, created below, inherits it
     try:
-        with Live(thought, console=out, transient=True, refresh_per_second=20) as view:
+        drawn = Live(thought, console=out, transient=True, refresh_per_second=20)
+        with drawn if echo else contextlib.nullcontext(None) as view:
             async for ev in stream:
                 if isinstance(seen := getattr(ev, "run_id", None), str):  # a transcript event
                     run_id = seen
                     tool_running = isinstance(ev, evt.ToolStarted)
+                if view is None:  # not echoed: stdout carries only the command's JSON
+                    if isinstance(ev, RunEnded):
+                        result = ev.result
+                    continue
                 match ev:
                     case ThoughtDelta(step=step, text=text):
                         if not thought.plain:

@@ -42,8 +42,12 @@ COMPENSATION_ENDINGS = ("compensated by ", "compensation stopped: ")
 run is ``cancelled``), or it stopped for a person (``needs_attention``). Either marks the
 run as compensating, even when it stopped before any undo was recorded."""
 
+IMPORTED = "imported history"
+"""Where an imported assistant's or tool's message came from, as provenance names it."""
+
 __all__ = [
     "COMPENSATION_ENDINGS",
+    "IMPORTED",
     "UNDO_SUFFIX",
     "OpenCall",
     "PendingCall",
@@ -462,6 +466,11 @@ class RunState:
                 self.started_at = event.at
                 self.output_hash = event.output_hash
                 self.turns = [Turn(1, event.task, RunStatus.RUNNING, seq=event.seq)]
+                for said in event.history:  # imported: the user's trusted, the rest not
+                    if said["role"] == "user":
+                        self._heard(said["content"])
+                    else:
+                        self._read(said["content"], "", IMPORTED)
                 self.turn_budget = replace(self.budget, deadline=None)
                 if event.conversation_budget is not None:
                     self.conversation_budget = Budget.from_json(event.conversation_budget)

@@ -84,6 +84,16 @@ SHOP = textwrap.dedent(
         return make(store=store)
 
 
+    def asking(model=None, store=None):
+        def step(messages):
+            said = [m.content for m in messages if m.role == "user" and "Step " not in m.content]
+            if said[-1].startswith("User: "):  # the user's reply
+                return {"type": "finish", "thought": "t", "answer": "order " + said[-1][6:]}
+            return {"type": "ask", "thought": "t", "question": "Which order?"}
+
+        return Agent(tools=[close], model=ScriptedModel(step), store=store, policy=Policy(ask=True))
+
+
     def waits(model=None, store=None):
         return Agent(
             tools=[close],
@@ -200,3 +210,37 @@ def test_a_compensation_waiting_for_another_person_prints_their_command(tmp_path
     done = cli(tmp, *command[1:], USER="bob", LOGNAME="bob")  # as printed, by bob
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp / "ledger.txt").read_text().splitlines() == ["refund A1", "unrefund A1"]
+
+
+def test_a_question_prints_a_reply_command_that_runs(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    store = f"sqlite:///{tmp / 'other.db'}"
+    asked = cli(tmp, "run", "shop:asking", "close my order", "--store", store, "--run-id", "q 1")
+    assert asked.returncode == 11, asked.stdout + asked.stderr
+    command = printed_command(asked.stdout, "reply: ")
+    assert command == ["agentcore", "reply", "q 1", "your answer", "--store", store]
+    shown = cli(tmp, "show", "q 1", "--store", store)  # show prints the same, from the store
+    assert printed_command(shown.stdout, "reply: ") == command
+    answered = cli(tmp, *command[1:3], "A1", *command[4:])  # the answer in its place
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    assert "answer: order A1" in answered.stdout
+
+
+def test_a_question_in_a_run_the_application_started_asks_for_the_agent(tmp_path: Path) -> None:
+    tmp = shop(tmp_path)
+    store = f"sqlite:///{tmp / 'app.db'}"
+    code = (
+        "import asyncio, shop\n"
+        f"r = asyncio.run(shop.asking(store={store!r}).run('close my order', run_id='q1'))\n"
+        "assert r.status.value == 'awaiting_input', r\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=tmp, check=True, timeout=60)
+    shown = cli(tmp, "show", "q1", "--store", store)
+    assert shown.returncode == 0, shown.stderr
+    assert "reply: " not in shown.stdout and "for the reply command" in shown.stdout
+    named = cli(tmp, "show", "q1", "--store", store, "--agent", "shop:asking")
+    command = printed_command(named.stdout, "reply: ")
+    assert command[-4:] == ["--agent", "shop:asking", "--store", store]
+    answered = cli(tmp, *command[1:3], "B2", *command[4:])
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    assert "answer: order B2" in answered.stdout

@@ -317,6 +317,7 @@ async def test_a_long_conversation_stays_within_its_request_budget() -> None:
         heard = said(messages)
         assert heard[0] == "report for day 0" and len(heard) == len(set(heard)), heard
         day = int(heard[-1].split()[-1])
+        assert heard == [f"report for day {d}" for d in range(day + 1)]  # none dropped
         if any("report returned" in m.content for m in since_last_message(messages)):
             return {"type": "finish", "thought": "t", "answer": f"day {day} read"}
         return {"type": "tool", "thought": "t", "tool": "report", "args": {"day": day}}

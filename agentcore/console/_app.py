@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import shlex
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -54,7 +55,7 @@ from ._approvals import (
 )
 from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, foreign_origin, identify
 from ._health import METRICS, Health, health
-from ._timeline import family, pretty, timeline
+from ._timeline import TurnView, conversation, family, pretty, timeline
 
 __all__ = ["create_app"]
 
@@ -94,7 +95,7 @@ class Console:
             undefined=jinja2.StrictUndefined,
         )
         # jinja2 types its filter table loosely (values: Callable[..., Any])
-        self.templates.filters.update(pretty=pretty, when=_when)  # pyright: ignore[reportUnknownMemberType]
+        self.templates.filters.update(pretty=pretty, when=_when, shell=shlex.quote)  # pyright: ignore[reportUnknownMemberType]
 
     @property
     def store(self) -> TranscriptStore:
@@ -727,8 +728,22 @@ def _usage(u: RunUsage) -> dict[str, Any]:  # Any: JSON values
     }
 
 
+def _turn(t: TurnView) -> dict[str, Any]:  # Any: JSON values
+    return {
+        "turn": t.number,
+        "status": t.status,
+        "message": t.message,
+        "answer": t.answer,
+        "question": t.question,
+        "reason": t.reason,
+        "seq": t.seq,
+        "decisions": [{"seq": seq, "text": text} for seq, text in t.people],
+    }
+
+
 def _run_json(events: list[Event]) -> dict[str, Any]:  # Any: JSON values
     state = RunState.of(events)
+    result = state.result()
     first = events[0]
     problems = check_transcript(events)
     return {
@@ -741,6 +756,8 @@ def _run_json(events: list[Event]) -> dict[str, Any]:  # Any: JSON values
         "route": list(state.route),
         "answer": state.answer,
         "reason": state.reason,
+        "question": result.question,
+        "turns": [_turn(t) for t in conversation(events)],
         "created_at": state.started_at,
         "updated_at": state.updated_at,
         "usage": _usage(state.run_usage()),

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agentcore import UNDO_SUFFIX
+from agentcore import UNDO_SUFFIX, RunState, RunStatus
 from agentcore import events as evt
 from agentcore.contracts import AskAction, BatchAction, FinishAction, PlanAction, ToolAction
 
-__all__ = ["Entry", "StepBlock", "timeline"]
+__all__ = ["Entry", "StepBlock", "TurnView", "conversation", "timeline"]
 
 
 @dataclass(slots=True)
@@ -291,3 +291,79 @@ def family(events: Sequence[evt.Event]) -> tuple[Relative | None, list[Relative]
                 if all(c.run_id != child for c in children):
                     children.append(Relative(child, f"{name}, step {ev.step}"))
     return parent, children
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """One turn of a run's conversation as the run page shows it.
+
+    Attributes:
+        number: 1 for the task, then one per reply.
+        message: what the user said (the task, for turn 1).
+        status: how the turn ended (the run's status for the latest turn).
+        answer: the turn's answer, when it completed.
+        question: the model's question for the user, when the turn ended with one.
+        reason: why it stopped otherwise.
+        seq: the seq of the event that began it (a link into the timeline).
+        people: what people decided during the turn, in order: the seq of each decision
+            (a link into the timeline) and what it says.
+    """
+
+    number: int
+    message: str
+    status: str
+    answer: str | None
+    question: str | None
+    reason: str | None
+    seq: int
+    people: list[tuple[int, str]]
+
+
+def conversation(events: Sequence[evt.Event]) -> list[TurnView]:
+    """The run's turns in order (the task, then each reply), each with what people decided
+    on its calls: approvals, denials, settled calls."""
+    turns = RunState.of(events).result().turns
+    tools = {
+        ev.call_id: ev.action.tool
+        for ev in events
+        if isinstance(ev, evt.ActionProposed) and isinstance(ev.action, ToolAction)
+    }
+    views: list[TurnView] = []
+    for i, turn in enumerate(turns):
+        end = turns[i + 1].seq if i + 1 < len(turns) else None
+        people = [
+            (ev.seq, said)
+            for ev in events
+            if ev.seq > turn.seq and (end is None or ev.seq < end)
+            if (said := _decided(ev, tools)) is not None
+        ]
+        asked = turn.status is RunStatus.AWAITING_INPUT
+        views.append(
+            TurnView(
+                turn.number,
+                turn.message,
+                turn.status.value,
+                turn.answer,
+                turn.reason if asked else None,
+                None if asked else turn.reason,
+                turn.seq,
+                people,
+            )
+        )
+    return views
+
+
+def _decided(ev: evt.Event, tools: dict[str, str]) -> str | None:
+    """What a person decided in ``ev``, in words, or ``None`` for an event of no person."""
+    match ev:
+        case evt.Confirmation():
+            what = f"step {ev.step}" + (f" ({tools[ev.call_id]})" if ev.call_id in tools else "")
+            verb = "approved" if ev.approved else "denied"
+            return f"{ev.by} {verb} {what}" + (f": {ev.reason}" if ev.reason else "")
+        case evt.Approval():
+            what = f"step {ev.step}" + (f" ({tools[ev.call_id]})" if ev.call_id in tools else "")
+            return f"{ev.by} approved {what}; it waited for more people"
+        case evt.Resolution():
+            return f"{ev.by} settled step {ev.step}: {ev.decision}"
+        case _:
+            return None

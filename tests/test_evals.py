@@ -628,6 +628,106 @@ async def test_shipped_fixture_dataset_loads_and_compiles() -> None:
     assert card.scoring == "agentcore"
 
 
+ASK_CASES = ROOT / "fixtures" / "evals" / "ask.jsonl"
+KNOWN = {"O-": "order_id", "INV-": "invoice_id", "E-": "employee_id"}
+
+
+def _said(messages: Sequence[Message]) -> str:
+    """Everything the user said, for a scripted model that reads it."""
+    return " ".join(m.content for m in messages if m.role == "user")
+
+
+def _call(messages: Sequence[Message], guess: bool) -> dict[str, Any]:
+    """The call the ask cases want, with the ids the user gave (or, ``guess``, made up)."""
+    said = _said(messages)
+    ids = {
+        arg: next((w.strip(".,?") for w in said.split() if w.startswith(prefix)), None)
+        for prefix, arg in KNOWN.items()
+    }
+    if "order" in said:
+        tool, args = "get_order", {"order_id": ids["order_id"] or "O-10000"}
+    elif "Refund" in said:
+        args = {"invoice_id": ids["invoice_id"] or "INV-1000", "amount": 49.9}
+        tool, args = "issue_refund", {**args, "reason": "duplicate"}
+    else:
+        tool = "request_leave"
+        args = {
+            "employee_id": ids["employee_id"] or "E-1000",
+            "leave_type": "vacation",
+            "start_date": "2025-07-14",
+            "end_date": "2025-07-18",
+        }
+    if not guess and None in (ids[a] for a in args if a in KNOWN.values()):
+        return {"type": "ask", "thought": "An id is missing.", "question": "Which one?"}
+    return {"type": "tool", "thought": "t", "tool": tool, "args": args}
+
+
+async def test_an_ask_case_scores_asking_right_and_guessing_wrong() -> None:
+    cases = load_cases(ASK_CASES)
+    asks = {c.id for c in cases if c.expected.types() == ("ask",)}
+    assert len(asks) >= 3 and len(cases) - len(asks) >= 3  # both kinds of case ship
+    careful = ScriptedModel(lambda m: _call(m, guess=False), name="careful")
+    card = await evaluate(cases, careful)
+    assert card.case_errors == {}
+    assert card.metrics["accuracy"] == 1.0
+    assert card.by_category["ask_missing_value"]["abstention"] == 1.0
+    assert card.by_category["ask_value_given"]["argument_accuracy"] == 1.0
+
+    guesser = ScriptedModel(lambda m: _call(m, guess=True), name="guesser")
+    card = await evaluate(cases, guesser)
+    rows = {r["id"]: r for r in card.results}
+    assert {i for i, r in rows.items() if not r["correct"]} == asks
+    assert rows["ask-004"]["reason"] == "a call of 'issue_refund' instead of ask"
+    assert card.by_category["ask_missing_value"]["accuracy"] == 0.0
+    assert card.by_category["ask_value_given"]["accuracy"] == 1.0
+
+    always_asks = ScriptedModel(lambda _m: {"type": "ask", "thought": "t", "question": "Which?"})
+    card = await evaluate(cases, always_asks)
+    rows = {r["id"]: r for r in card.results}
+    assert {i for i, r in rows.items() if r["correct"]} == asks  # asked what it was told
+    assert rows["ask-002"]["reason"] == "an ask action, not a call of 'get_order'"
+    assert rows["ask-002"]["tool_correct"] is False
+
+
+async def test_ask_is_offered_only_to_a_case_that_offers_it() -> None:
+    from agentcore.contracts._schema import ask_note
+
+    offered = EvalCase.model_validate(
+        dict(CASES[0], id="offers", ask=True, expected={"type": "ask"})
+    )
+    plain = EvalCase.model_validate(CASES[0])
+    asker = ScriptedModel(lambda _m: {"type": "ask", "thought": "t", "question": "Which order?"})
+    card = await evaluate([offered, plain], asker, max_reasks=1)
+    rows = {r["id"]: r for r in card.results}
+    assert rows["offers"]["correct"] is True
+    assert rows["offers"]["action"]["question"] == "Which order?"
+    assert rows["t-1"]["invalid"] is True  # not offered: refused and re-asked, as in a run
+    assert "ask action is not allowed" in rows["t-1"]["error"]
+    by_case = {r.run_id: r for r in asker.requests}
+    with_ask, without = by_case["eval:offers"], by_case["eval:t-1"]
+    assert "ask" in with_ask.schema.offered_types
+    assert "ask" not in without.schema.offered_types
+    assert with_ask.system.endswith(ask_note())
+    assert (with_ask.native_system or "").endswith(ask_note())
+    assert ask_note() not in without.system
+
+
+def test_a_case_expecting_ask_must_offer_it(tmp_path: Path) -> None:
+    unoffered = dict(CASES[0], expected={"type": ["ask", "finish"]})
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(CASES[0]) + "\n" + json.dumps(unoffered) + "\n")
+    refused = r'(?s)cases.jsonl:2: .*expects an ask action but does not offer it: set "ask": true'
+    with pytest.raises(ConfigurationError, match=refused):
+        load_cases(path)
+    path.write_text(json.dumps(dict(CASES[0], expected={"type": ["ask", "tool"]})) + "\n")
+    with pytest.raises(ConfigurationError, match=r"cases\.jsonl:1"):  # a call is never abstaining
+        load_cases(path)
+    lenient = EvalCase.model_validate(dict(unoffered, ask=True))
+    from agentcore.contracts import FinishAction
+
+    assert score_action(lenient, FinishAction(thought="t", answer="Which order?")).correct
+
+
 def test_shipped_bfcl_samples_load() -> None:
     folder = ROOT / "tests" / "fixtures" / "bfcl"
     simple = load_bfcl(

@@ -3,7 +3,8 @@
 Each case is a one-step decision: the model sees the conversation and the case's tools
 (through the same contract, schema and validation path as a real run) and must return one
 action. Nothing is executed. Scores: tool selection, argument accuracy, correct abstention
-(``finish`` or ``plan`` when no tool fits or a plan should come first), invalid-action rate,
+(``finish`` or ``plan`` when no tool fits or a plan should come first, ``ask`` when a
+value only the user knows is missing and the case offers it), invalid-action rate,
 re-asks, tokens and latency.
 
 Datasets: this project's JSON Lines format (see ``fixtures/evals/README.md``) and the

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agentcore.contracts import BatchAction, Effect, NextAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
@@ -22,6 +22,7 @@ __all__ = [
     "Score",
     "Scoring",
     "dataset_hash",
+    "described",
     "load_cases",
     "match_calls",
     "read_jsonl",
@@ -63,10 +64,12 @@ class Expected(_Data):
     ``type`` ``tool`` names the tool and, per argument, the acceptable values (``""`` in
     the list: the argument may be omitted). ``batch``: every call of ``calls``, in any
     order, and no other, in one ``batch`` action (the case's ``max_batch`` must allow them).
-    ``finish`` or ``plan`` (or both) mean abstaining.
+    ``finish``, ``plan`` or ``ask`` (or a list of them) mean not calling a tool: ``ask``, a
+    question for the user, when a value only the user knows is missing (the case must offer
+    it: ``EvalCase.ask``).
     """
 
-    type: Literal["tool", "batch", "finish", "plan"] | list[Literal["finish", "plan"]]
+    type: Literal["tool", "batch", "finish", "plan", "ask"] | list[Literal["finish", "plan", "ask"]]
     tool: str | None = None
     args: dict[str, list[Any]] = {}  # Any: JSON values
     calls: list[ExpectedCall] = []
@@ -87,6 +90,10 @@ class EvalCase(_Data):
         problem: why no action can be scored right (a defect of a published answer, found
             when the case was loaded); such a case is reported as a case error and no
             model is asked.
+        ask: the step offers ``ask``, a question for the user, as ``Policy(ask=True)`` in a
+            run (its schema and system text gain it). A case expecting ``ask`` must offer
+            it; a case that offers it and expects a call scores asking as wrong (the value
+            was given).
     """
 
     id: str
@@ -97,6 +104,16 @@ class EvalCase(_Data):
     rules: Scoring = "agentcore"
     problem: str | None = None
     max_batch: int = Field(default=0, ge=0)
+    ask: bool = False
+
+    @model_validator(mode="after")
+    def _ask_offered(self) -> EvalCase:
+        if "ask" in self.expected.types() and not self.ask:
+            raise ValueError(
+                f"case {self.id!r} expects an ask action but does not offer it: "
+                'set "ask": true (a step offers ask only when asked to)'
+            )
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +134,13 @@ class Score:
     abstained_correctly: bool | None
     correct: bool
     reason: str | None = None
+
+
+def described(action: NextAction | None) -> str:
+    """An action in a few words, for a reason: ``no valid action``, ``an ask action``."""
+    if action is None:
+        return "no valid action"
+    return f"{'an' if action.type[0] in 'aeiou' else 'a'} {action.type} action"
 
 
 def match_calls(
@@ -164,8 +188,9 @@ def score_call(
     """Score an action against one expected call: a ``tool`` action calling that tool, its
     arguments judged by ``problem`` (as :func:`match_calls` asks it)."""
     if not isinstance(action, ToolAction):
-        kind = "no valid action" if action is None else f"a {action.type} action"
-        return Score(False, False, None, False, f"{kind}, not a call of {expected.tool!r}")
+        return Score(
+            False, False, None, False, f"{described(action)}, not a call of {expected.tool!r}"
+        )
     if action.tool != expected.tool:
         return Score(False, False, None, False, f"called {action.tool!r}, not {expected.tool!r}")
     why = problem(action.tool, action.args, expected)
@@ -180,8 +205,8 @@ def score_batch(
     """Score an action against an expected batch: a ``batch`` whose calls pair one to one,
     in any order, with ``expected`` (each call judged by ``problem``)."""
     if not isinstance(action, BatchAction):
-        kind = "no valid action" if action is None else f"a {action.type} action"
-        return Score(False, False, None, False, f"{kind}, not a batch of {len(expected)}")
+        why = f"{described(action)}, not a batch of {len(expected)}"
+        return Score(False, False, None, False, why)
     sent = [(c.tool, c.args) for c in action.calls]
     tools_right = sorted(t for t, _ in sent) == sorted(c.tool for c in expected)
     why = match_calls(sent, expected, problem)

@@ -26,7 +26,7 @@ from agentcore.contracts import (
     load_contract,
     model_from_json_schema,
 )
-from agentcore.contracts._schema import batch_note
+from agentcore.contracts._schema import ask_note, batch_note
 from agentcore.contracts.errors import ConfigurationError, InvalidActionError, ModelError
 
 from ._cases import EvalCase, Scoring
@@ -170,12 +170,17 @@ def _prepare(
         thought_first=contract.thought_first,
         tool_args=contract.tool_args,
         max_batch=case.max_batch,
+        ask=case.ask,
     )
     schema.root_type  # noqa: B018  # build the union now: a failure is this case's, not a reply's
     system = contract.render_system(specs)
     native = contract.render_system(specs, native=True)
-    if schema.batch_names:  # as a run tells its model
-        note = batch_note(case.max_batch, schema.batch_names)
+    notes: list[str] = []  # as a run tells its model, in the same order
+    if schema.batch_names:
+        notes.append(batch_note(case.max_batch, schema.batch_names))
+    if case.ask:
+        notes.append(ask_note())
+    for note in notes:
         system, native = f"{system}\n\n{note}", f"{native}\n\n{note}"
     return _Prepared(schema, system, native)
 

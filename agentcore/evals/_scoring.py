@@ -5,11 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agentcore.contracts import NextAction, PlanAction
+from agentcore.contracts import NextAction, PlanAction, ToolAction
 from agentcore.contracts.errors import ConfigurationError
 
 from ._bfcl import bfcl_score
-from ._cases import EvalCase, ExpectedCall, Score, Scoring, score_batch, score_call
+from ._cases import (
+    EvalCase,
+    ExpectedCall,
+    Score,
+    Scoring,
+    described,
+    score_batch,
+    score_call,
+)
 
 __all__ = ["score_action"]
 
@@ -27,8 +35,9 @@ def score_action(
     expected tool changes things (effect write or destructive), a ``plan`` is also correct:
     the contract asks for a plan before writes; it is then left out of the tool-selection
     and argument rates. A ``batch`` case: a batch of calls that pair one to one, in any
-    order, with the expected calls, each by the rule for one call. Abstention cases: an
-    action of an accepted type.
+    order, with the expected calls, each by the rule for one call. Abstention cases
+    (``finish``, ``plan``, ``ask``): an action of an accepted type; a call, whatever its
+    arguments, is wrong (for ``ask``: the model guessed the value it should have asked for).
 
     ``bfcl``: the Berkeley Function Calling Leaderboard's AST checker (see
     :func:`agentcore.evals._bfcl.bfcl_score`).
@@ -54,8 +63,9 @@ def score_action(
         expected = ExpectedCall(tool=exp.tool or "", args=exp.args)
         return score_call(expected, action, lambda _, a, e: _call_problem(case, e, a))
     abstained = action is not None and action.type in exp.types()
-    kind = "no valid action" if action is None else f"a {action.type} action"
-    return Score(None, None, abstained, abstained, None if abstained else f"{kind} instead")
+    kind = f"a call of {action.tool!r}" if isinstance(action, ToolAction) else described(action)
+    why = None if abstained else f"{kind} instead of {' or '.join(exp.types())}"
+    return Score(None, None, abstained, abstained, why)
 
 
 def _call_problem(

@@ -119,6 +119,7 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
                 | evt.RunResumed()
                 | evt.Resolution()
                 | evt.UserMessage()
+                | evt.QuotaReleased()
             ):
                 pass  # their order is the fold's to check (above)
             case _:

@@ -273,6 +273,7 @@ class Renderer:
                 | evt.ApprovalExpired()
                 | evt.CompensationStarted()
                 | evt.CompensationFinished()
+                | evt.QuotaReleased()
             ):  # people's business (an expiry that denies is followed by its confirmation)
                 pass
             case evt.ToolFinished():

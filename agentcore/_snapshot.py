@@ -37,7 +37,7 @@ from agentcore.contracts.errors import ConfigurationError
 
 from ._render import Renderer
 from ._state import OpenCall, RunState, RunStatus, Turn, TurnMark
-from .events import Event, decode_event, encode_event_body
+from .events import Charge, Event, decode_event, encode_event_body
 from .policy import Budget, Policy
 from .stores._snapshots import Snapshot
 
@@ -318,6 +318,18 @@ def _decode_mark(run: str, v: object) -> TurnMark:
     )
 
 
+def _decode_charged(_run: str, v: object) -> dict[str, list[Charge]]:
+    _check(v, (dict,))
+    out: dict[str, list[Charge]] = {}
+    for call_id, charges in cast("dict[object, object]", v).items():
+        _check(call_id, (str,))
+        _check(charges, (list,))
+        out[cast("str", call_id)] = [
+            Charge.model_validate(c) for c in cast("list[object]", charges)
+        ]
+    return out
+
+
 def _decode_budget(run: str, v: object) -> Budget:
     return Budget.from_json(_json_object(run, v))
 
@@ -373,6 +385,10 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
         lambda run, v: None if v is None else _decode_budget(run, v),
     ),
     "reply_keys": _dict_of(int),
+    "charged": (
+        lambda charged: {k: [c.model_dump(mode="json") for c in v] for k, v in charged.items()},
+        _decode_charged,
+    ),
 }
 
 

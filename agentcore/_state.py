@@ -306,6 +306,8 @@ class RunState:
     """Limits of all turns together (``run_started``), or ``None``."""
     reply_keys: dict[str, int] = field(default_factory=dict[str, int])
     """The idempotency keys of the user's messages, with the turn each began."""
+    charged: dict[str, list[evt.Charge]] = field(default_factory=dict[str, list[evt.Charge]])
+    """What each call charged to quotas and has not been given back, by call id."""
 
     @classmethod
     def of(cls, events: Sequence[evt.Event]) -> RunState:
@@ -358,11 +360,15 @@ class RunState:
             case evt.Decision():
                 call = self._call(event.call_id)
                 call.decision = event
+                if event.charges:
+                    self.charged.setdefault(event.call_id, []).extend(event.charges)
                 if event.verdict == "execute" and isinstance(call.action, PlanAction):
                     self.plan_approved = True
                 if event.verdict in ("deny", "needs_plan") and isinstance(call.action, ToolAction):
                     self.failures[self.failure_key(call)] += 1
             case evt.Confirmation():
+                if event.charges:
+                    self.charged.setdefault(event.call_id, []).extend(event.charges)
                 self._heard(event.reason, event.args)
                 self.tools.update(event.accepted_tools)
                 call = self._call(event.call_id)
@@ -395,6 +401,8 @@ class RunState:
                     self._read(event.result, event.call_id, event.tool)
                 if not event.ok:
                     self.failures[self.failure_key(call)] += 1
+            case evt.QuotaReleased():
+                self.charged.pop(event.call_id, None)
             case evt.UserMessage():
                 self._heard(event.text)  # trusted, like the task
                 if self.turns:  # how the turn before ended

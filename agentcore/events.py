@@ -19,6 +19,7 @@ tool_finished      the result or the error
 resolution         a person settled a call whose outcome was lost (result, rerun, fail)
 run_resumed        a run was resumed (optionally with a new budget)
 user_message       the user's next message: a new turn of a conversation (``Agent.reply``)
+quota_released     what a call had charged to its quotas is given back (it failed, was undone)
 compensation_*     the undo of a committed call: started (durable first), finished
 run_finished       the run stopped: status, answer (typed: also output) or reason; some resume
 =================  =====================================================================
@@ -42,6 +43,7 @@ __all__ = [
     "ActionProposed",
     "Approval",
     "ApprovalExpired",
+    "Charge",
     "CompensationFinished",
     "CompensationStarted",
     "Confirmation",
@@ -49,6 +51,7 @@ __all__ = [
     "Decision",
     "Event",
     "ModelCalled",
+    "QuotaReleased",
     "Resolution",
     "RunFinished",
     "RunResumed",
@@ -73,6 +76,32 @@ def _unset(value: object) -> bool:
     """A field added after the event's first format, at its default: left out of the
     stored body, so what a run records without it is what it recorded before."""
     return not value
+
+
+class Charge(BaseModel):
+    """What one event charges to one quota's counter (``agentcore.quotas``), in the store's
+    transaction that records the event: ``amount`` is added to the counter named ``key``;
+    with a ``limit``, the append is refused (nothing is written) when the counter would
+    pass it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    quota: str
+    """The quota's name."""
+    key: str
+    """The counter: the quota, the values it is kept per (tenant, a run-bound value, the
+    tool) and its window, as canonical JSON."""
+    amount: float
+    """Added to the counter (negative: given back)."""
+    limit: float | None = None
+    """The counter may not pass it (``None``: not checked: a release, a lifted limit, the
+    tokens a model call used)."""
+    window_end: float | None = None
+    """When the counter's window closes (Unix seconds; ``None``: never): prunable after."""
+    tenant: str | None = None
+    """The run's tenant, for listing the counters by tenant."""
+    lifted_by: str | None = None
+    """The person whose approval let this call pass its limit."""
 
 
 class _Event(BaseModel):
@@ -155,6 +184,8 @@ class ModelCalled(_Event):
     steps: int = Field(default=0, exclude_if=_unset)
     """``child``: the steps the sub-agent's run took during the call; they count in this
     run's step budget."""
+    charges: list[Charge] = Field(default_factory=list[Charge], exclude_if=_unset)
+    """The call's tokens or cost, charged to the quotas that count them."""
 
 
 class ActionProposed(_Event):
@@ -181,6 +212,12 @@ class Decision(_Event):
     provenance: dict[str, str] = {}
     """Where each argument of the call came from (``trusted``, ``untrusted``, ``model``),
     by path, once the run has read untrusted output (see ``agentcore._provenance``)."""
+    charges: list[Charge] = Field(default_factory=list[Charge], exclude_if=_unset)
+    """An ``execute``'s charges to the quotas that count the call, made in the store's
+    transaction that records this decision (refused there when over a limit)."""
+    over_quota: list[str] = Field(default_factory=list[str], exclude_if=_unset)
+    """The quotas the call would pass (``needs_confirmation``: a person's approval lifts
+    them for this call only; ``deny``: refused)."""
 
 
 class Confirmation(_Event):
@@ -202,6 +239,9 @@ class Confirmation(_Event):
     approvers: list[str] = []
     """Everyone who approved, in order, when the call needed more than one person (the
     last of them is ``by``); empty for a single approval and for a denial."""
+    charges: list[Charge] = Field(default_factory=list[Charge], exclude_if=_unset)
+    """An approval's charges to the quotas that count the call (a lifted limit's with
+    ``lifted_by``), made in the store's transaction that records it."""
 
 
 class Approval(_Event):
@@ -326,6 +366,17 @@ class Resolution(_Event):
     """The accepted tools' definitions (manifest entries), pinned from here on."""
 
 
+class QuotaReleased(_Event):
+    """What a call charged to its quotas is given back (negative ``charges``): the call
+    failed, was undone, settled as failed, or never ran. Recorded with the event that
+    says so, in the same append."""
+
+    type: Literal["quota_released"] = "quota_released"
+    call_id: str
+    charges: list[Charge]
+    reason: str
+
+
 class CompensationStarted(_Event):
     """The undo of a committed call is about to run (``@tool(compensate=...)``). Durable
     before it runs, like ``tool_started``."""
@@ -391,6 +442,7 @@ Event = Annotated[
     | ToolFinished
     | RunResumed
     | UserMessage
+    | QuotaReleased
     | Resolution
     | CompensationStarted
     | CompensationFinished

@@ -34,6 +34,7 @@ contracts, adapters and the core all raise from one root. ``agentcore.errors`` r
     │   │   └── AlreadyApprovedError       the same person approving one call twice
     │   ├── NotAuthorizedError             Policy.authorize refused this person for this call
     │   ├── NotAcceptingRepliesError       reply() to a run that cannot take a message now
+    │   ├── QuotaExceededError             an append that would pass a quota's limit
     │   ├── DuplicateReplyError            reply() with an idempotency key already recorded
     │   ├── ToolManifestChangedError       a tool the run used changed since it started
     │   └── OutputTypeChangedError         the agent's output type is not the run's
@@ -76,6 +77,7 @@ __all__ = [
     "OutputTypeChangedError",
     "ProviderError",
     "ProviderUnavailableError",
+    "QuotaExceededError",
     "RateLimitedError",
     "RemoteToolError",
     "RunBusyError",
@@ -294,6 +296,25 @@ class RemoteToolError(AgentcoreError):
 
 class NotAwaitingConfirmationError(RunError):
     """confirm() was called on a run that is not waiting for a person."""
+
+
+class QuotaExceededError(RunError):
+    """A store refused an append that would take a quota's counter past its limit (another
+    worker spent it first); nothing was written.
+
+    Attributes:
+        quota: the quota's name.
+        key: the counter.
+        used: what the counter held.
+        amount: what the append would have added.
+        limit: the counter's limit.
+    """
+
+    def __init__(
+        self, message: str, *, quota: str, key: str, used: float, amount: float, limit: float
+    ) -> None:
+        super().__init__(message)
+        self.quota, self.key, self.used, self.amount, self.limit = quota, key, used, amount, limit
 
 
 class NotAcceptingRepliesError(RunError):

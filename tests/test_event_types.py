@@ -123,6 +123,12 @@ CONTRIBUTES: dict[str, Contribution] = {
         ("", "resumed with a new budget"),
         "resumed",
     ),
+    "quota_released": Contribution(
+        (lambda s: s.charged, {}),
+        (),
+        ("", "[c3] quota given back (orders-per-day 1): create_order was undone"),
+        "quota given back (c3)",
+    ),
     "user_message": Contribution(
         (lambda s: (s.turn, s.status, s.budget.max_steps, s.call), (2, RunStatus.RUNNING, 5, None)),
         ("User: And the other one? ✓",),

@@ -177,6 +177,7 @@ def test_every_field_of_the_fold_survives_a_snapshot(transcript: list[Event]) ->
     elsewhere |= {"untrusted_reads", "confirmed_plan", "child_steps", "child_tool_calls"}
     # a conversation's (tests/test_conversations.py)
     elsewhere |= {"turn_mark", "conversation_budget", "reply_keys"}
+    elsewhere.add("charged")  # quotas (tests/test_quotas.py)
     assert untouched <= {"run_id", "recoveries", "person_plan_approved", *elsewhere}, untouched
     assert {"call.confirmation", "call.started", "call.finished"} <= changed
 

@@ -122,6 +122,9 @@ def describe(ev: evt.Event, *, full: bool = False) -> tuple[str, str]:
             return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
         case evt.RunResumed():
             return "", "resumed" + (" with a new budget" if ev.budget else "")
+        case evt.QuotaReleased():
+            given = ", ".join(f"{c.quota} {-c.amount:g}" for c in ev.charges)
+            return "", f"[{ev.call_id}] quota given back ({given}): {ev.reason}"
         case evt.UserMessage():
             return "", f"turn {ev.turn}, the user: {ev.text[:cap]}"
         case evt.RunFinished():

@@ -237,6 +237,10 @@ def entry(ev: evt.Event) -> Entry:
         case evt.Resolution():
             details = [("reason", ev.reason)] if ev.reason else []
             return Entry(ev.seq, ev.type, f"resolved ({ev.decision}) by {ev.by}", details=details)
+        case evt.QuotaReleased():
+            details = [(c.quota, f"{-c.amount:g} given back") for c in ev.charges]
+            details.append(("why", ev.reason))
+            return Entry(ev.seq, ev.type, f"quota given back ({ev.call_id})", details=details)
         case evt.UserMessage():
             details = [("message", ev.text)]
             if ev.key is not None:

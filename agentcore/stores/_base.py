@@ -31,6 +31,7 @@ from ._chain import ChainReport
 from ._codec import DECODE_ERRORS, encode_batch, run_label
 from ._lease import Lease
 from ._protocol import CancelRequest, RunSummary
+from ._quota import charges_of
 
 __all__ = [
     "PRUNE_CHUNK",
@@ -104,7 +105,8 @@ class StoreBase(ABC):
         # append that ends without reading it (refused, failed, retried after a lost
         # connection) leaves nothing, and the driver reads the request itself.
         self._forget_cancel(run_id)
-        await self._append(Batch(run_id, expected_seq, events, encode_batch(run_id, events), lease))
+        bodies = encode_batch(run_id, events)
+        await self._append(Batch(run_id, expected_seq, events, bodies, lease, charges_of(events)))
 
     def cancel_at_append(self, run_id: str) -> CancelRequest | None:
         """See :meth:`CancelAtAppend.cancel_at_append`."""

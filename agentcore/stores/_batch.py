@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from agentcore.contracts import check_tenant
 from agentcore.contracts.errors import LimitExceededError, StoreError
 
-from ..events import Event, RunStarted
+from ..events import Charge, Event, RunStarted
 from ._lease import Lease
 
 __all__ = ["Batch", "check_batch"]
@@ -25,6 +25,9 @@ class Batch:
     events: Sequence[Event]
     bodies: Sequence[str]
     lease: Lease | None
+    charges: Sequence[Charge] = ()
+    """What the events charge to quota counters (``_quota``), applied in the append's
+    transaction."""
 
 
 def check_batch(

@@ -7,6 +7,7 @@ holder is in this process, so a lease ends only by release or expiry.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from pydantic_core import to_json
@@ -23,6 +24,7 @@ from ._errors import busy_error, lost_error
 from ._guards import LocalGuards
 from ._lease import Lease
 from ._protocol import CancelRequest, RunSummary
+from ._quota import UNITS, Counter, QuotaUsage, apply_charges
 from ._snapshots import Snapshot, StoredRow, audit, check_snapshot, no_event, seal, usable
 
 __all__ = ["MemoryStore"]
@@ -48,6 +50,7 @@ class MemoryStore(StoreBase):
         self._leases: dict[str, tuple[str | None, int, float | None]] = {}
         # run_id -> [(snapshot, the digest of its event when saved, seal)] in seq order
         self._snapshots: dict[str, list[tuple[Snapshot, bytes, bytes]]] = {}
+        self._quota: dict[str, Counter] = {}
 
     async def _append(self, batch: Batch) -> None:
         """Refuses what the durable stores refuse (``StoreBase.append`` encodes the batch)."""
@@ -61,6 +64,8 @@ class MemoryStore(StoreBase):
                 f"run {run_label(run_id)}: expected to append at seq {expected_seq}, but the "
                 f"transcript has {current} events (another writer advanced it)"
             )
+        if batch.charges:
+            apply_charges(self._quota, batch.charges)  # all or none, before anything else
         chains, head = extend(self._key, batch, self._heads.get(run_id), written=self._written)
         if log is None:
             log = self._runs[run_id] = []
@@ -280,6 +285,31 @@ class MemoryStore(StoreBase):
         raise lost_error(
             run_label(lease.run_id), lease, holder, known, until, time.time(), what=what
         )
+
+    async def quota_usage(self, keys: Sequence[str]) -> Mapping[str, float]:
+        """See :meth:`QuotaStore.quota_usage`."""
+        return {k: (row.used / UNITS if (row := self._quota.get(k)) else 0.0) for k in keys}
+
+    async def list_quota_usage(
+        self, *, tenant: str | None = None, quota: str | None = None
+    ) -> list[QuotaUsage]:
+        """See :meth:`QuotaStore.list_quota_usage`."""
+        return [
+            QuotaUsage(key, row.quota, row.tenant, row.used / UNITS, row.window_end)
+            for key, row in sorted(self._quota.items())
+            if (tenant is None or row.tenant == tenant) and (quota is None or row.quota == quota)
+        ]
+
+    async def prune_quota_usage(self, before: float) -> int:
+        """See :meth:`QuotaStore.prune_quota_usage`."""
+        gone = [
+            k
+            for k, row in self._quota.items()
+            if row.window_end is not None and row.window_end <= before
+        ]
+        for key in gone:
+            del self._quota[key]
+        return len(gone)
 
     async def close(self) -> None:
         """Nothing to release."""

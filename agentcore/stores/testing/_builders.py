@@ -13,6 +13,7 @@ from agentcore.events import (
     ActionProposed,
     Approval,
     ApprovalExpired,
+    Charge,
     CompensationFinished,
     CompensationStarted,
     Confirmation,
@@ -20,6 +21,7 @@ from agentcore.events import (
     Decision,
     Event,
     ModelCalled,
+    QuotaReleased,
     Resolution,
     RunFinished,
     RunResumed,
@@ -217,6 +219,7 @@ def every_event_type(run_id: str) -> list[Event]:
             args_hash="h3",
             approvals_needed=2,
             provenance={"/id": "model"},
+            over_quota=["orders-per-day"],
         ),
         RunFinished(**stamp(9.5), status="awaiting_confirmation"),
         ApprovalExpired(
@@ -239,6 +242,16 @@ def every_event_type(run_id: str) -> list[Event]:
             by="bob",
             args_hash="h4",
             approvers=["alice", "bob"],
+            charges=[
+                Charge(
+                    quota="orders-per-day",
+                    key='["orders-per-day",[["tenant","acme"]],"day:1970-01-01"]',
+                    amount=1.0,
+                    window_end=86400.0,
+                    tenant="acme",
+                    lifted_by="bob",
+                )
+            ],
         ),
         ToolStarted(
             **stamp(3611.0),
@@ -299,6 +312,20 @@ def every_event_type(run_id: str) -> list[Event]:
             outcome="undone",
             result={"cancelled": "B2"},
             duration_ms=25.0,
+        ),
+        QuotaReleased(
+            **stamp(3700.75),
+            call_id="c3",
+            charges=[
+                Charge(
+                    quota="orders-per-day",
+                    key='["orders-per-day",[["tenant","acme"]],"day:1970-01-01"]',
+                    amount=-1.0,
+                    window_end=86400.0,
+                    tenant="acme",
+                )
+            ],
+            reason="create_order was undone",
         ),
         RunFinished(
             **stamp(3701.0), status="cancelled", reason="compensated by dave: create_order undone"

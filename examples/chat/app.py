@@ -41,6 +41,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import structlog
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
@@ -59,6 +60,9 @@ from agentcore.events import ToolFinished, ToolStarted
 from agentcore.streaming import RunEnded, StreamEvent, ThoughtDelta
 
 HERE = Path(__file__).resolve().parent
+RUN_PREFIX = "chat-"
+"""The ids of this service's runs start with it (a store may hold other runs too)."""
+log = structlog.get_logger("chat")
 MAX_MESSAGE_CHARS = 4_000
 
 # -- the agent: two tools over a tiny order book --------------------------------------------
@@ -303,9 +307,7 @@ class Turns:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         for chunk in (*head, *translate(first)):
             queue.put_nowait(chunk)
-        task = asyncio.create_task(self._pump(events, queue))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._track(asyncio.create_task(self._pump(events, queue)))
 
         async def body() -> AsyncIterator[bytes]:
             while (chunk := await queue.get()) is not None:
@@ -326,6 +328,25 @@ class Turns:
             queue.put_nowait(sse("done", {"status": "error"}))
         finally:
             queue.put_nowait(None)
+
+    async def resume_interrupted(self) -> None:
+        """Finish the turns a previous process left half done (it crashed or was killed
+        mid-turn): the transcript says how far each got, and a tool call that started is
+        not run twice. A run another live process is advancing is left to it."""
+        for run in await agent.store.list_runs(status="running", search=RUN_PREFIX):
+            if run.run_id.startswith(RUN_PREFIX):
+                self._track(asyncio.create_task(self._resume(run.run_id)))
+
+    @staticmethod
+    async def _resume(run_id: str) -> None:
+        try:
+            await agent.resume(run_id)
+        except AgentcoreError as exc:  # still shown as running; a reply says what to do
+            log.warning("chat.resume_failed", run_id=run_id, error=str(exc))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def drain(self, timeout_s: float) -> None:
         """Let the turns in progress end (at shutdown), cancelling those that take longer."""
@@ -367,7 +388,7 @@ async def _message(request: Request) -> str:
 async def start_conversation(request: Request) -> Response:
     """The first message: a new run, streamed. Its id is in ``Location`` and the first event."""
     message = await _message(request)
-    run_id = f"chat-{secrets.token_hex(8)}"
+    run_id = f"{RUN_PREFIX}{secrets.token_hex(8)}"
     response = await turns.start(
         agent.stream(message, run_id=run_id), sse("conversation", {"run_id": run_id})
     )
@@ -449,6 +470,7 @@ async def refused(_: Request, exc: Exception) -> Response:
 
 @asynccontextmanager
 async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+    await turns.resume_interrupted()
     try:
         yield
     finally:

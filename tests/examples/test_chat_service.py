@@ -2,8 +2,8 @@
 talked to over real HTTP (httpx; the server-sent events parsed as they arrive), and its page
 in a real browser (Debian's Chromium driven by Playwright).
 
-Each test starts its own server on a free loopback port over a SQLite file of its own, with
-the example's scripted model (it answers from the messages it is shown: "refund it" in turn 2
+The servers listen on free loopback ports, over SQLite files in temporary folders, with the
+example's scripted model (it answers from the messages it is shown: "refund it" in turn 2
 refunds the order turn 1 was about only if turn 1 is shown). Restarting means killing the
 process (SIGKILL) and starting another one on the same file.
 """
@@ -90,9 +90,10 @@ class ChatServer:
         return httpx.Client(base_url=self.base, timeout=TIMEOUT)
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ChatServer]:
-    served = ChatServer(tmp_path / "chat.db", free_port()).start()
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
+    """One server for the tests that each hold a conversation of their own (a run each)."""
+    served = ChatServer(tmp_path_factory.mktemp("chat") / "chat.db", free_port()).start()
     try:
         yield served
     finally:
@@ -346,15 +347,16 @@ def test_bad_requests_are_refused_with_a_reason(server: ChatServer) -> None:
 
 
 def test_a_restarted_server_continues_the_conversation(tmp_path: Path) -> None:
-    store, port = tmp_path / "chat.db", free_port()
-    first_server = ChatServer(store, port).start()
+    store = tmp_path / "chat.db"
+    first_server = ChatServer(store, free_port()).start()
     try:
         with first_server.client() as client:
             run_id, _ = start(client, "Where is order A1001?")
     finally:
         first_server.kill()  # SIGKILL: no shutdown, no goodbye
     assert first_server.proc is not None and first_server.proc.returncode == -signal.SIGKILL
-    second_server = ChatServer(store, port).start()
+    # a port of its own (the old one may be taken by now): the conversation is in the file
+    second_server = ChatServer(store, free_port()).start()
     try:
         with second_server.client() as client:
             shown = client.get(f"/conversations/{run_id}").json()
@@ -368,6 +370,38 @@ def test_a_restarted_server_continues_the_conversation(tmp_path: Path) -> None:
             assert second.events[-1][1]["turn"] == 2
     finally:
         second_server.kill()
+
+
+def test_a_turn_cut_short_by_a_crash_is_finished_by_the_next_server(tmp_path: Path) -> None:
+    store = tmp_path / "chat.db"
+    crashing = ChatServer(store, free_port(), delay_s=0.05).start()  # a turn of over a second
+    try:
+        with (
+            crashing.client() as client,
+            client.stream("POST", "/conversations", json={"message": "Where is A1001?"}) as r,
+        ):
+            lines = r.iter_lines()
+            assert next(lines) == "event: conversation"
+            run_id = json.loads(next(lines).removeprefix("data: "))["run_id"]
+            assert next(lines) == ""
+            assert next(lines) == "event: thought"  # the model is writing: mid-turn
+            crashing.kill()
+    finally:
+        crashing.kill()
+    assert [e.type for e in transcript(store, run_id)][-1] != "run_finished"
+    restarted = ChatServer(store, free_port()).start()
+    try:
+        with restarted.client() as client:
+            deadline = time.monotonic() + 10
+            while (shown := client.get(f"/conversations/{run_id}").json())["status"] != (
+                "completed"
+            ):
+                assert time.monotonic() < deadline, shown
+                time.sleep(0.05)
+    finally:
+        restarted.kill()
+    assert shown["turns"][0]["answer"] == "Order A1001 (Kettle, 25.00 EUR) is shipped."
+    assert "run_resumed" in [e.type for e in transcript(store, run_id)]
 
 
 # -- the page in a real browser ---------------------------------------------------------------

@@ -101,8 +101,8 @@ def test_a_question_in_one_process_answered_by_reply_in_another(tmp: Path) -> No
     assert "turn 2, the user: C-3" in shown.stdout  # the transcript's own line
     rows = shown.stdout.split("turn\tstatus\tmessage\thow it ended\n")[1].splitlines()
     assert rows == [
-        "1\tawaiting_input\tWhere is my order?\tquestion: Which order?",
-        "2\tcompleted\tC-3\tanswer: C-3 shipped.",
+        "turn 1\tawaiting_input\tWhere is my order?\tquestion: Which order?",
+        "turn 2\tcompleted\tC-3\tanswer: C-3 shipped.",
     ]
     assert "reply: " not in shown.stdout  # nothing asked now
 
@@ -129,7 +129,7 @@ def test_reply_json_and_show_turns_json(tmp: Path) -> None:
     listed = cli(tmp, "show", "c1", "--turns", "--json")
     assert [json.loads(line) for line in listed.stdout.splitlines()] == outcome["turns"]
     plain = cli(tmp, "show", "c1", "--turns")
-    assert plain.stdout.splitlines()[-1] == "3\tcompleted\tThanks\tanswer: You're welcome."
+    assert plain.stdout.splitlines()[-1] == "turn 3\tcompleted\tThanks\tanswer: You're welcome."
 
 
 def test_a_cancelled_run_refuses_a_reply(tmp: Path) -> None:

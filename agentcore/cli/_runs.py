@@ -519,7 +519,8 @@ def print_turns(result: RunResult) -> None:
             if turn.answer is not None
             else turn.reason or ""
         )
-        rows.append((str(turn.number), turn.status.value, turn.message, ended))
+        # "turn N", not N alone: a line of the plain transcript begins with its seq
+        rows.append((f"turn {turn.number}", turn.status.value, turn.message, ended))
     if not plain():
         out.print("[bold]turns[/]", highlight=False)
     print_rows(("turn", "status", "message", "how it ended"), rows)

@@ -448,12 +448,16 @@ def test_the_page_streams_the_answer_in_a_real_browser(browser_path: str, tmp_pa
                 page.click("button[type=submit]")
                 bubble = page.locator(".msg.agent").last
                 # the thought shows while it streams, before the answer
-                expect(bubble.locator(".thought")).to_contain_text("A1001")
+                expect(bubble.locator(".thought").first).to_contain_text("A1001")
                 expect(bubble.locator(".text")).to_have_text(
                     "Order A1001 (Kettle, 25.00 EUR) is shipped."
                 )
                 expect(page.locator("#status")).to_have_text("completed")
-                expect(bubble.locator(".tool")).to_contain_text("lookup_order")
+                # the trail: a line per step's thought, the tool call between them
+                expect(bubble.locator(".trail > *")).to_have_count(3)
+                expect(bubble.locator(".trail .tool")).to_have_text(
+                    'lookup_order {"order_id":"A1001"}'
+                )
                 run_id = page.evaluate("location.hash.slice(1)")
                 assert run_id.startswith("chat-")
                 # the next message, then an approval in the page

@@ -81,6 +81,7 @@ def test_search_path_in_the_url_decides_where_tables_go(
     ).fetchall()
     assert [t for (t,) in tables] == [
         "agentcore_events",
+        "agentcore_quota_usage",
         "agentcore_runs",
         "agentcore_schema",
         "agentcore_snapshots",

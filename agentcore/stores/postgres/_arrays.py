@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from psycopg.abc import Dumper
     from psycopg.adapt import AdaptersMap
 
-__all__ = ["Byteas", "Float8s", "Int8s", "Texts", "register"]
+__all__ = ["Byteas", "Float8s", "Int8s", "OptFloat8s", "OptInt8s", "OptTexts", "Texts", "register"]
 
 
 class Int8s(list[int]):
@@ -32,7 +32,27 @@ class Byteas(list[bytes]):
     """A ``bytea[]`` parameter."""
 
 
-_ELEMENTS = ((Int8s, "int8"), (Texts, "text"), (Float8s, "float8"), (Byteas, "bytea"))
+class OptInt8s(list[int | None]):
+    """A ``bigint[]`` parameter whose elements may be NULL."""
+
+
+class OptTexts(list[str | None]):
+    """A ``text[]`` parameter whose elements may be NULL."""
+
+
+class OptFloat8s(list[float | None]):
+    """A ``float8[]`` parameter whose elements may be NULL."""
+
+
+_ELEMENTS = (
+    (Int8s, "int8"),
+    (Texts, "text"),
+    (Float8s, "float8"),
+    (Byteas, "bytea"),
+    (OptInt8s, "int8"),
+    (OptTexts, "text"),
+    (OptFloat8s, "float8"),
+)
 
 
 def register(adapters: AdaptersMap) -> None:

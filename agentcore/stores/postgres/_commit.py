@@ -14,13 +14,19 @@ append's conditions (its expected seq, its lease's owner and epoch) are in its o
 so a refused append writes nothing and does not disturb the others; it is told apart
 (LeaseLostError or SeqConflictError) by reading its run's row after the commit.
 
-A statement that raises (which the conditional statements do not do in normal operation:
-an event row already there, a value out of range) aborts the pipelined transaction; the
-batch is then run again statement by statement, each inside a savepoint, so that append
-fails alone. A value psycopg cannot send (a lone surrogate) fails its append before
-anything is sent. When the transaction itself fails (the connection lost, the ``COMMIT``
-refused), every append of the batch fails with StoreError. Each append's ``await`` returns
-only after the ``COMMIT`` that wrote it, so write-ahead holds.
+An append that charges quota counters (``_quota``) does so in its own statement, which
+raises when a charge would pass its limit: nothing of that append stays. A transaction
+with such appends first takes an advisory lock per counter, all of them in one ascending
+order, so two batches charging the same counters never wait on each other in a cycle.
+
+A statement that raises (a quota's refusal; otherwise, not in normal operation: an event
+row already there, a value out of range) aborts the pipelined transaction; the batch is
+then run again statement by statement, each inside a savepoint, so that append fails
+alone (an append alone in its batch fails at once: there is nothing else to keep). A
+value psycopg cannot send (a lone surrogate) fails its append before anything is sent.
+When the transaction itself fails (the connection lost, the ``COMMIT`` refused), every
+append of the batch fails with StoreError. Each append's ``await`` returns only after the
+``COMMIT`` that wrote it, so write-ahead holds.
 """
 
 from __future__ import annotations
@@ -31,10 +37,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentcore.contracts.errors import SeqConflictError, StoreError
+from agentcore.events import Charge
 
 from .._codec import run_label
 from .._commits import CommitStats
 from .._lease import Lease
+from ._quota import quota_refusal
+from ._schema import QUOTA_REFUSED
 
 if TYPE_CHECKING:
     import psycopg
@@ -59,6 +68,10 @@ class PgAppend:
     done: asyncio.Future[None] | None = field(default=None)
     cancel: Sequence[Any] | None = field(default=None)
     """The run's cancel columns as the append's statement read them (Any: a row)."""
+    charges: Sequence[Charge] = ()
+    """What the append charges to quota counters (its statement applies them)."""
+    locks: Sequence[int] = ()
+    """The advisory locks of those counters (``_quota.quota_locks``)."""
 
     @property
     def where(self) -> str:
@@ -109,6 +122,7 @@ class PgCommits:
         pool: the store's pool for the running loop.
         run_state: the statement that reads a run's ``(next_seq, owner, epoch, lease_until,
             now)``.
+        quota_lock: the statement that takes one counter's advisory lock.
         error: the store's translation of a psycopg error.
         refusal: why an append wrote nothing, from its run's row.
         group: share a transaction among the appends queued on a loop; when false, every
@@ -119,6 +133,7 @@ class PgCommits:
         self,
         pool: PoolFor,
         run_state: bytes,
+        quota_lock: bytes,
         error: ErrorFor,
         refusal: Refusal,
         *,
@@ -126,6 +141,7 @@ class PgCommits:
     ) -> None:
         self._pool = pool
         self._run_state = run_state
+        self._quota_lock = quota_lock
         self._error = error
         self._refusal = refusal
         self._group = group
@@ -189,17 +205,23 @@ class PgCommits:
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         order = sorted(range(len(batch)), key=lambda i: batch[i].run_id)  # lock order
         ordered = [batch[i] for i in order]
+        locks = sorted({lock for item in ordered for lock in item.locks})
+        first = [(self._quota_lock, (lock,)) for lock in locks]
         try:
             pool = await self._pool(ordered[0].where)
             async with pool.connection() as conn:
                 try:
-                    results = await _pipelined(conn, ordered)
-                except psycopg.Error:
+                    results = await _pipelined(conn, ordered, first)
+                except psycopg.Error as exc:
                     if conn.broken or conn.closed:
                         raise
-                    # A statement raised and aborted the transaction (nothing was written):
-                    # again, each append in a savepoint, so that one fails alone.
-                    results = await _one_by_one(conn, ordered)
+                    if len(ordered) == 1 and exc.sqlstate == QUOTA_REFUSED:
+                        results = [exc]  # refused by a quota, alone: nothing else to keep
+                    else:
+                        # A statement raised and aborted the transaction (nothing was
+                        # written): again, each append in a savepoint, so that one fails
+                        # alone.
+                        results = await _one_by_one(conn, ordered, first)
                 outcomes = await self._outcomes(conn, ordered, results)
         except StoreError as exc:  # no pool
             self.stats.failed_commits += 1
@@ -229,11 +251,13 @@ class PgCommits:
         refused: list[int] = []
         for i, (item, result) in enumerate(zip(batch, results, strict=True)):
             if isinstance(result, Exception):
-                error = (
-                    _stored_already(item)
-                    if isinstance(result, psycopg.errors.UniqueViolation)
-                    else self._error(result, item.where)
-                )
+                error: Exception | None = None
+                if isinstance(result, psycopg.errors.UniqueViolation):
+                    error = _stored_already(item)
+                elif isinstance(result, psycopg.Error) and result.sqlstate == QUOTA_REFUSED:
+                    error = quota_refusal(item.charges, result.diag.message_detail)
+                if error is None:
+                    error = self._error(result, item.where)
                 error.__cause__ = result
                 outcomes.append(error)
             elif result == item.count:
@@ -249,16 +273,20 @@ class PgCommits:
         return outcomes
 
 
+First = Sequence[tuple[bytes, tuple[int]]]
+"""The statements a batch's transaction runs before its appends (the counters' locks)."""
+
+
 async def _pipelined(
-    conn: psycopg.AsyncConnection[Any], batch: Sequence[PgAppend]
+    conn: psycopg.AsyncConnection[Any], batch: Sequence[PgAppend], first: First
 ) -> list[int | Exception]:
-    """``BEGIN``, the statements, ``COMMIT``, in one round trip; each statement's count of
-    events written, or the error of a value that could not be sent.
+    """``BEGIN``, ``first``, the statements, ``COMMIT``, in one round trip; each
+    statement's count of events written, or the error of a value that could not be sent.
 
     Raises:
         psycopg.Error: a statement or the commit failed; nothing was written.
     """
-    if len(batch) == 1:  # one statement is a transaction by itself (autocommit)
+    if len(batch) == 1 and not first:  # one statement is a transaction by itself (autocommit)
         item = batch[0]
         try:
             cur = await conn.execute(item.statement, item.params)
@@ -267,6 +295,8 @@ async def _pipelined(
         return [await _count(cur, item)]
     sent: list[Any] = []  # Any: a cursor, or the error of a value that could not be sent
     async with conn.pipeline(), conn.transaction():
+        for statement, params in first:
+            await conn.execute(statement, params)
         for item in batch:
             try:
                 sent.append(await conn.execute(item.statement, item.params))
@@ -279,7 +309,7 @@ async def _pipelined(
 
 
 async def _one_by_one(
-    conn: psycopg.AsyncConnection[Any], batch: Sequence[PgAppend]
+    conn: psycopg.AsyncConnection[Any], batch: Sequence[PgAppend], first: First
 ) -> list[int | Exception]:
     """The batch again, one statement at a time, each in a savepoint: a statement that
     raises is rolled back alone and its error returned in its place.
@@ -291,6 +321,8 @@ async def _one_by_one(
 
     results: list[int | Exception] = []
     async with conn.transaction():
+        for statement, params in first:
+            await conn.execute(statement, params)
         for item in batch:
             try:
                 async with conn.transaction():  # a savepoint

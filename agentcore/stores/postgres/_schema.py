@@ -20,7 +20,15 @@ from .._migrations import Migration, numbered, pending
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Statements", "lock_key", "schema_version", "upgrade"]
+__all__ = [
+    "MIGRATIONS",
+    "QUOTA_REFUSED",
+    "SCHEMA_VERSION",
+    "Statements",
+    "lock_key",
+    "schema_version",
+    "upgrade",
+]
 
 MIGRATIONS = numbered(
     Migration(
@@ -115,8 +123,44 @@ MIGRATIONS = numbered(
             )""",
         ),
     ),
+    Migration(
+        6,
+        "quota counters: what the appends charged, per counter",
+        (
+            # ``_quota``: one row per counter, ``used`` in whole millionths, written only by
+            # the appends that charge it (in their transaction) and by its prune. Collation
+            # "C": counters list in code point order, as every store lists them.
+            """CREATE TABLE IF NOT EXISTS {quota_usage} (
+                key TEXT COLLATE "C" PRIMARY KEY,
+                quota TEXT COLLATE "C" NOT NULL,
+                tenant TEXT COLLATE "C" NULL,
+                used BIGINT NOT NULL,
+                window_end DOUBLE PRECISION NULL
+            )""",
+            """CREATE INDEX IF NOT EXISTS agentcore_quota_usage_by_tenant
+                ON {quota_usage} (tenant, key) WHERE tenant IS NOT NULL""",
+            """CREATE INDEX IF NOT EXISTS agentcore_quota_usage_by_quota
+                ON {quota_usage} (quota, key)""",
+            """CREATE INDEX IF NOT EXISTS agentcore_quota_usage_by_window_end
+                ON {quota_usage} (window_end) WHERE window_end IS NOT NULL""",
+            # An append whose charge would pass a limit calls this, which aborts its
+            # statement (and so its events and every counter it charged) with SQLSTATE
+            # AGQ01; the detail is what each counter held before, as JSON.
+            """CREATE OR REPLACE FUNCTION {quota_refused}(counters TEXT) RETURNS BOOLEAN
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    RAISE EXCEPTION 'agentcore: a quota would pass its limit'
+                        USING ERRCODE = 'AGQ01', DETAIL = counters;
+                END
+                $$""",
+        ),
+    ),
 )
-"""The layout's steps, in order (``{runs}`` and ``{events}`` are filled in per schema)."""
+"""The layout's steps, in order (``{runs}``, ``{events}``, ... are filled in per schema)."""
+
+QUOTA_REFUSED = "AGQ01"
+"""The SQLSTATE of an append refused by a quota's limit (its detail: each counter's value
+before the append, in units, as a JSON object)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this module writes and reads, recorded in ``agentcore_schema``."""
@@ -136,10 +180,19 @@ class Statements:
     runs: str
     events: str
     snapshots: str
+    quota_usage: str
+    quota_refused: str
     version_table: str
     append_new: bytes
     append_next: bytes
     append_leased: bytes
+    append_new_charged: bytes
+    append_next_charged: bytes
+    append_leased_charged: bytes
+    quota_lock: bytes
+    quota_read: bytes
+    quota_list: bytes
+    quota_prune: bytes
     run_state: bytes
     acquire: bytes
     renew: bytes
@@ -177,21 +230,58 @@ class Statements:
             "runs": name("agentcore_runs"),
             "events": name("agentcore_events"),
             "snapshots": name("agentcore_snapshots"),
+            "quota_usage": name("agentcore_quota_usage"),
+            "quota_refused": name("agentcore_quota_refused"),
         }
 
         def q(template: str) -> bytes:
             return sql.SQL(template).format(**tables).as_bytes(None)  # pyright: ignore[reportArgumentType]  # runtime SQL text, names quoted by sql.Identifier
 
-        insert_events = """ins AS (
+        ins = """ins AS (
             INSERT INTO {events} (run_id, seq, type, at, body, chain)
             SELECT run.run_id, e.seq, e.type, e.at, e.body, e.chain
             FROM run, unnest(%(seqs)b::bigint[], %(types)b::text[], %(ats)b::float8[],
                              %(bodies)b::text[], %(chains)b::bytea[])
                 AS e (seq, type, at, body, chain)
             RETURNING 1
-        )
+        )"""
+        result = """
         SELECT (SELECT count(*) FROM ins), run.cancel_by, run.cancel_reason, run.cancel_at
         FROM run"""
+        insert_events = ins + result
+        # The same, charging the batch's counters when (and only when) the run's condition
+        # passed: one upsert per counter (``%(q_*)b``: one element per counter, its charges
+        # summed), then the check: ``cap`` is the most the counter may have held before
+        # the append for every charge with a limit to pass (``_quota_params``). Over it,
+        # the function raises, and the statement (events, counters) is undone whole. The
+        # upsert locks each counter's row and adds to its latest value: concurrent appends
+        # charging one counter take turns, each checking what the others committed.
+        insert_events_charged = (
+            ins
+            + """,
+        charges AS (
+            SELECT * FROM unnest(%(q_keys)b::text[], %(q_quotas)b::text[],
+                                 %(q_tenants)b::text[], %(q_units)b::int8[],
+                                 %(q_caps)b::int8[], %(q_ends)b::float8[])
+                AS c (key, quota, tenant, units, cap, window_end)
+        ),
+        charged AS (
+            INSERT INTO {quota_usage} AS q (key, quota, tenant, used, window_end)
+            SELECT c.key, c.quota, c.tenant, c.units, c.window_end FROM run, charges AS c
+            ORDER BY c.key
+            ON CONFLICT (key) DO UPDATE SET used = q.used + EXCLUDED.used
+            RETURNING q.key, q.used
+        )"""
+            + result
+            + """
+        WHERE CASE
+            WHEN EXISTS (SELECT 1 FROM charged AS h JOIN charges AS c USING (key)
+                         WHERE h.used - c.units > c.cap)
+            THEN {quota_refused}((SELECT jsonb_object_agg(h.key, h.used - c.units)::text
+                                  FROM charged AS h JOIN charges AS c USING (key)))
+            ELSE true
+        END"""
+        )
         returned = "run_id, cancel_by, cancel_reason, cancel_at"
         columns = (
             "run_id, status, task, created_at, updated_at, next_seq, tenant, owner, "
@@ -209,13 +299,7 @@ class Statements:
         until = "extract(epoch FROM lease_until)::float8"
         now = "extract(epoch FROM clock_timestamp())::float8"
         lease_for = "clock_timestamp() + make_interval(secs => %(ttl)s)"
-        return cls(
-            runs=name("agentcore_runs").as_string(None),
-            events=name("agentcore_events").as_string(None),
-            snapshots=name("agentcore_snapshots").as_string(None),
-            version_table=name("agentcore_schema").as_string(None),
-            append_new=q(
-                """WITH run AS (
+        new_run = """WITH run AS (
                     INSERT INTO {runs}
                         (run_id, status, task, created_at, updated_at, next_seq, tenant,
                          metadata, chain_head)
@@ -224,16 +308,44 @@ class Statements:
                     ON CONFLICT (run_id) DO NOTHING
                     RETURNING run_id, cancel_by, cancel_reason, cancel_at
                 ), """
-                + insert_events
-            ),
+        next_run = "WITH run AS (" + advance + f" RETURNING {returned}), "
+        # The fencing check rides in the same UPDATE as the seq check: no round trip.
+        leased_run = (
+            "WITH run AS ("
+            + advance
+            + f" AND owner = %(owner)s AND epoch = %(epoch)s RETURNING {returned}), "
+        )
+        return cls(
+            runs=name("agentcore_runs").as_string(None),
+            events=name("agentcore_events").as_string(None),
+            snapshots=name("agentcore_snapshots").as_string(None),
+            quota_usage=name("agentcore_quota_usage").as_string(None),
+            quota_refused=name("agentcore_quota_refused").as_string(None),
+            version_table=name("agentcore_schema").as_string(None),
+            append_new=q(new_run + insert_events),
             # Each append also returns the run's cancel request, read in its transaction.
-            append_next=q("WITH run AS (" + advance + f" RETURNING {returned}), " + insert_events),
-            # The fencing check rides in the same UPDATE as the seq check: no round trip.
-            append_leased=q(
-                "WITH run AS ("
-                + advance
-                + f" AND owner = %(owner)s AND epoch = %(epoch)s RETURNING {returned}), "
-                + insert_events
+            append_next=q(next_run + insert_events),
+            append_leased=q(leased_run + insert_events),
+            append_new_charged=q(new_run + insert_events_charged),
+            append_next_charged=q(next_run + insert_events_charged),
+            append_leased_charged=q(leased_run + insert_events_charged),
+            # Taken first by a transaction that charges counters, one per counter in a
+            # fixed order (``_commit``): batches of several appends never lock two
+            # counters in opposite orders (a deadlock).
+            quota_lock=b"SELECT pg_advisory_xact_lock(%s)",
+            quota_read=q("SELECT key, used FROM {quota_usage} WHERE key = ANY(%s::text[])"),
+            quota_list=q(
+                """SELECT key, quota, tenant, used, window_end FROM {quota_usage}
+                WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+                    AND (%(quota)s::text IS NULL OR quota = %(quota)s::text)
+                ORDER BY key"""
+            ),
+            # A chunk of the counters whose window closed; rows an append holds are
+            # skipped, not waited for (no lock cycle with it).
+            quota_prune=q(
+                """DELETE FROM {quota_usage} WHERE key = ANY(ARRAY(
+                    SELECT key FROM {quota_usage} WHERE window_end <= %(before)s
+                    LIMIT %(limit)s FOR UPDATE SKIP LOCKED))"""
             ),
             # Why an append wrote nothing (read after it failed).
             run_state=q(
@@ -361,7 +473,11 @@ class Statements:
     def migration(self, statement: str) -> bytes:
         """A statement of :data:`MIGRATIONS` with the table names filled in."""
         return statement.format(
-            runs=self.runs, events=self.events, snapshots=self.snapshots
+            runs=self.runs,
+            events=self.events,
+            snapshots=self.snapshots,
+            quota_usage=self.quota_usage,
+            quota_refused=self.quota_refused,
         ).encode()
 
 

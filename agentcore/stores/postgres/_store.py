@@ -17,6 +17,8 @@ Layout (schema version 1):
     PostgreSQL text cannot hold a NUL character, which a task may contain: the row's free
     text (``task``, ``cancel_by``, ``cancel_reason``) is therefore kept as a JSON string
     literal (``"the task"``), escaped the same way as the bodies.
+    ``agentcore_quota_usage`` holds one row per quota counter (``_quota``), charged by the
+    appends in their own statement (``_schema``), which checks and adds atomically.
 
 Migrations (``_schema``):
     Numbered steps, additions only, applied on open in one transaction under an advisory
@@ -59,7 +61,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +77,15 @@ from agentcore.contracts.errors import (
 from agentcore.events import Event, RunStarted
 
 from ..._status import status_after
-from .._base import Listing, Pruning, StoreBase, check_lease_request, kept_status, metadata_text
+from .._base import (
+    PRUNE_CHUNK,
+    Listing,
+    Pruning,
+    StoreBase,
+    check_lease_request,
+    kept_status,
+    metadata_text,
+)
 from .._batch import Batch
 from .._chain import ChainKey, ChainReport, WrittenHeads, check_chain, extend, truncated_head
 from .._codec import decode_rows, run_label
@@ -83,6 +93,7 @@ from .._commits import CommitStats
 from .._errors import busy_error, lost_error, translated
 from .._lease import Lease
 from .._protocol import CancelRequest, RunSummary
+from .._quota import UNITS, QuotaUsage
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._arrays import Byteas, Float8s, Int8s, Texts
 from ._commit import PgAppend, PgCommits
@@ -91,6 +102,7 @@ from ._guards import PgGuards
 from ._integrity import chain_rows, save_snapshot, snapshot_rows
 from ._listing import list_statement, prune, summaries, text_in, text_out
 from ._pools import LoopPools
+from ._quota import quota_locks, quota_params
 from ._reads import CancelReads
 from ._retry import retried, retried_append
 from ._schema import Statements, upgrade
@@ -205,7 +217,12 @@ class PostgresStore(StoreBase):
             self._pool, self._sql.cancel_request, self._sql.cancel_requests, self._error
         )
         self._commits = PgCommits(
-            self._pool, self._sql.run_state, self._error, self._refusal, group=group_commit
+            self._pool,
+            self._sql.run_state,
+            self._sql.quota_lock,
+            self._error,
+            self._refusal,
+            group=group_commit,
         )
         self._guards = PgGuards(
             dsn,
@@ -292,18 +309,30 @@ class PostgresStore(StoreBase):
             "head": head,
             "prev_head": prev_head,
         }
+        sql, charges = self._sql, batch.charges
         if batch.lease is not None:
             # A new run has no lease yet: at seq 0 this matches no row, and the follow-up
             # read says why (no run: the lease is not the run's; a run: a seq conflict).
-            statement = self._sql.append_leased
+            statement = sql.append_leased_charged if charges else sql.append_leased
             params["owner"], params["epoch"] = batch.lease.owner, batch.lease.epoch
         elif expected_seq == 0:
-            statement = self._sql.append_new
+            statement = sql.append_new_charged if charges else sql.append_new
         else:
-            statement = self._sql.append_next
+            statement = sql.append_next_charged if charges else sql.append_next
+        if charges:
+            params.update(quota_params(charges))
         if self._closed:
             raise StoreError(f"The store {self._display} is closed; open a new one")
-        item = PgAppend(run_id, expected_seq, len(events), statement, params, batch.lease)
+        item = PgAppend(
+            run_id,
+            expected_seq,
+            len(events),
+            statement,
+            params,
+            batch.lease,
+            charges=charges,
+            locks=quota_locks(charges, self.schema) if charges else (),
+        )
         # Known before the commit, so a second batch of the run in the same group extends it.
         self._heads.pop(run_id, None)
         self._heads[run_id] = (end, head)
@@ -404,6 +433,52 @@ class PostgresStore(StoreBase):
             async with pool.connection() as conn:
                 await prune(conn, self._sql, pruning, pruned)
         return pruned
+
+    @retried
+    async def quota_usage(self, keys: Sequence[str]) -> Mapping[str, float]:
+        """See :meth:`QuotaStore.quota_usage`."""
+        where = "cannot read quota counters"
+        wanted = list(dict.fromkeys(keys))
+        pool = await self._pool(where)
+        with self._translated(where):
+            async with pool.connection() as conn:
+                cur = await conn.execute(self._sql.quota_read, (Texts(wanted),))
+                rows = await cur.fetchall()
+        found = {str(key): int(used) for key, used in rows}
+        return {key: found.get(key, 0) / UNITS for key in wanted}
+
+    @retried
+    async def list_quota_usage(
+        self, *, tenant: str | None = None, quota: str | None = None
+    ) -> list[QuotaUsage]:
+        """See :meth:`QuotaStore.list_quota_usage`."""
+        where = "cannot list quota counters"
+        pool = await self._pool(where)
+        with self._translated(where):
+            async with pool.connection() as conn:
+                params = {"tenant": tenant, "quota": quota}
+                rows = await (await conn.execute(self._sql.quota_list, params)).fetchall()
+        return [
+            QuotaUsage(key, name, owner, int(used) / UNITS, None if end is None else float(end))
+            for key, name, owner, used, end in rows
+        ]
+
+    async def prune_quota_usage(self, before: float) -> int:
+        """See :meth:`QuotaStore.prune_quota_usage`: one ``DELETE`` per chunk of
+        :data:`PRUNE_CHUNK` counters (its own transaction); counters an append holds at
+        that moment are left for the next prune."""
+        where = "cannot prune quota counters"
+        pruned = 0
+        pool = await self._pool(where)
+        with self._translated(lambda: f"{where} ({pruned} pruned before the failure)"):
+            async with pool.connection() as conn:
+                while True:
+                    cur = await conn.execute(
+                        self._sql.quota_prune, {"before": before, "limit": PRUNE_CHUNK}
+                    )
+                    pruned += cur.rowcount
+                    if cur.rowcount < PRUNE_CHUNK:
+                        return pruned
 
     @retried
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:

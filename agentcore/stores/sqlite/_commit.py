@@ -5,11 +5,11 @@ An append is queued; the first append queued on an event loop schedules the comm
 every append queued before then joins it. The commit is one ``BEGIN IMMEDIATE ... COMMIT``
 (one fsync under ``synchronous=FULL``) in which each append runs inside its own
 ``SAVEPOINT``: its lease and seq are checked there, and a refused append (LeaseLostError,
-SeqConflictError, a value SQLite cannot bind) is rolled back to its savepoint alone while
-the others stay. Each append's ``await`` returns only after the ``COMMIT`` that wrote it, so
-write-ahead holds. When the transaction itself fails (the write lock not obtained within
-the busy timeout, the disk full, the ``COMMIT`` refused) every append of the batch fails
-with StoreError and nothing of it is written.
+SeqConflictError, QuotaExceededError, a value SQLite cannot bind) is rolled back to its
+savepoint alone, counters included, while the others stay. Each append's ``await`` returns
+only after the ``COMMIT`` that wrote it, so write-ahead holds. When the transaction itself
+fails (the write lock not obtained within the busy timeout, the disk full, the ``COMMIT``
+refused) every append of the batch fails with StoreError and nothing of it is written.
 
 The batch runs inline, on the loop's thread, not on a dedicated writer thread: measured
 with the agent at 1,000 concurrent runs (``bench/bench_scale.py``; figures in
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentcore._faults import crash_point
-from agentcore.contracts.errors import SeqConflictError, StoreError
+from agentcore.contracts.errors import QuotaExceededError, SeqConflictError, StoreError
 
 from .._batch import Batch
 from .._codec import run_label
@@ -99,7 +99,8 @@ class SQLiteCommits:
         """Write ``item`` (in a shared transaction when grouping); return once it is durable.
 
         Raises:
-            LeaseLostError, SeqConflictError: this append was refused; nothing of it written.
+            LeaseLostError, SeqConflictError, QuotaExceededError: this append was refused;
+                nothing of it written.
             StoreError: it could not be written (its batch's transaction failed, or SQLite
                 refused one of its values); nothing of it was written.
         """
@@ -182,7 +183,8 @@ class SQLiteCommits:
             current = self._write(conn, item.batch)
             if current != item.batch.expected_seq:
                 outcome = _moved(item, current)
-        except StoreError as exc:  # LeaseLostError; a chain head that does not fit (_chain)
+        except (StoreError, QuotaExceededError) as exc:
+            # LeaseLostError; a chain head that does not fit (_chain); a quota's limit
             outcome = exc
         except (sqlite3.Error, *BIND_ERRORS) as exc:
             if not conn.in_transaction:

@@ -154,6 +154,26 @@ MIGRATIONS = numbered(
             )""",
         ),
     ),
+    Migration(
+        8,
+        "quota counters: what the appends charged, per counter",
+        (
+            # ``_quota``: one row per counter, ``used`` in whole millionths, written only by
+            # the appends that charge it (in their transaction) and by its prune.
+            """CREATE TABLE IF NOT EXISTS quota_usage (
+                key TEXT PRIMARY KEY,
+                quota TEXT NOT NULL,
+                tenant TEXT,
+                used INTEGER NOT NULL,
+                window_end REAL
+            ) WITHOUT ROWID""",
+            """CREATE INDEX IF NOT EXISTS quota_usage_by_tenant
+                ON quota_usage (tenant, key) WHERE tenant IS NOT NULL""",
+            "CREATE INDEX IF NOT EXISTS quota_usage_by_quota ON quota_usage (quota, key)",
+            """CREATE INDEX IF NOT EXISTS quota_usage_by_window_end
+                ON quota_usage (window_end) WHERE window_end IS NOT NULL""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

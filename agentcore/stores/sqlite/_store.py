@@ -3,6 +3,8 @@
 Layout: one row per event in ``events`` (the body is the event's compact JSON without
 ``run_id`` and ``seq``, which are the primary key), and one row per run in ``runs`` (status,
 task, timestamps and the next sequence number), so that ``list_runs`` never reads events.
+Quota counters are rows of ``quota_usage``, charged in the append's transaction
+(``_quota``).
 The layout is built by numbered migrations (``_schema``) applied on open, in one
 transaction; the version is kept in ``PRAGMA user_version``. A file written by a newer
 version, or by another application, is refused and left untouched.
@@ -55,7 +57,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
 from pathlib import Path
@@ -80,6 +82,7 @@ from .._errors import translated
 from .._guards import FileGuards, need_flock
 from .._lease import Lease
 from .._protocol import CancelRequest, RunSummary
+from .._quota import QuotaUsage
 from .._snapshots import Snapshot, StoredRow, audit, check_snapshot, usable
 from ._commit import BIND_ERRORS, Pending, SQLiteCommits
 from ._integrity import chain_rows, run_page, save_snapshot, snapshot_rows
@@ -94,6 +97,7 @@ from ._leases import (
     try_flock,
 )
 from ._listing import list_query, prune
+from ._quota import charge, list_counters, prune_counters, read_counters
 from ._readonly import open_read_only
 from ._schema import SCHEMA_VERSION, open_schema
 from ._transaction import immediate
@@ -290,6 +294,27 @@ class SQLiteStore(StoreBase):
             prune(conn, pruning, pruned)
         return pruned
 
+    async def quota_usage(self, keys: Sequence[str]) -> Mapping[str, float]:
+        """See :meth:`QuotaStore.quota_usage`."""
+        conn = self._open_conn()
+        with self._translated("cannot read quota counters"):
+            return read_counters(conn, keys)
+
+    async def list_quota_usage(
+        self, *, tenant: str | None = None, quota: str | None = None
+    ) -> list[QuotaUsage]:
+        """See :meth:`QuotaStore.list_quota_usage`."""
+        conn = self._open_conn()
+        with self._translated("cannot list quota counters"):
+            return list_counters(conn, tenant=tenant, quota=quota)
+
+    async def prune_quota_usage(self, before: float) -> int:
+        """See :meth:`QuotaStore.prune_quota_usage`: one ``BEGIN IMMEDIATE`` transaction per
+        chunk of counters."""
+        conn = self._open_conn()
+        with self._translated("cannot prune quota counters"):
+            return prune_counters(conn, before)
+
     async def request_cancel(self, run_id: str, *, by: str, reason: str | None = None) -> None:
         """See :meth:`TranscriptStore.request_cancel`."""
         conn = self._open_conn()
@@ -485,6 +510,8 @@ def _append_if_at(
 
     Raises:
         LeaseLostError: ``lease`` is not the run's lease (nothing was written).
+        QuotaExceededError: a charge of the batch would pass its limit (nothing was
+            written: the counters are charged first).
         StoreCorruptedError, StoreError: the run's chain head does not fit, or is signed
             and there is no key (``_chain.extend``; nothing was written).
         sqlite3.Error: perhaps after some rows were written (IntegrityError: an event row
@@ -497,6 +524,8 @@ def _append_if_at(
     current, before = (0, "running") if row is None else row[:2]
     if current != expected_seq:
         return current
+    if batch.charges:
+        charge(conn, batch.charges)  # QuotaExceededError: nothing written yet
     stored_head = None if row is None else row[5]
     previous_chained = False
     if stored_head is None and expected_seq > 0:  # written before chaining, or head removed

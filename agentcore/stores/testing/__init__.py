@@ -16,8 +16,8 @@ shown to be found)::
             await s.close()
 
 Every test starts from an empty store. The snapshot checks run for a
-:class:`SnapshotStore`, the chain checks for a :class:`ChainVerifier`; a store that is
-neither skips them, saying so.
+:class:`SnapshotStore`, the chain checks for a :class:`ChainVerifier`, the quota checks
+for a :class:`QuotaStore`; a store that is none of these skips them, saying so.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ from ._builders import (
 from ._chains import ChainChecks
 from ._content import ContentChecks
 from ._ownership import OwnershipChecks
+from ._quota_builders import charge, charged_call, released
+from ._quotas import QuotaChecks
 from ._runs import RunChecks
 from ._snapshots import SnapshotChecks
 from ._tamper import Tamper
@@ -47,18 +49,27 @@ __all__ = [
     "UNICODE_SAMPLES",
     "StoreConformance",
     "Tamper",
+    "charge",
+    "charged_call",
     "context",
     "every_event_type",
     "finished",
     "folded_status",
     "fresh_run_id",
+    "released",
     "started",
     "tool_result",
 ]
 
 
 class StoreConformance(
-    AppendChecks, RunChecks, OwnershipChecks, ContentChecks, SnapshotChecks, ChainChecks
+    AppendChecks,
+    RunChecks,
+    OwnershipChecks,
+    ContentChecks,
+    SnapshotChecks,
+    ChainChecks,
+    QuotaChecks,
 ):
     """The behaviour every transcript store shares. Override ``store`` (and ``peer``,
     ``tamper``)."""

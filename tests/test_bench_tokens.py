@@ -160,3 +160,37 @@ def test_the_output_forms_keep_the_decisions_and_drop_only_the_envelope() -> Non
         > forms["flat action"]
         > forms["flat, no type key"]
     )
+
+
+@pytest.mark.parametrize("mode", ["structured", "native"])
+def test_the_ask_rows_measure_the_offer_against_the_defaults_request_for_request(
+    mode: str,
+) -> None:
+    from run import ASK, CONFIGS, Row, ask_table  # pyright: ignore[reportMissingImports]
+
+    from agentcore import Policy
+
+    assert {c.mode for c in CONFIGS if c.ask} == {"structured", "native"}
+    assert CONFIGS[4].label.endswith("no plan-before-writes")  # levers_table reads it by index
+    base = asyncio.run(run_agentcore("lookup", mode))
+    asked = asyncio.run(run_agentcore("lookup", mode, policy=Policy(ask=True)))
+
+    assert base.status == asked.status == "completed"
+    assert len(asked.records) == len(base.records) == 2  # the model never asks: same script
+    deltas = {
+        a.input_tokens - b.input_tokens for a, b in zip(asked.records, base.records, strict=True)
+    }
+    (delta,) = deltas  # the offer costs the same in every request
+    assert delta > 0
+    offer = "response_format" if mode == "structured" else "tools"
+    assert '"ask"' in json.dumps(asked.bodies[0][offer])
+    assert '"ask"' not in json.dumps(base.bodies[0][offer])
+
+    defaults = CONFIGS[0] if mode == "structured" else CONFIGS[1]
+    rows = [
+        Row(defaults.label, "lookup", base.records),
+        Row(ASK[mode].label, "lookup", asked.records),
+    ]
+    (line,) = [x for x in ask_table(rows, ["lookup"]) if x.startswith("| lookup")]
+    assert line.startswith(f"| lookup / agentcore / {mode} | 2 |")
+    assert line.endswith(f"| {delta:+,.1f} |")

@@ -66,6 +66,7 @@ class Config:
     mode: str
     max_batch: int = 0
     plan_before_writes: bool = True
+    ask: bool = False  # Policy(ask=True): the model is offered a question for the user
 
 
 CONFIGS = (
@@ -74,7 +75,10 @@ CONFIGS = (
     Config("agentcore structured, max_batch=4", "structured", max_batch=4),
     Config("agentcore native, max_batch=4", "native", max_batch=4),
     Config("agentcore structured, no plan-before-writes", "structured", plan_before_writes=False),
+    Config("agentcore structured, ask", "structured", ask=True),
+    Config("agentcore native, ask", "native", ask=True),
 )
+ASK = {c.mode: c for c in CONFIGS if c.ask}
 PEER_LABELS = {
     "pydantic_ai": "Pydantic AI",
     "openai_agents": "OpenAI Agents SDK",
@@ -127,7 +131,8 @@ class Row:
 
 
 def _agentcore_rows(tasks: Sequence[str]) -> tuple[list[Row], dict[str, Any]]:  # Any: JSON
-    """Every config on every task, in this process (agentcore as imported)."""
+    """Every config on every task, in this process (agentcore as imported). A revision from
+    before the ask action has no ask rows."""
     from measure import run_agentcore
 
     import agentcore
@@ -135,9 +140,15 @@ def _agentcore_rows(tasks: Sequence[str]) -> tuple[list[Row], dict[str, Any]]:  
 
     rows: list[Row] = []
     first_bodies: dict[str, Any] = {}  # Any: JSON
+    offers_ask = "ask" in Policy.__dataclass_fields__
     for name in tasks:
         for c in CONFIGS:
-            policy = Policy(max_batch=c.max_batch, plan_before_writes=c.plan_before_writes)
+            if c.ask and not offers_ask:
+                continue
+            options: dict[str, Any] = {"ask": True} if c.ask else {}  # Any: Policy options
+            policy = Policy(
+                max_batch=c.max_batch, plan_before_writes=c.plan_before_writes, **options
+            )
             run = asyncio.run(run_agentcore(name, c.mode, policy=policy))  # type: ignore[arg-type]
             error = None
             if run.status != "completed" or len(run.bodies) != len(run.turns):
@@ -232,8 +243,8 @@ def agentcore_side(
     finally:
         shutil.rmtree(root, ignore_errors=True)
     data = json.loads(out)
-    subject = subprocess.run(
-        ["git", "log", "-1", "--format=%s", rev],
+    subject = subprocess.run(  # of the commit measured: ``rev`` (HEAD) may have moved since
+        ["git", "log", "-1", "--format=%s", commit],
         check=False,
         cwd=REPO,
         capture_output=True,
@@ -364,13 +375,45 @@ def parts_table(rows: Sequence[Row]) -> list[str]:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        if r.error or not r.records or "max_batch" in r.label or "no plan" in r.label:
+        if r.error or not r.records or any(v in r.label for v in ("max_batch", "no plan", "ask")):
             continue
         f = r.records[0]
         lines.append(
             f"| {r.task} / {r.label} | {f.input_tokens:,} | {f.schemas:,} | {f.framework:,} "
             f"| {f.instructions:,} | {f.history:,} |"
         )
+    return [*lines, ""]
+
+
+def ask_table(rows: Sequence[Row], tasks: Sequence[str]) -> list[str]:
+    """What offering ``ask`` costs: each ask row against the defaults in the same mode (the
+    same script: the model never asks, so the requests match one to one)."""
+    lines = [
+        "Offering the ask action (`Policy(ask=True)`) against the defaults, same mode, same "
+        "replies (the model never asks), input tokens:",
+        "",
+        "| task / agentcore / mode | requests | first request: defaults | first: ask "
+        "| task: defaults | task: ask | per request |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for task in tasks:
+        mine = {r.label: r for r in rows if r.task == task and not r.error and r.records}
+        for base, offered in ((CONFIGS[0], ASK["structured"]), (CONFIGS[1], ASK["native"])):
+            suffix = base.label.removeprefix("agentcore")
+            for who in [k.removesuffix(suffix) for k in mine if k.endswith(suffix)]:
+                d = mine[who + suffix]
+                a = mine.get(who + offered.label.removeprefix("agentcore"))
+                if a is None:  # a revision before the ask action
+                    continue
+                if d.requests != a.requests:
+                    per = f"- ({d.requests} vs {a.requests} requests)"
+                else:
+                    per = f"{(a.input_tokens - d.input_tokens) / d.requests:+,.1f}"
+                lines.append(
+                    f"| {task} / {who} / {base.mode} | {d.requests} | {d.first:,} "
+                    f"| {a.first:,} ({a.first - d.first:+,}) | {d.input_tokens:,} "
+                    f"| {a.input_tokens:,} ({a.input_tokens - d.input_tokens:+,}) | {per} |"
+                )
     return [*lines, ""]
 
 
@@ -678,6 +721,7 @@ def report(
         "",
         *parts_table(rows),
         *(sections_table(first_bodies) if first_bodies else []),
+        *ask_table(rows, tasks),
     ]
     lines += [
         "Input tokens by part, the first request and the whole task (`bench/tokens/count.py`"

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
         RunState,
         RunStatus,
         RunUsage,
+        Turn,
     )
     from ._stats import ContractStats, collect_stats, contract_stats
     from ._subagent import PARENT_KEY, child_run_id
     from .agent import Agent, ModelSpec
     from .guards import ArgumentPolicy, host_allowed, path_within, resolve_within
     from .policy import Budget, Policy
+    from .quotas import Quota
     from .routing import Route
     from .secrets import Secret, SecretResolver, env_secrets
     from .streaming import ActionDetected, PartialOutput, RunEnded, StreamEvent, ThoughtDelta
@@ -62,6 +64,7 @@ __all__ = [
     "PartialOutput",
     "PendingCall",
     "Policy",
+    "Quota",
     "Route",
     "RunEnded",
     "RunIdentity",
@@ -76,6 +79,7 @@ __all__ = [
     "ThoughtDelta",
     "Tool",
     "ToolContext",
+    "Turn",
     "UntrustedContext",
     "check_transcript",
     "child_run_id",
@@ -114,12 +118,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunState",
         "RunStatus",
         "RunUsage",
+        "Turn",
     ),
     "_stats": ("ContractStats", "collect_stats", "contract_stats"),
     "_subagent": ("PARENT_KEY", "child_run_id"),
     "agent": ("Agent", "ModelSpec"),
     "guards": ("ArgumentPolicy", "host_allowed", "path_within", "resolve_within"),
     "policy": ("Budget", "Policy"),
+    "quotas": ("Quota",),
     "routing": ("Route",),
     "secrets": ("Secret", "SecretResolver", "env_secrets"),
     "streaming": ("ActionDetected", "PartialOutput", "RunEnded", "StreamEvent", "ThoughtDelta"),

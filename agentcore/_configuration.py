@@ -7,6 +7,7 @@ a sub-agent says so through :attr:`~agentcore.tools.Tool.runs_agent`).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from agentcore.adapters import ModelAdapter
@@ -15,6 +16,7 @@ from agentcore.contracts import ContractDocument, OutputSpec
 from ._run import ContextProvider, RunSetup
 from .policy import Policy
 from .queue import RunQueue
+from .quotas import Clock, Quota
 from .secrets import Redactor, SecretResolver
 from .stores import TranscriptStore
 from .tools import DepsFactory, Tool
@@ -46,6 +48,8 @@ class Configuration:
     deps: DepsFactory | None
     output: OutputSpec | None
     store: str | TranscriptStore | None
+    quotas: tuple[Quota, ...] = ()
+    clock: Clock = time.time
 
     @property
     def output_hash(self) -> str | None:
@@ -75,4 +79,6 @@ class Configuration:
             lost_call_wait_s=self.lost_call_wait_s,
             deps=self.deps,
             output=self.output,
+            quotas=self.quotas,
+            clock=self.clock,
         )

@@ -37,7 +37,8 @@ from ._run import (
     commands,
     refuse_rerun_while_running,
 )
-from ._state import OutputT, RunResult, RunStatus
+from ._run._quota import charge_approvals
+from ._state import OutputT, RunResult, RunState, RunStatus
 from ._subagent import child_waiting
 from .approvals import person_name
 from .events import Event
@@ -238,15 +239,22 @@ class RunOperations(Generic[OutputT]):
             assert pending.run_id is not None
             answered = await child.confirm(pending.run_id, **dataclasses.asdict(answer))
             return await self._after_child(run_id, answered, answer.by)
-        result = await session.execute(
-            run_id,
-            lambda state: commands.confirm(
+
+        def command(state: RunState) -> Sequence[Event]:
+            events = commands.confirm(
                 state,
                 config.tools,
                 answer,
                 output_hash=config.output_hash,
                 authorize=config.policy.authorize,
-            ),
+            )
+            if not config.quotas:
+                return events
+            return charge_approvals(events, state, config.quotas, config.tools, config.clock())
+
+        result = await session.execute(
+            run_id,
+            command,
             advance=config.queue is None,
             wait_s=min(config.lease_s, CONFIRM_WAIT_S),
         )

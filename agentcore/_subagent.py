@@ -60,6 +60,7 @@ from ._observability import get_logger
 from ._run import UntrustedContext
 from ._run._tool_calls import GUARD_POLL_S
 from ._state import PendingCall, RunResult, RunState, RunStatus, RunUsage
+from ._tree import PARENT_KEY, root_of
 from .events import ToolStarted
 from .policy import Budget, Policy
 from .tools import Tool, ToolContext
@@ -70,10 +71,6 @@ if TYPE_CHECKING:
     from .stores import TranscriptStore
 
 __all__ = ["PARENT_KEY", "SubagentTool", "bind_subagents", "child_run_id", "subagent_tool"]
-
-PARENT_KEY = "agentcore.parent"
-"""The child's metadata key naming its parent: ``{"run_id": ..., "call_id": ..., "step":
-...}``; ``agentcore runs --search PARENT_RUN_ID`` lists a run's children."""
 
 _RANK: dict[str, int] = {"read": 0, "write": 1, "destructive": 2}
 
@@ -380,7 +377,9 @@ class SubagentTool(Tool):
         try:
             found = await child.result(run_id)
         except RunNotFoundError:
+            root = root_of(ctx.run_id, ctx.metadata)
             parent = {"run_id": ctx.run_id, "call_id": ctx.call_id, "step": ctx.step}
+            parent["root"] = root
             metadata: Mapping[str, Any] = {**ctx.metadata, PARENT_KEY: parent}  # Any: JSON
             budget = await self._carved(ctx)
             return await child.run(

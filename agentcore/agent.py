@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
@@ -40,6 +41,7 @@ from ._twins import StreamTwin, SyncTwin
 from .events import Event, RunStarted
 from .policy import Budget, Policy
 from .queue import RunQueue
+from .quotas import Clock, Quota, check_quotas
 from .routing import ModelSpec, Route
 from .secrets import Redactor, SecretResolver
 from .stores import TranscriptStore
@@ -149,6 +151,11 @@ class Agent(Generic[OutputT]):
             from the run's recorded :class:`~agentcore.tools.RunIdentity` (run id, tenant,
             metadata), once per run in whichever process advances it: a Celery worker that
             never saw the request builds the same dependencies from the record.
+        quotas: limits that span runs (:class:`~agentcore.quotas.Quota`): per tenant, per
+            run-bound value, per tool, per hour or day; kept by the store and enforced
+            atomically by every worker (docs/budgets.md, "Quotas across runs").
+        clock: what "now" is for the quotas' hour and day windows (``time.time``); inject
+            one in tests.
 
     Example:
         >>> agent = Agent(tools=[get_order], model=ScriptedModel([...]), store="memory://")
@@ -206,6 +213,8 @@ class Agent(Generic[OutputT]):
         snapshot_every: int | None = None,
         lost_call_wait_s: float = LOST_CALL_WAIT_S,
         deps: DepsFactory | None = None,
+        quotas: Sequence[Quota] = (),
+        clock: Clock | None = None,
     ) -> None:
         redactor = Redactor.listed(redact, redact_env)
         table = tool_table(tools)
@@ -247,6 +256,8 @@ class Agent(Generic[OutputT]):
             deps=deps,
             output=spec,
             store=store,
+            quotas=check_quotas(quotas),
+            clock=time.time if clock is None else clock,
         )
         self._config = config  # binding its sub-agents reads the agent's settings
         if config.has_subagents:  # a run tree: one store, governed as one

@@ -72,7 +72,12 @@ async def test_a_child_runs_as_its_own_run_linked_to_the_parents_call() -> None:
     started = child[0]
     assert isinstance(started, RunStarted) and started.task == "Where is A-1?"
     assert started.tenant == "acme" and started.metadata["ticket"] == 7
-    assert started.metadata["agentcore.parent"] == {"run_id": "p1", "call_id": "c1", "step": 1}
+    assert started.metadata["agentcore.parent"] == {
+        "run_id": "p1",
+        "call_id": "c1",
+        "step": 1,
+        "root": "p1",  # the tree's first run (quotas kept per run count the tree)
+    }
     # the child's model usage counts in the parent too
     events = await parent.transcript("p1")
     (used,) = [e for e in events if isinstance(e, ModelCalled) and e.role == "child"]

@@ -53,6 +53,7 @@ from agentcore.contracts.errors import (
     ConfigurationError,
     LeaseLostError,
     ModelError,
+    QuotaExceededError,
     StoreError,
     UnknownToolError,
 )
@@ -66,13 +67,33 @@ from .._render import MessageView, Renderer
 from .._snapshot import SNAPSHOT_EVERY, dump_state, snapshot_tag
 from .._state import OpenCall, RunState, RunStatus
 from .._status import CLOSED_STATUSES
-from ..events import ActionProposed, ContextAdded, Event, ModelCalled, RunFinished
+from .._window import estimate
+from ..events import (
+    ActionProposed,
+    Charge,
+    ContextAdded,
+    Event,
+    ModelCalled,
+    QuotaReleased,
+    RunFinished,
+)
+from ..quotas import Clock, Quota
 from ..secrets import Redactor, SecretResolver
 from ..stores import CancelAtAppend, CancelRequest, Snapshot, SnapshotStore, TranscriptStore
+from ..stores._quota import quota_store
 from ..streaming import SINK, PartialTracker
 from ..tools import DepsFactory, Tool
 from . import _commands as commands
 from ._commands import short_args
+from ._quota import (
+    REQUEST_OUTPUT_ESTIMATE,
+    call_charges,
+    over,
+    over_ruling,
+    released,
+    request_charges,
+    window_words,
+)
 from ._tool_calls import LOST_CALL_WAIT_S, decision, recover_call, run_batch, run_call
 
 __all__ = [
@@ -150,6 +171,10 @@ class RunSetup:
     """What ``deps`` built, by run id, in this advance (built once per run and advance)."""
     output: OutputSpec | None = None
     """The type of ``finish``'s answer (``Agent(output=...)``; ``None``: text)."""
+    quotas: Sequence[Quota] = ()
+    """``Agent(quotas=...)``: limits that span runs, kept by the store."""
+    clock: Clock = time.time
+    """``Agent(clock=...)``: now, for the quotas' windows."""
 
 
 @dataclass(slots=True)
@@ -233,6 +258,26 @@ class Driver:
         self.state.apply(event)
         self.events.append(event)
         self.unflushed.append(event)
+        self.obs.event(event)
+        if self.sink is not None:
+            self.sink(event)
+        if self.state.charged and (back := released(self.state, event)) is not None:
+            call_id, charges, why = back  # in the same append as the event that says why
+            self.record(
+                QuotaReleased(**self.fields(), call_id=call_id, charges=charges, reason=why)
+            )
+
+    async def commit(self, event: Event) -> None:
+        """Write ``event`` on its own (after what is queued), then fold and show it: the
+        store may refuse it (a quota's limit: :class:`QuotaExceededError`), and then
+        nothing of it was written, folded or shown."""
+        await self.flush()
+        if self.redactor:
+            event = self.redactor.event(event)
+        lease = None if self.own is None else self.own.lease
+        await self.setup.store.append(self.state.run_id, event.seq, [event], lease=lease)
+        self.state.apply(event)
+        self.events.append(event)
         self.obs.event(event)
         if self.sink is not None:
             self.sink(event)
@@ -530,6 +575,9 @@ class Driver:
                 # Earlier replies' tokens are not recomputable: make them durable before
                 # spending more. (A pending idempotent tool result is: it may wait.)
                 await self.flush()
+            if self.setup.quotas and (stop := await self._request_over_quota(messages, request)):
+                self.finish(RunStatus.BUDGET_EXHAUSTED, reason=stop)
+                return
             completion = await self._complete(request)
             if completion is None:
                 return
@@ -646,6 +694,15 @@ class Driver:
                 dropped_calls=[clean_text(d, _REPLY_CAP) for d in c.dropped_calls],
                 mode=c.mode,
                 error=clean_text(str(c.error), _REPLY_CAP) if invalid and c.error else None,
+                charges=request_charges(
+                    self.setup.quotas,
+                    self.state,
+                    c.usage.input_tokens + c.usage.output_tokens,
+                    c.usage.cost,
+                    self.setup.clock(),
+                )
+                if self.setup.quotas
+                else [],
             )
         )
 
@@ -692,6 +749,88 @@ class Driver:
 
     # -- deciding and acting ----------------------------------------------------------------
 
+    async def _decide_within_quotas(self, call: OpenCall, ruling: Ruling) -> None:
+        """Decide a call the dispatcher lets run (or puts to a person) under the agent's
+        quotas: charged with its decision, in the append that records it (a call that
+        waits for a person is charged when approved); over a limit, refused, put to a
+        person, or the run stops for the operator, as the quota says."""
+        setup, st = self.setup, self.state
+        assert isinstance(call.action, ToolAction)
+        check = call_charges(setup.quotas, st, call, setup.tools, setup.clock())
+        if check.refused is not None:
+            self.record(decision(self, call, Ruling("deny", check.refused)))
+            return
+        passing: list[tuple[Charge, float]] = []
+        if check.charges:
+            used = await quota_store(setup.store).quota_usage([c.key for c in check.charges])
+            passing = over(check.charges, used)
+        if not passing:
+            if ruling.verdict == "needs_confirmation" or not check.charges:
+                self.record(decision(self, call, ruling))
+                if ruling.verdict == "needs_confirmation":
+                    self.finish(RunStatus.AWAITING_CONFIRMATION, reason=ruling.reason)
+                return
+            charged = decision(self, call, ruling).model_copy(
+                update={"charges": list(check.charges)}
+            )
+            try:
+                await self.commit(charged)
+            except QuotaExceededError as exc:  # another worker spent it first
+                lost = next(c for c in check.charges if c.key == exc.key)
+                passing = [(lost, exc.used)]
+            else:
+                return
+        await self._over_quota(call, ruling, passing)
+
+    async def _over_quota(
+        self, call: OpenCall, ruling: Ruling, passing: list[tuple[Charge, float]]
+    ) -> None:
+        """A call over a quota's limit: refused, put to a person (whose approval lets it
+        pass), or the run stops for the operator."""
+        assert isinstance(call.action, ToolAction)
+        over_ruled, mode = over_ruling(self.setup.quotas, passing, call.action.tool)
+        if mode == "attention":  # nothing decided: a resume decides it again
+            self.finish(RunStatus.NEEDS_ATTENTION, reason=over_ruled.reason)
+            return
+        names = sorted({c.quota for c, _ in passing})
+        if mode == "confirm" and ruling.verdict == "needs_confirmation":  # asked anyway
+            why = f"{ruling.reason}; {over_ruled.reason}"
+            over_ruled = Ruling(
+                "needs_confirmation", why, ruling.provenance, ruling.approvals_needed
+            )
+        event = decision(self, call, over_ruled)
+        self.record(event.model_copy(update={"over_quota": names}))
+        if over_ruled.verdict == "needs_confirmation":
+            self.finish(RunStatus.AWAITING_CONFIRMATION, reason=over_ruled.reason)
+
+    async def _request_over_quota(
+        self, messages: MessageView, request: CompletionRequest
+    ) -> str | None:
+        """Why the next model request may not be sent: its estimated input plus its reply's
+        cap would pass a quota of tokens (or the cost quota is used up); ``None``: it may."""
+        setup, st = self.setup, self.state
+        quotas = [q for q in setup.quotas if q.counts_requests]
+        if not quotas:
+            return None
+        now = setup.clock()
+        tokens = estimate(request.system, messages) + (
+            request.max_output_tokens or REQUEST_OUTPUT_ESTIMATE
+        )
+        charges = [q.charge(st, None, tokens if q.count == "tokens" else 0.0, now) for q in quotas]
+        used = await quota_store(setup.store).quota_usage([c.key for c in charges])
+        for charge in charges:
+            held = used.get(charge.key, 0.0)
+            limit = charge.limit or 0.0
+            if held + charge.amount > limit or held >= limit:
+                need = (
+                    f", and this request may use about {charge.amount:g}" if charge.amount else ""
+                )
+                return (
+                    f"quota {charge.quota!r} ({window_words(charge.key)}): {held:g} of "
+                    f"{limit:g} used{need}; the request was not sent"
+                )
+        return None
+
     async def _continue(self, call: OpenCall) -> None:
         st = self.state
         if isinstance(call.action, BatchAction):  # each of its calls is decided on its own
@@ -699,6 +838,13 @@ class Driver:
             return
         if call.decision is None:
             ruling = self.ruled.pop(call.call_id, None) or decide(st, call.action, self.setup.tools)
+            if (
+                self.setup.quotas
+                and ruling.verdict in ("execute", "needs_confirmation")
+                and isinstance(call.action, ToolAction)
+            ):
+                await self._decide_within_quotas(call, ruling)
+                return
             self.record(decision(self, call, ruling))
             if ruling.verdict == "needs_confirmation":
                 self.finish(RunStatus.AWAITING_CONFIRMATION, reason=ruling.reason)

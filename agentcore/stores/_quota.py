@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from agentcore.contracts.errors import QuotaExceededError
+from agentcore.contracts.errors import ConfigurationError, QuotaExceededError
 
 from ..events import Charge, Confirmation, Decision, Event, ModelCalled, QuotaReleased
 
@@ -31,6 +31,7 @@ __all__ = [
     "apply_charges",
     "charges_of",
     "exceeded",
+    "quota_store",
     "units",
 ]
 
@@ -116,6 +117,22 @@ def apply_charges(counters: dict[str, Counter], charges: Sequence[Charge]) -> No
             counters[charge.key] = Counter(charge.quota, charge.tenant, 0, charge.window_end)
     for key, used in staged.items():
         counters[key].used = used
+
+
+def quota_store(store: object) -> QuotaStore:
+    """``store`` as a :class:`QuotaStore`.
+
+    Raises:
+        ConfigurationError: it keeps no quota counters (a store of your own): quotas
+            cannot be enforced on it.
+    """
+    if not isinstance(store, QuotaStore):
+        raise ConfigurationError(
+            f"{type(store).__name__} keeps no quota counters (quota_usage, list_quota_usage, "
+            "prune_quota_usage, and charges applied in its appends): an agent with quotas= "
+            "needs a store that does (memory, SQLite, PostgreSQL)"
+        )
+    return store
 
 
 @runtime_checkable

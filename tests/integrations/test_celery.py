@@ -17,7 +17,7 @@ import pytest
 from celery import Celery
 
 from agentcore import Agent, Budget, RunResult, RunStatus, check_transcript
-from agentcore.errors import RunBusyError
+from agentcore.errors import DuplicateReplyError, RunBusyError
 from agentcore.events import RunResumed, ToolStarted
 from agentcore.integrations.celery import CeleryQueue, find_orphans, sweep
 from agentcore.stores import PostgresStore
@@ -111,6 +111,45 @@ async def test_a_confirmation_is_carried_out_through_the_queue(
     done = await settled(agent, run_id)
     assert done.status is RunStatus.COMPLETED
     assert done.answer == "wiped"
+
+
+async def test_a_reply_is_recorded_and_its_turn_completed_by_a_worker(
+    workers: Workers, store: PostgresStore, app: Celery, tmp_path: Path
+) -> None:
+    workers.start("w1")
+    agent = make_agent(store, queue=CeleryQueue(app))
+    run_id = await agent.submit("count steps=3", budget=Budget(max_steps=10))
+    first = await settled(agent, run_id)
+    assert first.status is RunStatus.COMPLETED, first.reason
+    assert first.answer == "took 3 steps"
+    shifts = len(workers.outcomes("w1"))
+    assert effects(tmp_path / "effects.txt") == [f"{run_id}:3"]
+
+    handed = await agent.reply(run_id, "count steps=5", key="req-2")
+    assert handed.status is RunStatus.RUNNING  # recorded here, advanced by the worker
+    assert [t.number for t in handed.turns] == [1, 2]
+    assert handed.turns[1].message == "count steps=5"
+    done = await settled(agent, run_id)
+    assert done.status is RunStatus.COMPLETED, done.reason
+    # The workers' scripted model takes its step count from the conversation's first message
+    # and counts every tool result in view: a turn that sees turn 1 finishes at once with
+    # turn 1's count. A worker shown only the reply would take 5 steps (and charge again).
+    assert done.answer == "took 3 steps"
+    assert [(t.number, t.status, t.answer) for t in done.turns] == [
+        (1, RunStatus.COMPLETED, "took 3 steps"),
+        (2, RunStatus.COMPLETED, "took 3 steps"),
+    ]
+    assert effects(tmp_path / "effects.txt") == [f"{run_id}:3"]  # no tool ran in turn 2
+    assert [o for _, o, _ in workers.outcomes("w1")[shifts:]] == ["completed"]  # one shift
+    events = await store.load(run_id)
+    assert sum(1 for e in events if isinstance(e, ToolStarted)) == 3
+    assert check_transcript(events) == []
+    with pytest.raises(DuplicateReplyError) as retried:  # the same request again
+        await agent.reply(run_id, "count steps=5", key="req-2")
+    assert retried.value.turn == 2
+    assert len(await store.load(run_id)) == len(events)  # nothing recorded, nothing published
+    await asyncio.sleep(0.5)
+    assert len(workers.outcomes("w1")) == shifts + 1
 
 
 async def test_a_message_for_a_held_run_is_a_no_op_and_the_sweep_delivers_it_later(

@@ -19,6 +19,7 @@ from .queue import RunQueue
 from .quotas import Clock, Quota
 from .secrets import Redactor, SecretResolver
 from .stores import TranscriptStore
+from .stores._quota import quota_store
 from .tools import DepsFactory, Tool
 
 __all__ = ["Configuration"]
@@ -62,7 +63,13 @@ class Configuration:
         return any(t.runs_agent for t in self.tools.values())
 
     def setup(self, store: TranscriptStore) -> RunSetup:
-        """What a driver needs from the agent, with ``store`` opened."""
+        """What a driver needs from the agent, with ``store`` opened.
+
+        Raises:
+            ConfigurationError: the agent has quotas and ``store`` keeps no counters.
+        """
+        if self.quotas:
+            quota_store(store)
         return RunSetup(
             tools=self.tools,
             contract=self.contract,

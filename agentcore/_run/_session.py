@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcore.contracts.errors import (
+    ConfigurationError,
     LeaseLostError,
     RunBusyError,
     RunNotFoundError,
@@ -137,6 +138,14 @@ class Session:
         in_scope = commands.scope_names(tools, new.scope)
         for name in in_scope:  # a parameter bound to the run must be there before it starts
             tools[name].bound_args(new.tenant, new.metadata or {})
+        for quota in self.setup.quotas:  # so must a value a quota is kept per
+            counts = quota.counts_requests or any(quota.counts(tools[n]) for n in in_scope)
+            missing = [k for k in quota.bound_keys() if k not in (new.metadata or {})]
+            if counts and missing:
+                raise ConfigurationError(
+                    f"quota {quota.name!r} is kept per {', '.join(map(repr, missing))}: start "
+                    f"the run with metadata={{{missing[0]!r}: ...}} (the value bound to the run)"
+                )
         output = self.setup.output
         started = commands.start(
             new.task,

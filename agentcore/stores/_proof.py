@@ -212,10 +212,12 @@ def _type_check(tp: object) -> Check | None:
         return _check_for(args[0], list(args[1:]))
     if origin is Union or origin is types.UnionType:
         checks = [_type_check(a) for a in args]
+        if all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
+            # a member the proof does not cover (a validator of its own: the ask action's
+            # question) is not proven; the others still are
+            return _one_of({a: c for a, c in zip(args, checks, strict=True) if c is not None})
         if any(c is None for c in checks):
             return None
-        if all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
-            return _one_of({a: c for a, c in zip(args, checks, strict=True) if c is not None})
         return _any_of([c for c in checks if c is not None])
     if origin is list and len(args) == 1:
         item = _type_check(args[0])

@@ -53,7 +53,7 @@ def _app() -> Any:  # Any: the typer app (typed in _common)
     load here, not at ``import agentcore.cli``)."""
     # Imported in the order --help lists them, a user's order: running runs first, then
     # serving, verifying, evaluating, administering.
-    from . import _runs, _serve, _verify, _evals, _admin, _mcp  # noqa: F401, I001  # pyright: ignore[reportUnusedImport]  # registers their commands on `app`
+    from . import _runs, _serve, _verify, _evals, _usage, _admin, _mcp  # noqa: F401, I001  # pyright: ignore[reportUnusedImport]  # registers their commands on `app`
     from ._common import app
 
     return app
@@ -97,6 +97,7 @@ Commands:
   verify      Check that a run's stored events are the ones written:...
   eval        Score a model's tool selection on a dataset: one-step...
   stats       Per contract version: runs, steps, plan/tool/finish shares,...
+  usage       What each quota has used in its window: per counter, what...
   prune       Delete finished runs older than a date (retention),...
   contract    The next-action contract document.
   db          The store's layout: its version and migrations.

@@ -88,4 +88,5 @@ class Configuration:
             output=self.output,
             quotas=self.quotas,
             clock=self.clock,
+            rules=self.policy.rules,
         )

@@ -1,9 +1,11 @@
 """The dispatcher: one decision path for every action, whatever model proposed it.
 
-Order: scope gate -> pinned definition -> tool budgets -> argument policies -> a person's
-plan (tools with ``requires="person_plan"``) -> plan before writes -> arguments from
-untrusted output -> a write after untrusted output that no plan a person approved covers ->
-approvers -> destructive stop -> execute. A plan waits for a person under
+Order: scope gate -> pinned definition -> tool budgets -> argument policies -> rules over
+what the run has done (``Policy.rules``, in their order; a refusal ends the decision, a
+``Confirm`` is applied last) -> a person's plan (tools with ``requires="person_plan"``) ->
+plan before writes -> arguments from untrusted output -> a write after untrusted output
+that no plan a person approved covers -> approvers -> destructive stop -> a rule's
+``Confirm`` -> execute. A plan waits for a person under
 ``Policy(confirm_plans=True)``, while no person has approved one and the scope holds a tool
 that requires a person's plan, and once the run has read untrusted output (with a write in
 scope; ``Policy.writes_after_untrusted``).
@@ -11,8 +13,10 @@ scope; ``Policy.writes_after_untrusted``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from agentcore.contracts import (
     AskAction,
@@ -24,13 +28,15 @@ from agentcore.contracts import (
 )
 
 from ._manifest import changed_since_pinned
+from ._observability import get_logger
 from ._provenance import judge_arguments, plan_misses
 from ._state import RunState
 from .events import Verdict
 from .guards import check_arguments
+from .rules import Confirm, ProposedCall, Refuse, Rule, RunView, freeze, rule_name
 from .tools import Tool
 
-__all__ = ["Ruling", "batch_refusal", "decide", "decide_in_batch"]
+__all__ = ["Ruling", "batch_refusal", "decide", "decide_in_batch", "run_view"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +49,15 @@ class Ruling:
     """Where each argument came from, once the run read untrusted output."""
     approvals_needed: int = 1
     """People who must approve a ``needs_confirmation`` (``Policy.approvals``)."""
+    rule: str | None = None
+    """The rule over the run's history that refused the call or put it to a person."""
 
 
-def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ruling:
-    """Decide what happens to ``action`` in the run described by ``state``."""
+def decide(
+    state: RunState, action: NextAction, tools: Mapping[str, Tool], rules: Sequence[Rule] = ()
+) -> Ruling:
+    """Decide what happens to ``action`` in the run described by ``state``; ``rules``:
+    the agent's ``Policy.rules`` (code, so not in the run's recorded policy)."""
     match action:
         case FinishAction() | AskAction():  # an answer, or a question, for the user
             return Ruling("execute")
@@ -70,7 +81,7 @@ def decide(state: RunState, action: NextAction, tools: Mapping[str, Tool]) -> Ru
                 )
             return Ruling("execute", "approved by policy")
         case ToolAction():
-            return _decide_tool(state, action, tools)
+            return _decide_tool(state, action, tools, rules)
         case BatchAction():  # its calls are decided one by one (decide_in_batch)
             refused = batch_refusal(state, action, tools)
             return Ruling("execute") if refused is None else Ruling("deny", refused)
@@ -100,22 +111,28 @@ def batch_refusal(state: RunState, action: BatchAction, tools: Mapping[str, Tool
     return None
 
 
-def decide_in_batch(state: RunState, action: ToolAction, tools: Mapping[str, Tool]) -> Ruling:
+def decide_in_batch(
+    state: RunState, action: ToolAction, tools: Mapping[str, Tool], rules: Sequence[Rule] = ()
+) -> Ruling:
     """The decision of one call of an accepted batch: the same rules as a call of its
-    own (scope, pinned definition, budgets, argument policies, provenance), except that a
-    call that would wait for a person is refused (a batch never waits; propose it alone)."""
-    ruling = _decide_tool(state, action, tools)
+    own (scope, pinned definition, budgets, argument policies, rules over the run,
+    provenance), except that a call that would wait for a person is refused (a batch never
+    waits; propose it alone)."""
+    ruling = _decide_tool(state, action, tools, rules)
     if ruling.verdict == "needs_confirmation":
         return Ruling(
             "deny",
             f"{ruling.reason}; a call in a batch never waits for a person, so it did not run. "
             "Propose it alone to have it approved.",
             provenance=ruling.provenance,
+            rule=ruling.rule,
         )
     return ruling
 
 
-def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool]) -> Ruling:
+def _decide_tool(
+    state: RunState, action: ToolAction, tools: Mapping[str, Tool], rules: Sequence[Rule]
+) -> Ruling:
     name = action.tool
     in_scope = ", ".join(state.scope) or "(none)"
     tool = tools.get(name)
@@ -138,6 +155,12 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
     refused = check_arguments(tool.policies, action.args)
     if refused is not None:  # before a plan is asked for or a person sees the call
         return Ruling("deny", f"tool {name!r} refused these arguments: {refused}.")
+    asked: Ruling | None = None  # a rule's Confirm, applied after the built-in rules
+    if rules:
+        ruled = _judge_by_rules(state, action, tool, rules)
+        if ruled is not None and ruled.verdict == "deny":
+            return ruled
+        asked = ruled
     effect = tool.spec.effect
     if tool.requires == "person_plan" and not state.person_plan_approved:
         return Ruling(
@@ -156,7 +179,92 @@ def _decide_tool(state: RunState, action: ToolAction, tools: Mapping[str, Tool])
         trusted = f"{trusted}\n{state.confirmed_plan}"
     judged = judge_arguments(action.args, trusted, state.untrusted_text, urls_only=effect == "read")
     origins = {path: origin for path, (origin, _) in judged.items()}
-    return replace(_stop_or_run(state, tool, action, judged, tools), provenance=origins)
+    ruling = replace(_stop_or_run(state, tool, action, judged, tools), provenance=origins)
+    if asked is None or ruling.verdict == "deny":
+        return ruling
+    if ruling.verdict == "needs_confirmation":  # both ask: one approval answers both
+        return replace(ruling, reason=f"{ruling.reason}; {asked.reason}", rule=asked.rule)
+    return replace(asked, provenance=origins)
+
+
+def _judge_by_rules(
+    state: RunState, action: ToolAction, tool: Tool, rules: Sequence[Rule]
+) -> Ruling | None:
+    """Ask each rule about the call, in order: the first refusal (a rule that fails
+    refuses), else the first rule's request for a person, else ``None``."""
+    proposed = ProposedCall(action.tool, freeze(action.args), tool.spec.effect, tuple(tool.labels))
+    view = run_view(state, proposed)
+    asked: Ruling | None = None
+    for check in rules:
+        name = rule_name(check)
+        try:
+            said = check(view, proposed)
+        except Exception as exc:  # fail-closed: any error refuses the call
+            get_logger().warning(
+                "rule_failed", run_id=state.run_id, rule=name, tool=action.tool, error=repr(exc)
+            )
+            error = f"{type(exc).__name__}: {exc}"[:300]
+            return Ruling(
+                "deny",
+                f"tool {action.tool!r} is refused: the rule {name!r} failed ({error}), and a "
+                "rule that fails refuses the call.",
+                rule=name,
+            )
+        match said:
+            case None:
+                continue
+            case str() | Refuse() if reason := said if isinstance(said, str) else said.reason:
+                return Ruling(
+                    "deny",
+                    f"tool {action.tool!r} is refused by the rule {name!r}: {reason}",
+                    rule=name,
+                )
+            case Confirm(reason=reason) if reason:
+                if asked is None:
+                    asked = Ruling(
+                        "needs_confirmation",
+                        f"the rule {name!r} puts tool {action.tool!r} to a person: {reason}",
+                        rule=name,
+                    )
+            case _:
+                if inspect.iscoroutine(said):
+                    said.close()  # never awaited: rules are synchronous
+                get_logger().warning(
+                    "rule_failed",
+                    run_id=state.run_id,
+                    rule=name,
+                    tool=action.tool,
+                    error=f"returned {said!r}",
+                )
+                return Ruling(
+                    "deny",
+                    f"tool {action.tool!r} is refused: the rule {name!r} returned "
+                    f"{type(said).__name__} {str(said)[:80]!r}, not None, a reason, Refuse or "
+                    "Confirm (rules are synchronous; an empty reason is no reason), and a rule "
+                    "that fails refuses the call.",
+                    rule=name,
+                )
+    return asked
+
+
+def run_view(state: RunState, proposed: ProposedCall) -> RunView:
+    """What a rule sees of the run ``state`` describes, deciding ``proposed``."""
+    trusted = state.trusted_text
+    if state.confirmed_plan is not None:  # a person approved it: theirs
+        trusted = f"{trusted}\n{state.confirmed_plan}"
+    calls = tuple(state.past_calls)
+    return RunView(
+        run_id=state.run_id,
+        tenant=state.tenant,
+        metadata=MappingProxyType(dict(freeze(state.metadata))),
+        turn=state.turn,
+        calls=calls,
+        untrusted_sources=tuple((call_id, tool) for _, call_id, tool in state.untrusted_reads),
+        approvals=tuple((c.call_id, by) for c in calls for by in c.approved_by),
+        person_plan_approved=state.person_plan_approved,
+        proposed=proposed,
+        trusted_text=trusted,
+    )
 
 
 def _stop_or_run(

@@ -39,6 +39,7 @@ from ._render import Renderer
 from ._state import OpenCall, RunState, RunStatus, Turn, TurnMark
 from .events import Charge, Event, decode_event, encode_event_body
 from .policy import Budget, Policy
+from .rules import PastCall, freeze, thaw
 from .stores._snapshots import Snapshot
 
 __all__ = [
@@ -330,6 +331,54 @@ def _decode_charged(_run: str, v: object) -> dict[str, list[Charge]]:
     return out
 
 
+def _encode_past(calls: list[PastCall]) -> list[list[Any]]:  # Any: JSON values
+    return [
+        [
+            c.call_id,
+            c.step,
+            c.turn,
+            c.tool,
+            thaw(c.args),
+            c.effect,
+            list(c.approved_by),
+            c.ok,
+            c.error,
+        ]
+        for c in calls
+    ]
+
+
+def _decode_past(run: str, v: object) -> list[PastCall]:
+    _check(v, (list,))
+    calls: list[PastCall] = []
+    for item in cast("list[object]", v):
+        _check(item, (list,))
+        call_id, step, turn, tool, args, effect, approved_by, ok, error = cast(
+            "list[object]", item
+        )  # ValueError unless nine
+        _check(call_id, (str,))
+        _check(step, (int,))
+        _check(turn, (int,))
+        _check(tool, (str,))
+        _check(effect, (str, _NONE))
+        _check(ok, (bool, _NONE))
+        _check(error, (str, _NONE))
+        calls.append(
+            PastCall(
+                cast("str", call_id),
+                cast("int", step),
+                cast("int", turn),
+                cast("str", tool),
+                freeze(_json_object(run, args)),
+                cast("str | None", effect),
+                _tuple()[1](run, approved_by),
+                cast("bool | None", ok),
+                cast("str | None", error),
+            )
+        )
+    return calls
+
+
 def _decode_budget(run: str, v: object) -> Budget:
     return Budget.from_json(_json_object(run, v))
 
@@ -389,6 +438,7 @@ _STATE_CODECS: Final[Mapping[str, Codec]] = {
         lambda charged: {k: [c.model_dump(mode="json") for c in v] for k, v in charged.items()},
         _decode_charged,
     ),
+    "past_calls": (_encode_past, _decode_past),
 }
 
 

@@ -28,6 +28,7 @@ from ._pending import PendingCall
 from ._provenance import normalise
 from ._status import RunStatus, status_after
 from .policy import Budget, Policy
+from .rules import ERROR_CHARS, PastCall, freeze
 
 UNTRUSTED_TEXT_CAP = 4_000_000
 """Characters of untrusted output a run keeps for provenance; later output is not matched
@@ -308,6 +309,9 @@ class RunState:
     """The idempotency keys of the user's messages, with the turn each began."""
     charged: dict[str, list[evt.Charge]] = field(default_factory=dict[str, list[evt.Charge]])
     """What each call charged to quotas and has not been given back, by call id."""
+    past_calls: list[PastCall] = field(default_factory=list[PastCall])
+    """Every tool call the run started, in order, with its outcome (what ``Policy.rules``
+    see; ``agentcore.rules``)."""
 
     @classmethod
     def of(cls, events: Sequence[evt.Event]) -> RunState:
@@ -390,6 +394,9 @@ class RunState:
                 if call.started is None:
                     self.tool_calls += 1
                     self.per_tool[event.tool] += 1
+                    self.past_calls.append(self._past_call(call, event))
+                else:  # run again (a person's rerun): no outcome yet
+                    self._settle_past(event.call_id, None, None)
                 call.started = event
                 call.finished = None
                 call.put_to_a_person = call.rerun_authorised = False
@@ -397,6 +404,7 @@ class RunState:
                 self.recoveries = 0
                 call = self._call(event.call_id)
                 call.finished = event
+                self._settle_past(event.call_id, event.ok, event.error)
                 if event.untrusted and event.ok:
                     self._read(event.result, event.call_id, event.tool)
                 if not event.ok:
@@ -491,6 +499,32 @@ class RunState:
             text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
             self.untrusted_text += "\n" + normalise(text)
             self.untrusted_reads.append((len(self.untrusted_text), call_id, tool))
+
+    def _past_call(self, call: OpenCall, event: evt.ToolStarted) -> PastCall:
+        """The record of a call that starts (``past_calls``)."""
+        confirmed = call.confirmation
+        approved_by: tuple[str, ...] = ()
+        if confirmed is not None and confirmed.approved:
+            approved_by = tuple(confirmed.approvers) or (confirmed.by,)
+        effect = self.tools.get(event.tool, {}).get("effect")
+        return PastCall(
+            event.call_id,
+            event.step,
+            self.turn,
+            event.tool,
+            freeze(event.args),
+            effect if isinstance(effect, str) else None,
+            approved_by,
+        )
+
+    def _settle_past(self, call_id: str, ok: bool | None, error: str | None) -> None:
+        """Record the outcome of the started call ``call_id`` (searched from the latest)."""
+        for i in range(len(self.past_calls) - 1, -1, -1):
+            past = self.past_calls[i]
+            if past.call_id == call_id:
+                cut = None if error is None else error[:ERROR_CHARS]
+                self.past_calls[i] = replace(past, ok=ok, error=cut)
+                return
 
     def untrusted_source(self, offset: int) -> tuple[str, str] | None:
         """The call id and tool of the untrusted result that holds ``untrusted_text``'s

@@ -218,6 +218,9 @@ class Decision(_Event):
     over_quota: list[str] = Field(default_factory=list[str], exclude_if=_unset)
     """The quotas the call would pass (``needs_confirmation``: a person's approval lifts
     them for this call only; ``deny``: refused)."""
+    rule: str | None = Field(default=None, exclude_if=_unset)
+    """The name of the rule over the run's history (``Policy.rules``) that refused the call
+    or put it to a person; ``None`` when no such rule decided."""
 
 
 class Confirmation(_Event):

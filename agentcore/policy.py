@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from agentcore.contracts import DEFAULT_MAX_REPLY_BYTES, SchemaForm, Usage
 from agentcore.contracts.errors import ConfigurationError
 
+from .rules import Rule, checked_rules
+
 if TYPE_CHECKING:
     from .approvals import Authorize, OnPending
 
@@ -253,6 +255,13 @@ class Policy:
             waiting, and on an escalation; a failure is logged, never raised. Not
             recorded. :func:`agentcore.approvals.webhook` makes one that posts a signed
             request.
+        rules: rules over what the run has done (:mod:`agentcore.rules`): callables
+            ``rule(view, call)`` asked about every tool call after the scope, budgets and
+            argument policies, before plans, provenance and approvers, in this order; each
+            returns ``None``, a reason to refuse, or ``Confirm`` to ask a person. A rule that
+            raises refuses the call. Each must have a name (``__name__`` or
+            ``agentcore.rules.rule(name=...)``), unique among them: decisions record it. Not
+            recorded; the agent that advances the run applies its own.
     """
 
     plan_before_writes: bool = True
@@ -275,8 +284,10 @@ class Policy:
     ask: bool = False
     authorize: Authorize | None = field(default=None, compare=False, repr=False)
     on_pending: OnPending | None = field(default=None, compare=False, repr=False)
+    rules: Sequence[Rule] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", checked_rules(self.rules))
         if self.max_reasks < 0:
             raise ConfigurationError(f"max_reasks must be >= 0, got {self.max_reasks}")
         _positive("max_repeated_failures", self.max_repeated_failures)
@@ -412,6 +423,6 @@ def _closest(name: str, known: Collection[str]) -> str | None:
     return folded[near[0]] if near else None
 
 
-_HOOKS = frozenset({"authorize", "on_pending"})
+_HOOKS = frozenset({"authorize", "on_pending", "rules"})
 _RENAMED_RULE = {"ask": "confirm", "deny": "deny", "allow": "allow"}
 _COMPENSABLE_ENDINGS = frozenset({"failed", "cancelled", "budget_exhausted", "needs_attention"})

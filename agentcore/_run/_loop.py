@@ -78,6 +78,7 @@ from ..events import (
     RunFinished,
 )
 from ..quotas import Clock, Quota
+from ..rules import Rule
 from ..secrets import Redactor, SecretResolver
 from ..stores import CancelAtAppend, CancelRequest, Snapshot, SnapshotStore, TranscriptStore
 from ..stores._quota import quota_store
@@ -175,6 +176,8 @@ class RunSetup:
     """``Agent(quotas=...)``: limits that span runs, kept by the store."""
     clock: Clock = time.time
     """``Agent(clock=...)``: now, for the quotas' windows."""
+    rules: Sequence[Rule] = ()
+    """``Policy.rules``: rules over what the run has done (code: not in the recorded policy)."""
 
 
 @dataclass(slots=True)
@@ -597,7 +600,7 @@ class Driver:
                 else None
             )
             ruling = (
-                decide(st, loose, self.setup.tools)
+                decide(st, loose, self.setup.tools, self.setup.rules)
                 if loose is not None and loose.tool in self.setup.tools
                 else None
             )
@@ -837,7 +840,9 @@ class Driver:
             await run_batch(self, call)
             return
         if call.decision is None:
-            ruling = self.ruled.pop(call.call_id, None) or decide(st, call.action, self.setup.tools)
+            ruling = self.ruled.pop(call.call_id, None) or decide(
+                st, call.action, self.setup.tools, self.setup.rules
+            )
             if (
                 self.setup.quotas
                 and ruling.verdict in ("execute", "needs_confirmation")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -27,6 +27,7 @@ from .._extract import ExtractionLog, extraction_log
 from .._faults import crash_point
 from .._state import OpenCall, RunState, RunStatus
 from ..events import Decision, Event, ModelCalled, ToolFinished, ToolStarted
+from ..rules import Rule
 from ..secrets import Redactor, SecretResolver, resolve_secret
 from ..tools import DepsFactory, RunIdentity, Tool, ToolContext, ToolOutcome, recordable_result
 from ._commands import short_args
@@ -84,6 +85,8 @@ class CallSetup(Protocol):
     def deps(self) -> DepsFactory | None: ...
     @property
     def deps_built(self) -> dict[str, object]: ...
+    @property
+    def rules(self) -> Sequence[Rule]: ...
 
 
 class CallDriver(Protocol):
@@ -258,6 +261,7 @@ def decision(d: CallDriver, call: OpenCall, ruling: Ruling) -> Decision:
         reason=ruling.reason,
         approvals_needed=ruling.approvals_needed,
         provenance=dict(ruling.provenance),
+        rule=ruling.rule,
     )
 
 
@@ -311,7 +315,9 @@ async def run_batch(d: CallDriver, call: OpenCall) -> None:
         if m.decision is None:
             assert isinstance(m.action, ToolAction)
             ruling = (
-                Ruling("deny", whole) if whole is not None else decide_in_batch(st, m.action, tools)
+                Ruling("deny", whole)
+                if whole is not None
+                else decide_in_batch(st, m.action, tools, d.setup.rules)
             )
             d.record(decision(d, m, ruling))
         assert m.decision is not None

@@ -394,3 +394,84 @@ asyncio.run(agent.run("x"))
 print(sorted(s.name for s in spans.get_finished_spans()))
 """
     assert _python(code, tmp_path) == "['agentcore.step', 'chat scripted', 'invoke_agent']"
+
+
+async def test_quota_metrics_count_charges_releases_refusals_and_lifted_limits(
+    otel: Otel,
+) -> None:
+    from agentcore import Policy, Quota
+
+    def refunding(amounts: list[float]) -> ScriptedModel:
+        def step(messages: Sequence[Any]) -> dict[str, Any]:  # Any: messages, JSON
+            seen = sum(m.role == "user" and m.call_id is not None for m in messages)
+            if seen < len(amounts):
+                return call("refund", order_id=f"O-{seen}", amount=amounts[seen])
+            return FINISH
+
+        return ScriptedModel(step)
+
+    @tool(effect="write")
+    def refund(order_id: str, amount: float) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: the order.
+            amount: EUR.
+        """
+        if amount == 13:
+            raise RuntimeError("the bank is down")
+        return f"refunded {order_id}"
+
+    refunds = Quota("refunds", limit=500, count="sum:amount")
+    tokens = Quota("tokens", limit=1_000_000, count="tokens")
+    agent = Agent(
+        tools=[refund],
+        model=refunding([200, 13, 250, 100]),
+        store="memory://",
+        policy=Policy(plan_before_writes=False),
+        quotas=[refunds, tokens],
+    )
+    done = await agent.run("Refund.", tenant="acme")
+    assert done.status is RunStatus.COMPLETED
+
+    def charges(quota: str, outcome: str) -> float:
+        return otel.total(
+            "agentcore.quota.charges",
+            agentcore__quota__name=quota,
+            agentcore__quota__outcome=outcome,
+        )
+
+    def amount(quota: str, outcome: str) -> float:
+        return otel.total(
+            "agentcore.quota.amount",
+            agentcore__quota__name=quota,
+            agentcore__quota__outcome=outcome,
+        )
+
+    # 200, 13 (failed: given back) and 250 were charged; 100 would pass 500 and was refused
+    assert (charges("refunds", "charged"), amount("refunds", "charged")) == (3, 463)
+    assert (charges("refunds", "released"), amount("refunds", "released")) == (1, 13)
+    assert charges("refunds", "refused") == 1
+    assert otel.total("agentcore.quota.charges", agentcore__decision="deny") == 1
+    assert charges("refunds", "lifted") == 0
+    # every model request's tokens were charged with what it used
+    assert charges("tokens", "charged") == 5
+    assert amount("tokens", "charged") == done.usage.input_tokens + done.usage.output_tokens
+
+    confirming = Agent(
+        tools=[refund],
+        model=refunding([450, 100]),
+        store="memory://",
+        policy=Policy(plan_before_writes=False),
+        quotas=[Quota("refunds", limit=500, count="sum:amount", over="confirm")],
+    )
+    waiting = await confirming.run("Refund.", tenant="acme")
+    assert waiting.status is RunStatus.AWAITING_CONFIRMATION and waiting.pending is not None
+    assert otel.total("agentcore.quota.charges", agentcore__decision="needs_confirmation") == 1
+    p = waiting.pending
+    approved = await confirming.confirm(
+        waiting.run_id, approve=True, by="ann", step=p.step, args_hash=p.args_hash
+    )
+    assert approved.status is RunStatus.COMPLETED
+    assert (charges("refunds", "lifted"), amount("refunds", "lifted")) == (1, 100)
+    assert (charges("refunds", "charged"), amount("refunds", "charged")) == (4, 913)

@@ -18,7 +18,9 @@ Spans, following the GenAI semantic conventions where they apply:
 Metrics (counted from the recorded events, so a resumed or recovered run counts once):
 ``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``, ``agentcore.step.duration``,
 ``agentcore.model.cost``, ``agentcore.actions``, ``agentcore.actions.invalid``,
-``agentcore.reasks``, ``agentcore.confirmations.waiting``, ``agentcore.budget.exhaustions``.
+``agentcore.reasks``, ``agentcore.confirmations.waiting``, ``agentcore.budget.exhaustions``,
+``agentcore.quota.charges`` and ``agentcore.quota.amount`` (by quota and outcome: ``charged``,
+``lifted`` by a person's approval, ``released`` when given back, ``refused`` over the limit).
 """
 
 from __future__ import annotations
@@ -36,7 +38,16 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from agentcore._status import RunStatus
-from agentcore.events import ActionProposed, Confirmation, Decision, Event, ModelCalled, RunFinished
+from agentcore.events import (
+    ActionProposed,
+    Charge,
+    Confirmation,
+    Decision,
+    Event,
+    ModelCalled,
+    QuotaReleased,
+    RunFinished,
+)
 
 from ._observer import LogObserver, Observer
 
@@ -112,6 +123,8 @@ class _Instruments:
     reasks: metrics.Counter
     waiting: metrics.UpDownCounter
     exhausted: metrics.Counter
+    quota_charges: metrics.Counter
+    quota_amount: metrics.Counter
 
 
 _CACHE: dict[tuple[object, object], _Instruments] = {}
@@ -168,6 +181,18 @@ def _instruments(tp: TracerProvider | None, mp: MeterProvider | None) -> _Instru
         ),
         exhausted=meter.create_counter(
             "agentcore.budget.exhaustions", unit="{run}", description="Runs stopped by a budget."
+        ),
+        quota_charges=meter.create_counter(
+            "agentcore.quota.charges",
+            unit="{charge}",
+            description="Quota charges by quota and outcome: charged, lifted (an approval let "
+            "the call pass the limit), released (given back), refused (over the limit).",
+        ),
+        quota_amount=meter.create_counter(
+            "agentcore.quota.amount",
+            unit="1",
+            description="What quota charges counted (calls, an argument's sum, tokens or "
+            "cost), by quota and outcome; a release counts what was given back.",
         ),
     )
     _CACHE[(tp, mp)] = made
@@ -399,6 +424,14 @@ class OtelObserver(Observer):
         span.end()
         return outcome
 
+    def _charged(self, charges: list[Charge], released: bool) -> None:
+        """Count an event's quota charges (recorded, so the store applied them)."""
+        for c in charges:
+            outcome = "released" if released else "lifted" if c.lifted_by else "charged"
+            attributes = {"agentcore.quota.name": c.quota, "agentcore.quota.outcome": outcome}
+            self._ins.quota_charges.add(1, attributes)
+            self._ins.quota_amount.add(abs(c.amount), attributes)
+
     def _parent(self) -> otel_context.Context | None:
         span = self._step_span or self._advance
         return None if span is None else trace.set_span_in_context(span)
@@ -449,6 +482,15 @@ class OtelObserver(Observer):
             case Decision():
                 if self._step_span is not None:
                     self._step_span.set_attribute("agentcore.decision", event.verdict)
+                for name in event.over_quota:
+                    ins.quota_charges.add(
+                        1,
+                        {
+                            "agentcore.quota.name": name,
+                            "agentcore.quota.outcome": "refused",
+                            "agentcore.decision": event.verdict,
+                        },
+                    )
             case Confirmation():
                 if self._step_span is not None:
                     self._step_span.set_attribute("agentcore.confirmation.approved", event.approved)
@@ -457,6 +499,11 @@ class OtelObserver(Observer):
                     ins.exhausted.add(1, {"agentcore.contract.version": self._contract()})
             case _:
                 pass
+        if (
+            isinstance(event, Decision | Confirmation | ModelCalled | QuotaReleased)
+            and event.charges
+        ):
+            self._charged(event.charges, isinstance(event, QuotaReleased))
         waiting = st.status is RunStatus.AWAITING_CONFIRMATION
         if waiting != self._waiting:
             self._waiting = waiting

@@ -178,6 +178,7 @@ def test_every_field_of_the_fold_survives_a_snapshot(transcript: list[Event]) ->
     # a conversation's (tests/test_conversations.py)
     elsewhere |= {"turn_mark", "conversation_budget", "reply_keys"}
     elsewhere.add("charged")  # quotas (tests/test_quotas.py)
+    elsewhere.add("past_calls")  # rules over the run's history (tests/test_history_rules.py)
     assert untouched <= {"run_id", "recoveries", "person_plan_approved", *elsewhere}, untouched
     assert {"call.confirmation", "call.started", "call.finished"} <= changed
 

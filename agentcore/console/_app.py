@@ -55,6 +55,7 @@ from ._approvals import (
 )
 from ._auth import SESSION_COOKIE, Authenticate, Csrf, TokenLogin, foreign_origin, identify
 from ._health import METRICS, Health, health
+from ._quotas import by_tenant, limits_of, quota_usage
 from ._timeline import TurnView, conversation, family, pretty, timeline
 
 __all__ = ["create_app"]
@@ -363,6 +364,23 @@ class Console:
             }
         )
 
+    async def api_quotas(self, request: Request) -> Response:
+        rows, _ = await self._quotas(request)
+        return JSONResponse({"counters": rows})
+
+    async def _quotas(
+        self, request: Request
+    ) -> tuple[list[dict[str, Any]], dict[str, str]]:  # Any: JSON values
+        q = request.query_params
+        filters = {k: v for k in ("tenant", "quota") if (v := (q.get(k) or "").strip())}
+        rows = await quota_usage(
+            self.store,
+            limits_of(self.approvals.agents.values()),
+            tenant=filters.get("tenant"),
+            quota=filters.get("quota"),
+        )
+        return rows, filters
+
     async def api_csrf(self, request: Request) -> Response:
         return JSONResponse(
             {"user": request.state.user, "csrf": self.csrf.token(request.state.user)}
@@ -509,6 +527,12 @@ class Console:
             request, "health.html", health=found, tenant=request.query_params.get("tenant", "")
         )
 
+    async def quotas_page(self, request: Request) -> Response:
+        rows, filters = await self._quotas(request)
+        return self.page(
+            request, "quotas.html", groups=by_tenant(rows), filters=filters, now=time.time()
+        )
+
     async def login_page(self, request: Request) -> Response:
         if self.login is None:
             return HTMLResponse("This console signs people in through its application.", 404)
@@ -579,10 +603,12 @@ def create_app(
         ),
         Route("/runs/{run_id:path}", g(console.run_page, api=False), name="run"),
         Route("/health", g(console.health_page, api=False), name="health"),
+        Route("/quotas", g(console.quotas_page, api=False), name="quotas"),
         Route("/login", console.login_page, methods=["GET", "POST"], name="login"),
         Route("/api/runs", g(console.api_runs, api=True), name="api_runs"),
         Route("/api/csrf", g(console.api_csrf, api=True), name="api_csrf"),
         Route("/api/health", g(console.api_health, api=True), name="api_health"),
+        Route("/api/quotas", g(console.api_quotas, api=True), name="api_quotas"),
         Route("/api/stream/runs", g(console.api_runs_stream, api=True), name="api_runs_stream"),
         Route("/api/runs/{run_id:path}/stream", g(console.api_stream, api=True), name="api_stream"),
         post("/api/runs/{run_id:path}/confirm", console.api_confirm, "api_confirm", api=True),

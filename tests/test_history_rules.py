@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import structlog
+from starlette.requests import Request
 
 from agentcore import Agent, Budget, Policy, RunStatus, tool
 from agentcore.adapters import ScriptedModel
+from agentcore.console import create_app
 from agentcore.errors import ConfigurationError
 from agentcore.events import Decision, Event, encode_event_body
 from agentcore.rules import Confirm, PastCall, ProposedCall, Refuse, RunView, rule
@@ -446,6 +453,44 @@ async def test_the_rule_is_in_the_stored_decision_and_absent_when_no_rule_decide
     ]
     assert stored[1]["rule"] == "once per order"
     assert "rule" not in stored[0]  # left out unset: what a run records without rules is as before
+
+
+def test_show_names_the_rule(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    twice = (call("cancel", order_id="A-1"), call("cancel", order_id="A-1"), finish())
+    done = shop(*twice, rules=[cancel_once], store=url).run_sync("x")
+    shown = subprocess.run(
+        [sys.executable, "-m", "agentcore.cli", "show", done.run_id],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AGENTCORE_STORE": url, "COLUMNS": "200"},
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "[c2] deny (rule cancel_once): tool 'cancel' is refused by the rule" in shown
+    assert "[c1] execute" in shown and "[c1] execute (rule" not in shown
+
+
+async def test_the_console_names_the_rule() -> None:
+    twice = (call("cancel", order_id="A-1"), call("cancel", order_id="A-1"), finish())
+    agent = shop(*twice, rules=[cancel_once])
+    done = await agent.run("x")
+
+    def user(request: Request) -> str | None:
+        return request.headers.get("x-user")
+
+    app = create_app(agent.store, agents=[agent], authenticate=user, poll_s=0.01)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://console.test",
+            headers={"X-User": "ada"},
+        ) as client,
+    ):
+        page = (await client.get(f"/runs/{done.run_id}")).text
+    assert page.count("<dt>rule</dt><dd><pre>cancel_once</pre></dd>") == 1  # one decision
 
 
 # -- across a resume from snapshots, and across turns ------------------------------------------

@@ -80,7 +80,8 @@ def describe(ev: evt.Event, *, full: bool = False) -> tuple[str, str]:
             detail = action_detail(a)
             return str(ev.step), f"[{ev.call_id}] {a.type}: {detail}\n  thought: {a.thought}"
         case evt.Decision():
-            return str(ev.step), f"[{ev.call_id}] {ev.verdict}" + (
+            by_rule = f" (rule {ev.rule})" if ev.rule else ""
+            return str(ev.step), f"[{ev.call_id}] {ev.verdict}{by_rule}" + (
                 f": {ev.reason}" if ev.reason else ""
             )
         case evt.Confirmation():

@@ -173,6 +173,8 @@ def entry(ev: evt.Event) -> Entry:
         case evt.Decision():
             tone = {"execute": "ok", "deny": "bad", "needs_plan": "bad"}.get(ev.verdict, "wait")
             details = [("why", ev.reason)] if ev.reason else []
+            if ev.rule:
+                details.append(("rule", ev.rule))
             if ev.args_hash:
                 details.append(("args hash", ev.args_hash))
             return Entry(ev.seq, ev.type, f"dispatcher: {ev.verdict}", details=details, tone=tone)

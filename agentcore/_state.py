@@ -523,7 +523,7 @@ class RunState:
             past = self.past_calls[i]
             if past.call_id == call_id:
                 cut = None if error is None else error[:ERROR_CHARS]
-                self.past_calls[i] = replace(past, ok=ok, error=cut)
+                self.past_calls[i] = past._replace(ok=ok, error=cut)
                 return
 
     def untrusted_source(self, offset: int) -> tuple[str, str] | None:

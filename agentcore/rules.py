@@ -43,7 +43,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, cast, overload
+from typing import Any, Literal, NamedTuple, cast, overload
 
 from agentcore.contracts.errors import ConfigurationError
 
@@ -106,9 +106,9 @@ def thaw(value: Any) -> Any:  # Any: a frozen JSON value
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class PastCall:
-    """A tool call the run started, as a rule sees it.
+class PastCall(NamedTuple):
+    """A tool call the run started, as a rule sees it (a named tuple: the fold keeps one
+    for every call, so it is cheap to make).
 
     Attributes:
         call_id: its id (``c3``; ``c3.2`` for a batch's second call).

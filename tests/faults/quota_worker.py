@@ -7,7 +7,8 @@ JSON line on stdout: ``{"status", "reason", "pid"}``, or ``{"error", "message"}`
 code 1 when the library raised.
 
 Commands: ``start`` (``Agent.run`` for customer ``C1`` of tenant ``acme``), ``resume``,
-``resolve-fail``, ``resolve-result`` (a person settles the lost call), ``compensate``.
+``resolve-fail``, ``resolve-rerun``, ``resolve-result`` (a person settles the lost call),
+``compensate``.
 
 The model asks for a refund of ``QUOTA_AMOUNT`` (default 1) EUR, again after each outcome
 (ran, failed or refused), ``QUOTA_ASKS`` times, then finishes. The tool is
@@ -185,6 +186,8 @@ async def _command(agent: Agent, cmd: str, run_id: str) -> RunResult:
             return await agent.resume(run_id)
         case "resolve-fail":
             return await agent.resolve(run_id, by="alice", fail=True, reason="it did not happen")
+        case "resolve-rerun":
+            return await agent.resolve(run_id, by="alice", rerun=True, reason="it did not happen")
         case "resolve-result":
             return await agent.resolve(run_id, by="alice", result="refunded", reason="it happened")
         case "compensate":

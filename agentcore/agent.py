@@ -282,6 +282,11 @@ class Agent(Generic[OutputT]):
         return clone
 
     @property
+    def quotas(self) -> tuple[Quota, ...]:
+        """The agent's quotas (``Agent(quotas=...)``)."""
+        return self._config.quotas
+
+    @property
     def store(self) -> TranscriptStore:
         """The transcript store (opened on first use)."""
         return self._ops.store

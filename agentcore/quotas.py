@@ -5,8 +5,12 @@ per tenant, per customer (a value bound to the run), per tool, per hour, per day
 time, or per run (a conversation's turns and its sub-agents' runs included). For example::
 
     Quota("refunds", limit=500, count="sum:amount", tools=("refund",), per=("customer_id",))
-    Quota("emails", limit=100, tools=("send_email",), window="hour")
-    Quota("tokens", limit=2_000_000, count="tokens")
+    Quota("emails", limit=100, tools=("send_email",), window="hour")  # per tenant
+    Quota("tokens", limit=2_000_000, count="tokens")  # per tenant and day
+    Quota("upstream", limit=10_000, tools=("geocode",), shared=True)  # all tenants at once
+
+Every counter is kept per tenant (one tenant's use never counts against or unlocks
+another's), and per whatever ``per`` adds, unless the quota is ``shared``.
 
 **How it holds.** A call a quota counts is charged in the store's transaction that records
 the decision letting it run (or the approval, for a call that waited for a person): the
@@ -33,6 +37,7 @@ Windows are fixed UTC calendar windows (``hour``, ``day``) on the agent's clock
 from __future__ import annotations
 
 import calendar
+import json
 import math
 import time
 import unicodedata
@@ -50,7 +55,16 @@ if TYPE_CHECKING:
     from .events import Charge
     from .tools import Tool
 
-__all__ = ["MAX_LIMIT", "Clock", "Quota", "QuotaCount", "QuotaOver", "QuotaWindow"]
+__all__ = [
+    "MAX_LIMIT",
+    "Clock",
+    "Quota",
+    "QuotaCount",
+    "QuotaOver",
+    "QuotaWindow",
+    "counter_parts",
+    "counter_words",
+]
 
 QuotaWindow = Literal["run", "hour", "day", "all"]
 QuotaOver = Literal["refuse", "confirm", "attention"]
@@ -98,9 +112,14 @@ class Quota:
             or ``"cost"`` (of model requests).
         tools: the tools whose calls count (names, or ``"label:<label>"``); empty: every
             tool. Not used for tokens and cost.
-        per: what the counter is kept per: ``"tenant"``, ``"run"`` (a conversation, its
-            sub-agents' runs included), ``"tool"``, or the name of a value bound to the run
-            (a ``metadata`` key, as ``FromRun`` reads it). Empty: one counter for everyone.
+        per: what the counter is kept per, beside the tenant: ``"run"`` (a conversation,
+            its sub-agents' runs included), ``"tool"``, or the name of a value bound to the
+            run (a ``metadata`` key, as ``FromRun`` reads it). Empty: one counter per
+            tenant. **Every counter is kept per tenant** (one tenant's use never counts
+            against or unlocks another's, even for a customer id both use), unless
+            ``shared``.
+        shared: one counter for all tenants (a limit of an upstream service everyone
+            shares); its counters belong to no tenant.
         window: ``"hour"`` and ``"day"`` (UTC calendar windows), ``"run"`` (the run's life),
             ``"all"`` (never resets).
         over: what happens to a call over the limit: ``"refuse"``, ``"confirm"`` or
@@ -115,9 +134,10 @@ class Quota:
     limit: float
     count: QuotaCount = "calls"
     tools: tuple[str, ...] = ()
-    per: tuple[str, ...] = ("tenant",)
+    per: tuple[str, ...] = ()
     window: QuotaWindow = "day"
     over: QuotaOver = "refuse"
+    shared: bool = False
 
     def __post_init__(self) -> None:
         _checked_name(self.name, "A quota's name")
@@ -152,6 +172,12 @@ class Quota:
                 _checked_name(value, f"quota {self.name!r}'s {kind} entry")
             if len(set(values)) != len(values):
                 raise ConfigurationError(f"quota {self.name!r}: {kind} repeats a name")
+        if not isinstance(self.shared, bool):  # pyright: ignore[reportUnnecessaryIsInstance]  # user input
+            raise ConfigurationError(f"quota {self.name!r}: shared must be True or False")
+        if self.shared and "tenant" in self.per:
+            raise ConfigurationError(
+                f"quota {self.name!r} is shared by all tenants: it cannot be kept per tenant"
+            )
         if self.window not in _WINDOWS:
             raise ConfigurationError(
                 f"quota {self.name!r}: window must be one of {', '.join(_WINDOWS)}, "
@@ -210,11 +236,11 @@ class Quota:
         from .events import Charge
 
         window, ends = self.window_of(now)
-        parts: list[list[Any]] = []  # Any: JSON values
+        parts: list[list[Any]] = [] if self.shared else [["tenant", state.tenant]]  # Any: JSON
         for part in self.per:
             match part:
-                case "tenant":
-                    parts.append([part, state.tenant])
+                case "tenant":  # always, unless shared
+                    pass
                 case "run":
                     parts.append([part, root_run(state)])
                 case "tool":
@@ -229,8 +255,31 @@ class Quota:
             amount=amount,
             limit=self.limit,
             window_end=ends,
-            tenant=state.tenant,
+            tenant=None if self.shared else state.tenant,
         )
+
+
+def counter_parts(key: str) -> tuple[list[tuple[str, object]], str] | None:
+    """A counter's key (canonical JSON ``[name, [[part, value], ...], window]``, as
+    :meth:`Quota.charge` makes it) as what it is kept per and its window; ``None`` for a
+    key of another shape."""
+    try:
+        _, parts, window = json.loads(key)
+        per = [(str(p), v) for p, v in parts]
+    except (ValueError, TypeError):
+        return None
+    return per, str(window)
+
+
+def counter_words(key: str) -> str:
+    """What a counter is kept per and its window, in words (``per customer_id=C1, day
+    2026-05-04``), as a run's reasons, ``agentcore usage`` and the console say it."""
+    found = counter_parts(key)
+    if found is None:
+        return key
+    per, window = found
+    kept = ", ".join(f"{p}={v}" for p, v in per if (p, v) != ("tenant", None)) or "everyone"
+    return f"per {kept}, {window.replace(':', ' ', 1)}"
 
 
 def root_run(state: RunState) -> str:

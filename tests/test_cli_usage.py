@@ -43,7 +43,7 @@ AGENT_MODULE = textwrap.dedent(
     QUOTAS = [
         Quota("refunds", 500, count="sum:amount", tools=("refund",), per=("customer_id",)),
         Quota("calls", 10, window="hour"),
-        Quota("ever", 1000, window="all", per=()),
+        Quota("ever", 1000, window="all", shared=True),
     ]
 
     def make(model=None, store=None):
@@ -95,16 +95,22 @@ def rows(output: str) -> list[list[str]]:
 def test_usage_lists_each_counter_in_words_with_its_window(db: Path) -> None:
     code, output = cli(db, "usage", "--tenant", "acme")
     assert code == 0, output
-    # (the all-time counter is kept for everyone: listed with the tenant that began it)
-    assert [r for r in rows(output) if r[1] != "ever"] == [
+    # (the all-time counter is shared by every tenant: it is no tenant's, so not listed)
+    assert rows(output) == [
         ["acme", "calls", "per tenant=acme, hour 2026-05-28T20", "2", "2026-05-28 21:00 UTC"],
-        ["acme", "refunds", "per customer_id=C1, day 2026-05-28", "450", "2026-05-29 00:00 UTC"],
+        [
+            "acme",
+            "refunds",
+            "per tenant=acme, customer_id=C1, day 2026-05-28",
+            "450",
+            "2026-05-29 00:00 UTC",
+        ],
     ]
     code, output = cli(db, "usage")
     assert code == 0, output
     listed = rows(output)
-    assert len(listed) == 5 and {r[0] for r in listed} == {"acme", "globex"}
-    # both tenants' runs charged the counter kept for everyone: two calls each
+    assert len(listed) == 5 and {r[0] for r in listed} == {"acme", "globex", "-"}
+    # both tenants' runs charged the shared counter: two calls each, one counter
     shared = [r[1:] for r in listed if r[1] == "ever"]
     assert shared == [["ever", "per everyone, all", "4", "never"]]
 
@@ -121,8 +127,8 @@ def test_usage_with_the_agent_adds_each_limit(db: Path) -> None:
         "window closes",
     ]
     assert [r[:5] for r in rows(output)] == [
-        ["acme", "refunds", "per customer_id=C1, day 2026-05-28", "450", "500"],
-        ["globex", "refunds", "per customer_id=C2, day 2026-05-28", "450", "500"],
+        ["acme", "refunds", "per tenant=acme, customer_id=C1, day 2026-05-28", "450", "500"],
+        ["globex", "refunds", "per tenant=globex, customer_id=C2, day 2026-05-28", "450", "500"],
     ]
 
 
@@ -134,10 +140,10 @@ def test_usage_json_lines_have_stable_fields(db: Path) -> None:
     assert code == 0, output
     (line,) = [json.loads(x) for x in output.splitlines()]
     assert line == {
-        "key": '["refunds",[["customer_id","C2"]],"day:2026-05-28"]',
+        "key": '["refunds",[["tenant","globex"],["customer_id","C2"]],"day:2026-05-28"]',
         "quota": "refunds",
         "tenant": "globex",
-        "per": [["customer_id", "C2"]],
+        "per": [["tenant", "globex"], ["customer_id", "C2"]],
         "window": "day:2026-05-28",
         "used": 450.0,
         "limit": 500.0,
@@ -160,7 +166,7 @@ def test_usage_prune_deletes_the_counters_of_closed_windows_only(db: Path) -> No
     code, output = cli(db, "usage", "--prune", "--dry-run")
     assert code == 0, output
     assert "would prune 4 quota counter(s)" in output
-    assert "refunds  per customer_id=C1, day 2026-05-28  450" in output
+    assert "refunds  per tenant=acme, customer_id=C1, day 2026-05-28  450" in output
     assert counters(db) == {"refunds", "calls", "ever"}  # nothing deleted
     code, output = cli(db, "usage", "--prune")
     assert code == 0, output
@@ -198,18 +204,3 @@ def test_usage_errors_are_usage_errors(db: Path, args: list[str], message: str) 
     code, output = cli(db, "usage", *args)
     assert code == 2, output
     assert message in output and "Traceback" not in output
-
-
-def test_counter_words_say_what_a_run_reason_says() -> None:
-    from agentcore._run._quota import window_words
-    from agentcore.cli._usage import counter_words
-
-    for key in (
-        '["refunds",[["customer_id","C1"]],"day:2026-05-28"]',
-        '["calls",[["tenant","acme"],["tool","refund"]],"hour:2026-05-28T20"]',
-        '["ever",[],"all"]',
-        '["turns",[],"run:r-1"]',
-        "not json",
-        '["short"]',
-    ):
-        assert counter_words(key) == window_words(key), key

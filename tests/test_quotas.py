@@ -184,7 +184,7 @@ async def test_a_sum_quota_refuses_the_call_that_would_pass_it_and_gives_back_fa
         ("deny", []),
         ("execute", [40.0]),
     ]
-    assert "quota 'refunds' (per customer_id=C1, day 2026-12-04): 450 of 500 used" in (
+    assert "quota 'refunds' (per tenant=acme, customer_id=C1, day 2026-12-04): 450 of 500" in (
         ds[3].reason or ""
     )
     back = [e for e in await agent.transcript(done.run_id) if isinstance(e, QuotaReleased)]
@@ -405,3 +405,41 @@ async def test_a_race_lost_at_the_append_is_decided_as_over_the_limit() -> None:
     assert d.verdict == "deny" and d.charges == [] and d.over_quota == ["refunds"]
     assert "60 of 100 used, and this call adds 60" in (d.reason or "")
     assert (await store.list_quota_usage())[0].used == 60
+
+
+def test_a_counter_in_words() -> None:
+    from agentcore.quotas import counter_words
+
+    assert counter_words('["refunds",[["customer_id","C1"]],"day:2026-05-28"]') == (
+        "per customer_id=C1, day 2026-05-28"
+    )
+    assert counter_words(
+        '["calls",[["tenant","acme"],["tool","refund"]],"hour:2026-05-28T20"]'
+    ) == ("per tenant=acme, tool=refund, hour 2026-05-28T20")
+    assert counter_words('["ever",[],"all"]') == "per everyone, all"
+    assert counter_words("not json") == "not json"
+    assert counter_words('["short"]') == '["short"]'
+
+
+async def test_a_shared_counter_is_every_tenant_s_and_no_tenant_s() -> None:
+    store = MemoryStore()
+    shared = Quota("upstream", limit=15, count="sum:amount", shared=True)
+    a, paid_a = shop([10], [shared], store=store)
+    b, paid_b = shop([10, 5], [shared], store=store)
+    await a.run("refund", tenant="acme")
+    await b.run("refund", tenant="globex")
+    assert paid_a == [10] and paid_b == [5]  # one counter for all tenants
+    [row] = await store.list_quota_usage()
+    assert row.tenant is None and row.used == 15  # listing by tenant shows it as no one's
+    assert await store.list_quota_usage(tenant="acme") == []
+    with pytest.raises(ConfigurationError, match="shared"):
+        Quota("x", 1, shared=True, per=("tenant",))
+
+
+async def test_one_customer_id_in_two_tenants_is_two_counters() -> None:
+    store = MemoryStore()
+    a, paid_a = shop([500], [PER_CUSTOMER], store=store)
+    b, paid_b = shop([500], [PER_CUSTOMER], store=store)
+    await a.run("refund", tenant="acme", metadata={"customer_id": "C1"})
+    await b.run("refund", tenant="globex", metadata={"customer_id": "C1"})
+    assert paid_a == [500] and paid_b == [500]

@@ -77,7 +77,7 @@ from ..events import (
     QuotaReleased,
     RunFinished,
 )
-from ..quotas import Clock, Quota
+from ..quotas import Clock, Quota, counter_words
 from ..rules import Rule
 from ..secrets import Redactor, SecretResolver
 from ..stores import CancelAtAppend, CancelRequest, Snapshot, SnapshotStore, TranscriptStore
@@ -93,7 +93,6 @@ from ._quota import (
     over_ruling,
     released,
     request_charges,
-    window_words,
 )
 from ._tool_calls import LOST_CALL_WAIT_S, decision, recover_call, run_batch, run_call
 
@@ -829,7 +828,7 @@ class Driver:
                     f", and this request may use about {charge.amount:g}" if charge.amount else ""
                 )
                 return (
-                    f"quota {charge.quota!r} ({window_words(charge.key)}): {held:g} of "
+                    f"quota {charge.quota!r} ({counter_words(charge.key)}): {held:g} of "
                     f"{limit:g} used{need}; the request was not sent"
                 )
         return None

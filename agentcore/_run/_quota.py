@@ -25,7 +25,7 @@ from ..events import (
     RunFinished,
     ToolFinished,
 )
-from ..quotas import Quota, QuotaOver
+from ..quotas import Quota, QuotaOver, counter_words
 from ..tools import Tool
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "over_ruling",
     "released",
     "request_charges",
-    "window_words",
 ]
 
 _RANK: Mapping[QuotaOver, int] = {"confirm": 0, "attention": 1, "refuse": 2}
@@ -121,19 +120,6 @@ def over(charges: Sequence[Charge], used: Mapping[str, float]) -> list[tuple[Cha
     return found
 
 
-def window_words(key: str) -> str:
-    """A counter's key (``[name, [[part, value], ...], window]``) in words: what it is
-    kept per and its window."""
-    import json
-
-    try:
-        _, parts, window = json.loads(key)
-        per = ", ".join(f"{p}={v}" for p, v in parts) or "everyone"
-    except (ValueError, TypeError):
-        return key
-    return f"per {per}, {str(window).replace(':', ' ', 1)}"
-
-
 def over_ruling(
     quotas: Sequence[Quota], passing: Sequence[tuple[Charge, float]], tool: str
 ) -> tuple[Ruling, QuotaOver]:
@@ -147,7 +133,7 @@ def over_ruling(
         if _RANK[quota.over] > _RANK[strictest]:
             strictest = quota.over
         parts.append(
-            f"quota {charge.quota!r} ({window_words(charge.key)}): {held:g} of {charge.limit:g} "
+            f"quota {charge.quota!r} ({counter_words(charge.key)}): {held:g} of {charge.limit:g} "
             f"used, and this call adds {charge.amount:g}"
         )
     why = f"tool {tool!r} is over its quota: " + "; ".join(parts)

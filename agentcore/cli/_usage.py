@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -27,34 +27,20 @@ from agentcore.cli._common import (
     valid_tenant,
 )
 from agentcore.contracts.errors import AgentcoreError, ConfigurationError
-from agentcore.stores import TranscriptStore, default_store_url, open_store, store_layout
+from agentcore.quotas import counter_parts, counter_words
+from agentcore.stores import (
+    QuotaStore,
+    TranscriptStore,
+    default_store_url,
+    open_store,
+    quota_store,
+    store_layout,
+)
 
 __all__: list[str] = []  # private: see agentcore.cli
 
 USAGE_FIELDS = ("key", "quota", "tenant", "per", "window", "used", "limit", "window_end")
 """The fields of a ``usage --json`` line."""
-
-
-def key_parts(key: str) -> tuple[list[tuple[str, object]], str] | None:
-    """A counter's key (canonical JSON ``[name, [[part, value], ...], window]``) as what it
-    is kept per and its window; ``None`` for a key of another shape."""
-    try:
-        _, parts, window = json.loads(key)
-        per = [(str(p), v) for p, v in parts]
-    except (ValueError, TypeError):
-        return None
-    return per, str(window)
-
-
-def counter_words(key: str) -> str:
-    """What a counter is kept per and its window, in words (``per customer_id=C1, day
-    2026-05-04``), as a run's reasons say it."""
-    found = key_parts(key)
-    if found is None:
-        return key
-    per, window = found
-    kept = ", ".join(f"{p}={v}" for p, v in per) or "everyone"
-    return f"per {kept}, {window.replace(':', ' ', 1)}"
 
 
 def _closes(window_end: float | None) -> str:
@@ -63,18 +49,12 @@ def _closes(window_end: float | None) -> str:
     return dt.datetime.fromtimestamp(window_end, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _counters(
-    st: TranscriptStore, what: str
-) -> Callable[..., Awaitable[Any]]:  # Any: the store's own return types
-    """``st``'s quota-counter method ``what``; a usage error for a store that keeps none."""
-    method = getattr(st, what, None)
-    if method is None:
-        abort(
-            f"{type(st).__name__} keeps no quota counters: quotas need a store that does "
-            "(memory, SQLite, PostgreSQL)",
-            EXIT_USAGE,
-        )
-    return method
+def _counters(st: TranscriptStore) -> QuotaStore:
+    """``st`` as a store of quota counters; a usage error for a store that keeps none."""
+    try:
+        return quota_store(st)
+    except ConfigurationError as exc:
+        abort(str(exc), EXIT_USAGE)
 
 
 def _limits(agent_ref: str | None) -> Mapping[str, float] | None:
@@ -85,7 +65,7 @@ def _limits(agent_ref: str | None) -> Mapping[str, float] | None:
         agent = load_agent(agent_ref)
     except ConfigurationError as exc:
         abort(str(exc), EXIT_USAGE)
-    quotas = agent._config.quotas  # pyright: ignore[reportPrivateUsage]  # no public Agent.quotas yet
+    quotas = agent.quotas
     return {q.name: q.limit for q in quotas}
 
 
@@ -144,7 +124,7 @@ def usage(
         if st is None:
             return None
         try:
-            return list(await _counters(st, "list_quota_usage")(tenant=tenant, quota=quota))
+            return list(await _counters(st).list_quota_usage(tenant=tenant, quota=quota))
         finally:
             await st.close()
 
@@ -154,7 +134,7 @@ def usage(
         return
     if as_json:
         for r in rows:
-            parts = key_parts(r.key)
+            parts = counter_parts(r.key)
             line = {
                 "key": r.key,
                 "quota": r.quota,
@@ -210,9 +190,9 @@ def _prune(store: str | None, dry_run: bool) -> None:
         st = open_store(url, migrate=False)  # a destructive command never migrates
         try:
             if dry_run:
-                rows = await _counters(st, "list_quota_usage")()
+                rows = await _counters(st).list_quota_usage()
                 return [r for r in rows if r.window_end is not None and r.window_end <= now]
-            return await _counters(st, "prune_quota_usage")(now)
+            return await _counters(st).prune_quota_usage(now)
         finally:
             await st.close()
 

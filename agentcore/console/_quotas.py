@@ -3,28 +3,18 @@ console's agents declare."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from itertools import groupby
 from typing import Any
 
 from agentcore import Agent
-from agentcore.stores import TranscriptStore
+from agentcore.errors import ConfigurationError
+from agentcore.quotas import counter_words
+from agentcore.stores import TranscriptStore, quota_store
 
 from ._approvals import ConsoleError
 
 __all__ = ["counter_words", "limits_of", "quota_usage"]
-
-
-def counter_words(key: str) -> str:
-    """What a counter (key ``[name, [[part, value], ...], window]``) is kept per and its
-    window, in the words a run's reasons use (``per customer_id=C1, day 2026-05-04``)."""
-    try:
-        _, parts, window = json.loads(key)
-        per = ", ".join(f"{p}={v}" for p, v in parts) or "everyone"
-    except (ValueError, TypeError):
-        return key
-    return f"per {per}, {str(window).replace(':', ' ', 1)}"
 
 
 def limits_of(agents: Iterable[Agent]) -> dict[str, float]:
@@ -32,7 +22,7 @@ def limits_of(agents: Iterable[Agent]) -> dict[str, float]:
     declare one name)."""
     found: dict[str, float] = {}
     for agent in agents:
-        for q in agent._config.quotas:  # pyright: ignore[reportPrivateUsage]  # no public Agent.quotas yet
+        for q in agent.quotas:
             found.setdefault(q.name, q.limit)
     return found
 
@@ -51,12 +41,11 @@ async def quota_usage(
     Raises:
         ConsoleError: 501 when the store keeps no quota counters.
     """
-    listing = getattr(store, "list_quota_usage", None)
-    if listing is None:
-        raise ConsoleError(
-            501, f"{type(store).__name__} keeps no quota counters: quotas need a store that does."
-        )
-    rows: list[Any] = await listing(tenant=tenant, quota=quota)  # Any: QuotaUsage rows
+    try:
+        counters = quota_store(store)
+    except ConfigurationError as exc:
+        raise ConsoleError(501, str(exc)) from None
+    rows = await counters.list_quota_usage(tenant=tenant, quota=quota)
     out: list[dict[str, Any]] = []  # Any: JSON values
     for r in sorted(rows, key=lambda r: (r.tenant or "", r.key)):
         limit = limits.get(r.quota)

@@ -25,6 +25,7 @@ from ._protocol import (
     SnapshotStore,
     TranscriptStore,
 )
+from ._quota import QuotaStore, QuotaUsage, quota_store
 from ._registry import (
     DEFAULT_STORE_URL,
     StoreFactory,
@@ -55,6 +56,8 @@ __all__ = [
     "Lease",
     "MemoryStore",
     "PostgresStore",
+    "QuotaStore",
+    "QuotaUsage",
     "RunSummary",
     "SQLiteStore",
     "SchemaStatus",
@@ -66,6 +69,7 @@ __all__ = [
     "default_store_url",
     "open_read_only",
     "open_store",
+    "quota_store",
     "register_store",
     "registered_stores",
     "schema_status",

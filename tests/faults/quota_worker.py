@@ -12,8 +12,9 @@ Commands: ``start`` (``Agent.run`` for customer ``C1`` of tenant ``acme``), ``re
 
 The model asks for a refund of ``QUOTA_AMOUNT`` (default 1) EUR, again after each outcome
 (ran, failed or refused), ``QUOTA_ASKS`` times, then finishes. The tool is
-``refund(order_id, amount)``; its real effect is a line ``pay <key> <amount> <pid>`` in the
-ledger file (fsynced), and its undo's ``undo <key> <amount> <pid>``. Kinds:
+``refund(order_id, amount)``; its real effect is a line ``pay <key> <amount> <pid> <now>`` in the
+ledger file (fsynced), and its undo's ``undo <key> <amount> <pid> <now>`` (``now``: the
+agent's clock then). Kinds:
 
 - ``idempotent``: ``idempotent=True``, and the payment system deduplicates by key (a second
   payment with a key it has seen writes nothing), as a keyed API does;
@@ -28,6 +29,8 @@ Environment:
   ``QUOTA_LIMIT`` (default 10), ``QUOTA_LEASE_S`` (default 1);
 - ``QUOTA_CLOCK_FILE``: a file holding the agent's "now" (Unix seconds), read at every tick
   (the test moves it); unset: ``time.time``;
+- ``QUOTA_HOLD=<dir>:<n>``: before the model's reply that follows the n-th outcome, create
+  ``<dir>/entered`` and wait for ``<dir>/release`` (the test moves the clock meanwhile);
 - ``QUOTA_BARRIER=<dir>:<n>``: wait until ``n`` workers reached the barrier before the
   command, so that they all start together.
 """
@@ -40,7 +43,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +81,8 @@ def quota() -> Quota:
 
 
 def ledger_lines(ledger: Path) -> list[list[str]]:
-    """The ledger's entries, split: ``[what, key, amount, pid]``."""
+    """The ledger's entries, split: ``[what, key, amount, pid, now]`` (``now``: the agent's
+    clock when the effect happened)."""
     if not ledger.exists():
         return []
     return [line.split() for line in ledger.read_text().splitlines() if line]
@@ -108,11 +112,12 @@ def make_tool(kind: str, ledger: Path) -> Any:  # Any: a Tool (kept loose for th
         key = ctx.idempotency_key
         if kind == "idempotent" and any(e[:2] == ["pay", key] for e in ledger_lines(ledger)):
             return "refunded already"  # the payment system deduplicates by key
-        _write(ledger, f"pay {key} {amount:g} {os.getpid()}")
+        _write(ledger, f"pay {key} {amount:g} {os.getpid()} {clock():.0f}")
         return "refunded"
 
     def undo(call: CommittedCall) -> str:
-        _write(ledger, f"undo {call.idempotency_key} {call.args['amount']:g} {os.getpid()}")
+        amount = call.args["amount"]
+        _write(ledger, f"undo {call.idempotency_key} {amount:g} {os.getpid()} {clock():.0f}")
         return "refund reversed"
 
     return tool(
@@ -123,16 +128,45 @@ def make_tool(kind: str, ledger: Path) -> Any:  # Any: a Tool (kept loose for th
     )(refund)
 
 
+def _touch(path: str) -> None:
+    Path(path).touch()
+
+
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+async def _hold(outcomes: int) -> None:
+    """With ``QUOTA_HOLD=<dir>:<n>``, before the reply that follows the n-th outcome: create
+    ``<dir>/entered`` and wait for ``<dir>/release``."""
+    spec = os.environ.get("QUOTA_HOLD")
+    if not spec:
+        return
+    folder, _, nth = spec.rpartition(":")
+    if outcomes != int(nth):
+        return
+    _touch(os.path.join(folder, "entered"))
+    deadline = time.monotonic() + _WAIT_S
+    while not _exists(os.path.join(folder, "release")):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{folder}/release did not appear within {_WAIT_S:g}s")
+        await asyncio.sleep(0.01)
+
+
 def make_model() -> ScriptedModel:
     asks = int(env("QUOTA_ASKS", "1"))
     amount = float(env("QUOTA_AMOUNT", "1"))
 
-    def step(messages: Sequence[Message]) -> dict[str, Any]:  # Any: a JSON action
+    async def reply(messages: Sequence[Message]) -> dict[str, Any]:  # Any: a JSON action
         outcomes = sum(m.role == "user" and m.call_id is not None for m in messages)
+        await _hold(outcomes)
         if outcomes < asks:
             args = {"order_id": f"O-{outcomes}", "amount": amount}
             return {"type": "tool", "thought": "refund", "tool": "refund", "args": args}
         return {"type": "finish", "thought": "done", "answer": "done"}
+
+    def step(messages: Sequence[Message]) -> Awaitable[dict[str, Any]]:  # Any: a JSON action
+        return reply(messages)
 
     return ScriptedModel(step)
 

@@ -12,6 +12,8 @@ charges (what decisions and approvals charged, minus what ``quota_released`` gav
 from __future__ import annotations
 
 import asyncio
+import calendar
+import json
 import os
 import subprocess
 import sys
@@ -131,7 +133,7 @@ class Shop:
         return sum(row.used for row in self.usage())
 
     def entries(self) -> list[list[str]]:
-        """The ledger: ``[pay|undo, key, amount, pid]`` for every real effect."""
+        """The ledger: ``[pay|undo, key, amount, pid, now]`` for every real effect."""
         if not self.ledger.exists():
             return []
         return [line.split() for line in self.ledger.read_text().splitlines() if line]
@@ -139,7 +141,7 @@ class Shop:
     def refunded(self) -> float:
         """What was really refunded: payments minus their reversals."""
         sign = {"pay": 1.0, "undo": -1.0}
-        return sum(sign[what] * float(amount) for what, _, amount, _ in self.entries())
+        return sum(sign[e[0]] * float(e[2]) for e in self.entries())
 
 
 @pytest.fixture(params=BACKENDS)
@@ -228,14 +230,15 @@ def test_ten_processes_racing_for_the_last_10_eur_spend_exactly_10(shop: Shop) -
     # What ran never passes the limit; since the asks outnumber it, exactly the limit ran.
     assert shop.refunded() == 10.0
     assert len(shop.entries()) == 10 == len(ran)
-    assert len({key for _, key, _, _ in shop.entries()}) == 10  # ten distinct calls
+    assert len({e[1] for e in shop.entries()}) == 10  # ten distinct calls
     assert counter == 10.0 == sum(charged(evs) for evs in transcripts.values())
     for d in ran:
         assert [(c.quota, c.amount, c.limit) for c in d.charges] == [("refunds", 1.0, 10.0)]
     for d in refused:
         assert d.over_quota == ["refunds"] and d.charges == []
-        assert "quota 'refunds' (per customer_id=C1, day " in (d.reason or ""), d.reason
-        assert "10 of 10 used, and this call adds 1" in (d.reason or ""), d.reason
+        why = d.reason or ""
+        assert "quota 'refunds' (per " in why and "customer_id=C1" in why, why
+        assert ", day " in why and "10 of 10 used, and this call adds 1" in why, why
     for evs in transcripts.values():
         assert check_transcript(evs) == []
 
@@ -451,3 +454,65 @@ def test_a_kill_at_any_boundary_never_leaks_nor_double_counts(shop: Shop, kill: 
         assert shop.counter() == shop.refunded() == 0.0, kill.rule
         [back] = [ev for ev in events if isinstance(ev, QuotaReleased)]
         assert back.reason == "refund was undone" and [c.amount for c in back.charges] == [-1.0]
+
+
+# -- 3. the clock crosses midnight mid-run ----------------------------------------------------
+
+DAY_1 = calendar.timegm((2026, 12, 4, 0, 0, 0))  # 2026-12-04 00:00 UTC
+MIDNIGHT = DAY_1 + 86_400  # 2026-12-05 00:00 UTC
+
+
+def _window(decision: Decision) -> str:
+    [charge] = decision.charges
+    return str(json.loads(charge.key)[2])
+
+
+@pytest.mark.parametrize("how", ["one-process", "killed-and-resumed"])
+def test_a_clock_crossing_midnight_mid_run_charges_the_next_day(
+    sqlite_shop: Shop, how: str
+) -> None:
+    """2 EUR a day, five asks: two run before midnight and the third is refused; the clock
+    moves past midnight while the worker waits for its model (or dies there, and a fresh
+    process resumes); the next two charge the new day and the fifth is refused."""
+    shop, run_id = sqlite_shop, "clock-run"
+    clock = shop.tmp / "now"
+    clock.write_text(str(MIDNIGHT - 60))  # 23:59 on day 1
+    hold = shop.tmp / "hold"
+    hold.mkdir()
+    settings = {"ASKS": "5", "LIMIT": "2", "CLOCK_FILE": str(clock)}
+    proc = shop.popen("start", run_id, kind="non_idempotent", HOLD=f"{hold}:3", **settings)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (hold / "entered").exists():
+        assert proc.poll() is None, wait(proc)
+        assert time.monotonic() < deadline, "the worker never reached its third outcome"
+        time.sleep(0.01)
+    before = refund_decisions(shop.events(run_id))
+    clock.write_text(str(MIDNIGHT + 60))  # 00:01 on day 2
+    if how == "one-process":
+        (hold / "release").touch()
+        done = wait(proc)
+    else:
+        proc.kill()
+        assert wait(proc).returncode == KILLED
+        done = shop.run("resume", run_id, kind="non_idempotent", **settings)
+    assert done.returncode == 0 and done.status == "completed", done
+
+    events = shop.events(run_id)
+    assert check_transcript(events) == []
+    decided = refund_decisions(events)
+    assert [d.verdict for d in decided] == ["execute", "execute", "deny", "execute", "execute"]
+    assert [d.verdict for d in before] == ["execute", "execute", "deny"][: len(before)]
+    ran = [d for d in decided if d.verdict == "execute"]
+    assert [_window(d) for d in ran] == ["day:2026-12-04"] * 2 + ["day:2026-12-05"] * 2
+    assert "2 of 2 used" in (decided[2].reason or "") and "day 2026-12-04" in (
+        decided[2].reason or ""
+    )
+    # The effects happened on the clock's day their charge names, and the counters agree.
+    pays = {e[1]: int(e[4]) for e in shop.entries() if e[0] == "pay"}
+    assert len(pays) == 4
+    for d in ran:
+        day = time.strftime("day:%Y-%m-%d", time.gmtime(pays[f"{run_id}:{d.step}"]))
+        assert day == _window(d)
+    rows = sorted((r.window_end, r.used) for r in shop.usage())
+    assert rows == [(float(MIDNIGHT), 2.0), (float(MIDNIGHT + 86_400), 2.0)]
+    assert shop.counter() == charged(events) == shop.refunded() == 4.0

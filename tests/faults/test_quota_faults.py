@@ -443,7 +443,7 @@ def test_a_kill_at_any_boundary_never_leaks_nor_double_counts(shop: Shop, kill: 
             assert not why.ok and ev.reason == "refund failed"
         else:
             assert why.decision == "fail" and ev.reason == "alice settled it as failed"
-    if kill.kind == "idempotent":  # run again with the same key: one tool_started... or two
+    if kill.kind == "idempotent":  # run again after a kill, always with the same key
         keys = {ev.idempotency_key for ev in events if isinstance(ev, ToolStarted)}
         assert keys == {f"{run_id}:1"}
 

@@ -120,6 +120,7 @@ def check_transcript(events: Sequence[evt.Event]) -> list[str]:
                 | evt.Resolution()
                 | evt.UserMessage()
                 | evt.QuotaReleased()
+                | evt.QuotaReserved()
             ):
                 pass  # their order is the fold's to check (above)
             case _:

@@ -274,6 +274,7 @@ class Renderer:
                 | evt.CompensationStarted()
                 | evt.CompensationFinished()
                 | evt.QuotaReleased()
+                | evt.QuotaReserved()
             ):  # people's business (an expiry that denies is followed by its confirmation)
                 pass
             case evt.ToolFinished():

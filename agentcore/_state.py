@@ -411,6 +411,8 @@ class RunState:
                     self.failures[self.failure_key(call)] += 1
             case evt.QuotaReleased():
                 self.charged.pop(event.call_id, None)
+            case evt.QuotaReserved():
+                pass  # the store's counters hold it; the request's model_called settles it
             case evt.UserMessage():
                 self._heard(event.text)  # trusted, like the task
                 if self.turns:  # how the turn before ended

@@ -20,6 +20,7 @@ resolution         a person settled a call whose outcome was lost (result, rerun
 run_resumed        a run was resumed (optionally with a new budget)
 user_message       the user's next message: a new turn of a conversation (``Agent.reply``)
 quota_released     what a call had charged to its quotas is given back (it failed, was undone)
+quota_reserved     a model request's tokens reserved from its quotas before it is sent
 compensation_*     the undo of a committed call: started (durable first), finished
 run_finished       the run stopped: status, answer (typed: also output) or reason; some resume
 =================  =====================================================================
@@ -52,6 +53,7 @@ __all__ = [
     "Event",
     "ModelCalled",
     "QuotaReleased",
+    "QuotaReserved",
     "Resolution",
     "RunFinished",
     "RunResumed",
@@ -380,6 +382,17 @@ class QuotaReleased(_Event):
     reason: str
 
 
+class QuotaReserved(_Event):
+    """Before a model request is sent, what it may use (its estimated input plus its
+    reply's cap) reserved from the quotas that count tokens, with their limits: the store
+    refuses the append when a counter would pass its limit, and the request is not sent.
+    The request's ``model_called`` settles it (what it used, less this)."""
+
+    type: Literal["quota_reserved"] = "quota_reserved"
+    step: int
+    charges: list[Charge]
+
+
 class CompensationStarted(_Event):
     """The undo of a committed call is about to run (``@tool(compensate=...)``). Durable
     before it runs, like ``tool_started``."""
@@ -446,6 +459,7 @@ Event = Annotated[
     | RunResumed
     | UserMessage
     | QuotaReleased
+    | QuotaReserved
     | Resolution
     | CompensationStarted
     | CompensationFinished

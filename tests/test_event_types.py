@@ -123,6 +123,12 @@ CONTRIBUTES: dict[str, Contribution] = {
         ("", "resumed with a new budget"),
         "resumed",
     ),
+    "quota_reserved": Contribution(
+        (lambda s: list(s.charged), ["c3"]),  # a request's reservation is no call's charge
+        (),
+        ("5", "quota reserved for the request (tokens 4200)"),
+        "quota reserved for a model request",
+    ),
     "quota_released": Contribution(
         (lambda s: s.charged, {}),
         (),

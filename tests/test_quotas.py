@@ -19,7 +19,7 @@ import pytest
 from agentcore import Agent, Budget, Compensation, Policy, Quota, RunStatus, tool
 from agentcore.adapters import Message, ScriptedModel
 from agentcore.errors import ConfigurationError
-from agentcore.events import Decision, ModelCalled, QuotaReleased
+from agentcore.events import Decision, ModelCalled, QuotaReleased, QuotaReserved
 from agentcore.stores import MemoryStore
 
 DAY = 86_400.0
@@ -372,11 +372,18 @@ async def test_a_token_quota_stops_a_request_that_would_pass_it() -> None:
     stopped = await agent.run("look a lot", tenant="acme", budget=Budget(max_steps=20))
     assert stopped.status is RunStatus.BUDGET_EXHAUSTED
     assert "quota 'tokens'" in (stopped.reason or "") and "not sent" in (stopped.reason or "")
-    calls = [e for e in await agent.transcript(stopped.run_id) if isinstance(e, ModelCalled)]
-    charged = sum(c.amount for e in calls for c in e.charges)
+    events = await agent.transcript(stopped.run_id)
+    calls = [e for e in events if isinstance(e, ModelCalled)]
+    reserved = [e for e in events if isinstance(e, QuotaReserved)]
+    # each request reserved its estimate (chars/3 + a 4,096-token reply) before it was sent,
+    # and its model_called settled it: the counter holds what the requests used
+    assert len(reserved) == len(calls) >= 1
+    assert all(r.charges[0].amount > 4_096 for r in reserved)
+    charged = sum(c.amount for e in (*reserved, *calls) for c in e.charges)
     [row] = await store.list_quota_usage()
     assert row.used == charged == sum(e.input_tokens + e.output_tokens for e in calls)
-    assert row.used <= 6_000  # no request was sent that could pass it (estimate: chars/3 + 4,096)
+    # the request held back would have passed it (its estimate is at least the last one's)
+    assert row.used + reserved[-1].charges[0].amount > 6_000
 
 
 async def test_charges_survive_snapshots_and_a_resume_gives_back_what_failed() -> None:

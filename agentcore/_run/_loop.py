@@ -75,6 +75,7 @@ from ..events import (
     Event,
     ModelCalled,
     QuotaReleased,
+    QuotaReserved,
     RunFinished,
 )
 from ..quotas import Clock, Quota, counter_words
@@ -245,6 +246,8 @@ class Driver:
         """The agent's contract document, or the built-in version the run started under."""
         self.contract_hash = self.contract.hash
         """Its hash, once (hashing the document costs ~60 us: not once a step)."""
+        self._reserved: list[Charge] = []
+        """What the model request in flight reserved from token quotas (``_used`` settles)."""
         self.ruled: dict[str, Ruling] = {}
         """Rulings made while reading a reply, by call id: a tool the step did not offer
         and the dispatcher refuses, a batch refused whole. The call's decision is that
@@ -577,7 +580,7 @@ class Driver:
                 # Earlier replies' tokens are not recomputable: make them durable before
                 # spending more. (A pending idempotent tool result is: it may wait.)
                 await self.flush()
-            if self.setup.quotas and (stop := await self._request_over_quota(messages, request)):
+            if self.setup.quotas and (stop := await self._reserve_request(messages, request)):
                 self.finish(RunStatus.BUDGET_EXHAUSTED, reason=stop)
                 return
             completion = await self._complete(request)
@@ -696,15 +699,7 @@ class Driver:
                 dropped_calls=[clean_text(d, _REPLY_CAP) for d in c.dropped_calls],
                 mode=c.mode,
                 error=clean_text(str(c.error), _REPLY_CAP) if invalid and c.error else None,
-                charges=request_charges(
-                    self.setup.quotas,
-                    self.state,
-                    c.usage.input_tokens + c.usage.output_tokens,
-                    c.usage.cost,
-                    self.setup.clock(),
-                )
-                if self.setup.quotas
-                else [],
+                charges=self._used(c.usage.input_tokens + c.usage.output_tokens, c.usage.cost),
             )
         )
 
@@ -742,6 +737,7 @@ class Driver:
                     input_tokens=tokens[0],
                     output_tokens=tokens[1],
                     error=message,
+                    charges=self._used(tokens[0] + tokens[1], None),
                 )
             )
             if not retryable:
@@ -805,11 +801,13 @@ class Driver:
         if over_ruled.verdict == "needs_confirmation":
             self.finish(RunStatus.AWAITING_CONFIRMATION, reason=over_ruled.reason)
 
-    async def _request_over_quota(
+    async def _reserve_request(
         self, messages: MessageView, request: CompletionRequest
     ) -> str | None:
-        """Why the next model request may not be sent: its estimated input plus its reply's
-        cap would pass a quota of tokens (or the cost quota is used up); ``None``: it may."""
+        """Reserve what the next model request may use from the quotas that count tokens
+        (its estimated input plus its reply's cap), in an append of its own that the store
+        refuses over a limit; a cost quota already used up holds it back too. Why it may
+        not be sent, or ``None``: it may (its ``model_called`` settles the reservation)."""
         setup, st = self.setup, self.state
         quotas = [q for q in setup.quotas if q.counts_requests]
         if not quotas:
@@ -818,20 +816,38 @@ class Driver:
         tokens = estimate(request.system, messages) + (
             request.max_output_tokens or REQUEST_OUTPUT_ESTIMATE
         )
-        charges = [q.charge(st, None, tokens if q.count == "tokens" else 0.0, now) for q in quotas]
-        used = await quota_store(setup.store).quota_usage([c.key for c in charges])
-        for charge in charges:
-            held = used.get(charge.key, 0.0)
-            limit = charge.limit or 0.0
-            if held + charge.amount > limit or held >= limit:
-                need = (
-                    f", and this request may use about {charge.amount:g}" if charge.amount else ""
-                )
-                return (
-                    f"quota {charge.quota!r} ({counter_words(charge.key)}): {held:g} of "
-                    f"{limit:g} used{need}; the request was not sent"
-                )
+        costs = [q.charge(st, None, 0.0, now) for q in quotas if q.count == "cost"]
+        if costs:
+            used = await quota_store(setup.store).quota_usage([c.key for c in costs])
+            for charge in costs:
+                if used.get(charge.key, 0.0) >= (charge.limit or 0.0):
+                    return _held_back(charge, used.get(charge.key, 0.0))
+        charges = [q.charge(st, None, float(tokens), now) for q in quotas if q.count == "tokens"]
+        if not charges:
+            return None
+        try:
+            await self.commit(QuotaReserved(**self.fields(), step=request.step, charges=charges))
+        except QuotaExceededError as exc:
+            return _held_back(next(c for c in charges if c.key == exc.key), exc.used)
+        self._reserved = charges
         return None
+
+    def _used(self, tokens: int, cost: float | None) -> list[Charge]:
+        """What a model request used, charged to the quotas that count it, less what was
+        reserved for it (settled once: the first ``model_called`` of the request)."""
+        if not self.setup.quotas:
+            return []
+        used = request_charges(self.setup.quotas, self.state, tokens, cost, self.setup.clock())
+        reserved, self._reserved = self._reserved, []
+        for held in reserved:
+            found = next((c for c in used if c.key == held.key), None)
+            if found is not None:
+                used[used.index(found)] = found.model_copy(
+                    update={"amount": found.amount - held.amount}
+                )
+            else:
+                used.append(held.model_copy(update={"amount": -held.amount, "limit": None}))
+        return [c for c in used if c.amount]
 
     async def _continue(self, call: OpenCall) -> None:
         st = self.state
@@ -868,3 +884,12 @@ class Driver:
                     await recover_call(self, call)
                 elif self.cancel_at_append is not None or not await self.cancel_requested():
                     await run_call(self, call)  # a request is read as its intent commits
+
+
+def _held_back(charge: Charge, held: float) -> str:
+    """Why a model request was not sent: ``charge`` would pass its quota's limit."""
+    need = f", and this request may use about {charge.amount:g}" if charge.amount else ""
+    return (
+        f"quota {charge.quota!r} ({counter_words(charge.key)}): {held:g} of "
+        f"{charge.limit or 0.0:g} used{need}; the request was not sent"
+    )

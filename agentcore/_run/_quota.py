@@ -21,7 +21,6 @@ from ..events import (
     CompensationFinished,
     Confirmation,
     Event,
-    Resolution,
     RunFinished,
     ToolFinished,
 )
@@ -189,8 +188,6 @@ def released(state: RunState, event: Event) -> tuple[str, list[Charge], str] | N
     match event:
         case ToolFinished(ok=False, outcome_unknown=False) if event.call_id in state.charged:
             return _back(state, event.call_id, f"{event.tool} failed")
-        case Resolution(decision="fail") if event.call_id in state.charged:
-            return _back(state, event.call_id, f"{event.by} settled it as failed")
         case CompensationFinished(outcome="undone" | "not_needed") if (
             event.call_id in state.charged
         ):

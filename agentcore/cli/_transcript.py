@@ -123,6 +123,9 @@ def describe(ev: evt.Event, *, full: bool = False) -> tuple[str, str]:
             return str(ev.step), f"[{ev.call_id}] resolved by {ev.by}: {ev.decision}{why}"
         case evt.RunResumed():
             return "", "resumed" + (" with a new budget" if ev.budget else "")
+        case evt.QuotaReserved():
+            held = ", ".join(f"{c.quota} {c.amount:g}" for c in ev.charges)
+            return str(ev.step), f"quota reserved for the request ({held})"
         case evt.QuotaReleased():
             given = ", ".join(f"{c.quota} {-c.amount:g}" for c in ev.charges)
             return "", f"[{ev.call_id}] quota given back ({given}): {ev.reason}"

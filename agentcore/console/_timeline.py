@@ -239,6 +239,9 @@ def entry(ev: evt.Event) -> Entry:
         case evt.Resolution():
             details = [("reason", ev.reason)] if ev.reason else []
             return Entry(ev.seq, ev.type, f"resolved ({ev.decision}) by {ev.by}", details=details)
+        case evt.QuotaReserved():
+            details = [(c.quota, f"{c.amount:g} reserved") for c in ev.charges]
+            return Entry(ev.seq, ev.type, "quota reserved for a model request", details=details)
         case evt.QuotaReleased():
             details = [(c.quota, f"{-c.amount:g} given back") for c in ev.charges]
             details.append(("why", ev.reason))

@@ -21,7 +21,15 @@ from typing import Protocol, runtime_checkable
 
 from agentcore.contracts.errors import ConfigurationError, QuotaExceededError
 
-from ..events import Charge, Confirmation, Decision, Event, ModelCalled, QuotaReleased
+from ..events import (
+    Charge,
+    Confirmation,
+    Decision,
+    Event,
+    ModelCalled,
+    QuotaReleased,
+    QuotaReserved,
+)
 
 __all__ = [
     "UNITS",
@@ -48,7 +56,10 @@ def charges_of(events: Iterable[Event]) -> list[Charge]:
     """The charges a batch of events makes, in order."""
     found: list[Charge] = []
     for ev in events:
-        if isinstance(ev, Decision | Confirmation | ModelCalled | QuotaReleased) and ev.charges:
+        if (
+            isinstance(ev, Decision | Confirmation | ModelCalled | QuotaReleased | QuotaReserved)
+            and ev.charges
+        ):
             found.extend(ev.charges)
     return found
 

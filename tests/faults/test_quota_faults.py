@@ -374,17 +374,6 @@ KILLS: dict[str, Kill] = {
 }
 
 
-RESOLVE_FAIL_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="bug: Agent.resolve(fail=True) of a lost call a quota charged raises ValueError "
-    "('event seq N applied at expected seq N+1') and records nothing: commands.resolve numbers "
-    "its batch [resolution (seq N-1), tool_finished (seq N)] up front, but Driver.record's "
-    "release hook (_quota.released matches Resolution(decision='fail')) records "
-    "quota_released at seq N right after the resolution, so the batch's tool_finished no "
-    "longer fits; the run stays needs_attention holding the charge",
-)
-
-
 # The crash points but in_append_transaction are the loop's, the same on every store: the
 # lost-call cases run on PostgreSQL too (each waits out the dead worker's lease there).
 ON_POSTGRES = ("intent-lost-fail", "effect-lost-result", "finished")
@@ -393,10 +382,9 @@ ON_POSTGRES = ("intent-lost-fail", "effect-lost-result", "finished")
 def _kill_params() -> list[object]:
     params: list[object] = []
     for name, kill in KILLS.items():
-        bug = [RESOLVE_FAIL_BUG] if ("resolve-fail", "completed") in kill.settle else []
-        params.append(pytest.param("sqlite", kill, id=f"sqlite-{name}", marks=bug))
+        params.append(pytest.param("sqlite", kill, id=f"sqlite-{name}"))
         if name in ON_POSTGRES:
-            marks = [pytest.mark.postgres, *bug]
+            marks = [pytest.mark.postgres]
             params.append(pytest.param("postgres", kill, id=f"postgres-{name}", marks=marks))
     return params
 

@@ -22,6 +22,7 @@ from agentcore.events import (
     Event,
     ModelCalled,
     QuotaReleased,
+    QuotaReserved,
     Resolution,
     RunFinished,
     RunResumed,
@@ -286,6 +287,20 @@ def every_event_type(run_id: str) -> list[Event]:
             text="And the other one? ✓",
             key="req-2",
             budget={"max_steps": 5},
+        ),
+        QuotaReserved(
+            **stamp(3650.5),
+            step=5,
+            charges=[
+                Charge(
+                    quota="tokens",
+                    key='["tokens",[["tenant","acme"]],"day:1970-01-01"]',
+                    amount=4_200.0,
+                    limit=2_000_000.0,
+                    window_end=86400.0,
+                    tenant="acme",
+                )
+            ],
         ),
         ActionProposed(
             **stamp(3651.0),

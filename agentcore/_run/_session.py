@@ -309,8 +309,10 @@ class Session:
         driver = self._driver(state, history, own)
         try:
             with driver.obs.advance(first, self.name):  # one span per advance, when traced
-                for ev in first:
-                    driver.record(ev)
+                for ev in first:  # numbered as recorded: an event may bring another after
+                    # it (a quota given back), which the command could not number for
+                    at = state.next_seq
+                    driver.record(ev if ev.seq == at else ev.model_copy(update={"seq": at}))
                 await driver.flush()  # a person's decision is durable on its own
                 if advance:
                     await driver.drive(shift)

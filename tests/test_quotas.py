@@ -450,3 +450,37 @@ async def test_one_customer_id_in_two_tenants_is_two_counters() -> None:
     await a.run("refund", tenant="acme", metadata={"customer_id": "C1"})
     await b.run("refund", tenant="globex", metadata={"customer_id": "C1"})
     assert paid_a == [500] and paid_b == [500]
+
+
+async def test_a_per_run_quota_counts_every_turn_of_a_conversation() -> None:
+    def per_turn(messages: Sequence[Message]) -> dict[str, Any]:
+        """A refund of 60 in each turn, then an answer."""
+        last = max(
+            i
+            for i, m in enumerate(messages)
+            if m.call_id is None and m.content.startswith(("Task: ", "User: "))
+        )
+        if any(m.call_id is not None for m in messages[last:]):
+            return {"type": "finish", "thought": "t", "answer": "done"}
+        args = {"order_id": "O-1", "amount": 60}
+        return {"type": "tool", "thought": "t", "tool": "refund", "args": args}
+
+    store = MemoryStore()
+    per_conversation = Quota("refunds", limit=100, count="sum:amount", window="run")
+    agent, paid = shop([], [per_conversation], store=store)
+    agent = Agent(
+        tools=list(agent.tools.values()),
+        model=ScriptedModel(per_turn),
+        store=store,
+        policy=NO_PLAN,
+        quotas=[per_conversation],
+        clock=Clock(),
+    )
+    first = await agent.run("refund", tenant="acme")
+    assert paid == [60]
+    again = await agent.reply(first.run_id, "and one more")  # the same conversation's counter
+    assert paid == [60] and again.status is RunStatus.COMPLETED
+    denied = [d for d in await decisions(agent, first.run_id) if d.verdict == "deny"]
+    assert len(denied) == 1 and f"run {first.run_id}" in (denied[0].reason or "")
+    other = await agent.run("refund", tenant="acme")  # another conversation: its own counter
+    assert paid == [60, 60] and other.status is RunStatus.COMPLETED

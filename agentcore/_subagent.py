@@ -264,8 +264,15 @@ class SubagentTool(Tool):
             else t
             for name, t in _settings(child).tools.items()
         }
+        # The parent's quotas hold in the child's runs too (a run tree spends as one), on the
+        # parent's clock; a quota of the child's own with the same name is the parent's.
+        above = _settings(parent)
+        named = {q.name for q in above.quotas}
+        quotas = (*above.quotas, *(q for q in _settings(child).quotas if q.name not in named))
         # As setting ``governed.tools`` would (no store is open yet: it is set on first use).
-        governed._reconfigure(replace(_settings(governed), tools=tools), None)  # pyright: ignore[reportPrivateUsage]
+        governed._reconfigure(  # pyright: ignore[reportPrivateUsage]
+            replace(_settings(governed), tools=tools, quotas=quotas, clock=above.clock), None
+        )
         return tool
 
     @property

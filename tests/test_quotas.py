@@ -484,3 +484,31 @@ async def test_a_per_run_quota_counts_every_turn_of_a_conversation() -> None:
     assert len(denied) == 1 and f"run {first.run_id}" in (denied[0].reason or "")
     other = await agent.run("refund", tenant="acme")  # another conversation: its own counter
     assert paid == [60, 60] and other.status is RunStatus.COMPLETED
+
+
+async def test_a_parent_s_quota_holds_in_its_sub_agents_runs() -> None:
+    store = MemoryStore()
+    paid: list[float] = []
+    refunds = Quota("refunds", limit=100, count="sum:amount", per=("customer_id",))
+    child, _ = shop([60, 60], [], store=store, paid=paid)  # the child declares no quota
+    helper = child.as_tool("refunds_desk", "Refund what the task says.")
+
+    def parent_model(messages: Sequence[Message]) -> dict[str, Any]:
+        if any(m.call_id is not None and "returned" in m.content for m in messages):
+            return {"type": "finish", "thought": "t", "answer": "delegated"}
+        args = {"task": "refund O-1 and O-2"}
+        return {"type": "tool", "thought": "t", "tool": "refunds_desk", "args": args}
+
+    parent = Agent(
+        tools=[helper],
+        model=ScriptedModel(parent_model),
+        store=store,
+        policy=NO_PLAN,
+        quotas=[refunds],
+        clock=Clock(),
+    )
+    done = await parent.run("refund", tenant="acme", metadata={"customer_id": "C1"})
+    assert done.status is RunStatus.COMPLETED
+    assert paid == [60]  # the child's second refund would pass the parent's 100
+    [row] = await store.list_quota_usage()
+    assert row.used == 60 and '"customer_id","C1"' in row.key

@@ -512,3 +512,42 @@ async def test_a_parent_s_quota_holds_in_its_sub_agents_runs() -> None:
     assert paid == [60]  # the child's second refund would pass the parent's 100
     [row] = await store.list_quota_usage()
     assert row.used == 60 and '"customer_id","C1"' in row.key
+
+
+async def test_a_batch_cannot_carry_calls_a_quota_counts() -> None:
+    from agentcore.testing import batch, call, finish
+
+    looked: list[str] = []
+
+    @tool(effect="read")
+    def geocode(place: str) -> str:
+        """Geocode a place (a paid upstream API).
+
+        Args:
+            place: where.
+        """
+        looked.append(place)
+        return "0,0"
+
+    store = MemoryStore()
+    agent = Agent(
+        tools=[geocode],
+        model=ScriptedModel(
+            [
+                batch(call("geocode", place="a"), call("geocode", place="b")),
+                call("geocode", place="a"),
+                finish("ok"),
+            ]
+        ),
+        store=store,
+        policy=Policy(plan_before_writes=False, max_batch=4),
+        quotas=[Quota("geocoding", limit=5, tools=("geocode",))],
+        clock=Clock(),
+    )
+    done = await agent.run("where are a and b", tenant="acme")
+    assert done.status is RunStatus.COMPLETED and looked == ["a"]  # only the lone call ran
+    members = [d for d in await decisions(agent, done.run_id) if "." in d.call_id]
+    assert [d.verdict for d in members] == ["deny", "deny"]
+    assert "counted by quota 'geocoding'" in (members[0].reason or "")
+    [row] = await store.list_quota_usage()
+    assert row.used == 1

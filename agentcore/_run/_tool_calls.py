@@ -27,6 +27,7 @@ from .._extract import ExtractionLog, extraction_log
 from .._faults import crash_point
 from .._state import OpenCall, RunState, RunStatus
 from ..events import Decision, Event, ModelCalled, ToolFinished, ToolStarted
+from ..quotas import Quota
 from ..rules import Rule
 from ..secrets import Redactor, SecretResolver, resolve_secret
 from ..tools import DepsFactory, RunIdentity, Tool, ToolContext, ToolOutcome, recordable_result
@@ -87,6 +88,8 @@ class CallSetup(Protocol):
     def deps_built(self) -> dict[str, object]: ...
     @property
     def rules(self) -> Sequence[Rule]: ...
+    @property
+    def quotas(self) -> Sequence[Quota]: ...
 
 
 class CallDriver(Protocol):
@@ -314,9 +317,16 @@ async def run_batch(d: CallDriver, call: OpenCall) -> None:
     for m in call.members:
         if m.decision is None:
             assert isinstance(m.action, ToolAction)
+            counted = [q.name for q in d.setup.quotas if q.counts(tools[m.action.tool])]
             ruling = (
                 Ruling("deny", whole)
                 if whole is not None
+                else Ruling(
+                    "deny",
+                    f"tool {m.action.tool!r} is counted by quota {counted[0]!r}: call it on "
+                    "its own, not in a batch",
+                )
+                if counted
                 else decide_in_batch(st, m.action, tools, d.setup.rules)
             )
             d.record(decision(d, m, ruling))

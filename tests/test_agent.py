@@ -1237,9 +1237,9 @@ async def test_a_tool_the_step_did_not_offer_is_decided_once(
     asked: list[str] = []
     real = loop.decide
 
-    def counted(state: Any, action: Any, table: Any) -> Any:
+    def counted(state: Any, action: Any, table: Any, *rules: Any) -> Any:
         asked.append(getattr(action, "tool", action.type))
-        return real(state, action, table)
+        return real(state, action, table, *rules)
 
     monkeypatch.setattr(loop, "decide", counted)
     model = ScriptedModel([OUT_OF_SCOPE["typed"], finish("cannot")])

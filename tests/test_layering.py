@@ -332,6 +332,7 @@ SERVICE_PACKAGES = tuple(f"agentcore.{s}.*" for s in SERVICES)
 
 FOLD = (
     "agentcore.events",
+    "agentcore.rules",
     "agentcore._status",
     "agentcore._pending",
     "agentcore._provenance",

@@ -46,6 +46,7 @@ from agentcore.events import (
     Event,
     ModelCalled,
     QuotaReleased,
+    QuotaReserved,
     RunFinished,
 )
 
@@ -215,6 +216,7 @@ class OtelObserver(Observer):
         "_advance",
         "_ins",
         "_log",
+        "_reserved",
         "_step",
         "_step_action",
         "_step_span",
@@ -240,6 +242,9 @@ class OtelObserver(Observer):
         self._step_action = "none"
         self._steps = 0
         self._waiting = state.status is RunStatus.AWAITING_CONFIRMATION
+        # What the model request in flight reserved, by counter: its model_called charges
+        # what it used less this (counted here as what it used).
+        self._reserved: dict[str, float] = {}
 
     def _common(self) -> dict[str, str | int]:
         return {"agentcore.run_id": self.state.run_id}
@@ -499,10 +504,16 @@ class OtelObserver(Observer):
                     ins.exhausted.add(1, {"agentcore.contract.version": self._contract()})
             case _:
                 pass
-        if (
-            isinstance(event, Decision | Confirmation | ModelCalled | QuotaReleased)
-            and event.charges
-        ):
+        if isinstance(event, QuotaReserved):  # counted when its request's use is known
+            self._reserved.update((c.key, c.amount) for c in event.charges)
+        elif isinstance(event, ModelCalled) and (event.charges or self._reserved):
+            used = [
+                c.model_copy(update={"amount": c.amount + self._reserved.pop(c.key, 0.0)})
+                for c in event.charges
+            ]
+            self._reserved.clear()
+            self._charged([c for c in used if c.amount], released=False)
+        elif isinstance(event, Decision | Confirmation | QuotaReleased) and event.charges:
             self._charged(event.charges, isinstance(event, QuotaReleased))
         waiting = st.status is RunStatus.AWAITING_CONFIRMATION
         if waiting != self._waiting:

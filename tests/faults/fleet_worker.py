@@ -49,12 +49,12 @@ import logging
 import os
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
+from _barrier import wait_at_barrier  # the worker's folder is on sys.path
 
 from agentcore import Agent, Policy, RunResult, RunStatus, ToolContext, run_until_signalled, tool
 from agentcore.adapters import Message, ScriptedModel
@@ -200,16 +200,7 @@ def build_agent(store: str | TranscriptStore) -> Agent:
 
 
 def _barrier() -> None:
-    spec = os.environ.get("FLEET_BARRIER")
-    if not spec:
-        return
-    folder, _, count = spec.rpartition(":")
-    Path(folder, f"{os.getpid()}-{uuid.uuid4().hex}").touch()
-    deadline = time.monotonic() + _WAIT_S
-    while len(list(Path(folder).iterdir())) < int(count):
-        if time.monotonic() > deadline:
-            raise TimeoutError("the other workers never reached the barrier")
-        time.sleep(0.001)
+    wait_at_barrier("FLEET_BARRIER", _WAIT_S)
 
 
 @dataclasses.dataclass

@@ -42,10 +42,11 @@ import json
 import os
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
+
+from _barrier import wait_at_barrier  # the worker's folder is on sys.path
 
 from agentcore import (
     Agent,
@@ -197,16 +198,7 @@ def build_agent(store: str | TranscriptStore) -> Agent:
 
 
 def _barrier() -> None:
-    spec = os.environ.get("QUOTA_BARRIER")
-    if not spec:
-        return
-    folder, _, count = spec.rpartition(":")
-    Path(folder, f"{os.getpid()}-{uuid.uuid4().hex}").touch()
-    deadline = time.monotonic() + _WAIT_S
-    while len(list(Path(folder).iterdir())) < int(count):
-        if time.monotonic() > deadline:
-            raise TimeoutError("the other workers never reached the barrier")
-        time.sleep(0.001)
+    wait_at_barrier("QUOTA_BARRIER", _WAIT_S)
 
 
 async def _command(agent: Agent, cmd: str, run_id: str) -> RunResult:

@@ -48,10 +48,14 @@ import json
 import os
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+if __package__:  # imported as faults.worker (the crash tests' tools)
+    from ._barrier import wait_at_barrier
+else:  # run as a script: its folder is on sys.path
+    from _barrier import wait_at_barrier
 
 from agentcore import Agent, Policy, RunResult, ToolContext, tool
 from agentcore.adapters import Message, ScriptedModel
@@ -173,16 +177,7 @@ def result_json(result: RunResult) -> dict[str, Any]:  # Any: JSON values
 
 
 def _barrier() -> None:
-    spec = os.environ.get("FAULT_BARRIER")
-    if not spec:
-        return
-    folder, _, count = spec.rpartition(":")
-    Path(folder, f"{os.getpid()}-{uuid.uuid4().hex}").touch()
-    deadline = time.monotonic() + _WAIT_S
-    while len(list(Path(folder).iterdir())) < int(count):
-        if time.monotonic() > deadline:
-            raise TimeoutError("the other workers never reached the barrier")
-        time.sleep(0.001)
+    wait_at_barrier("FAULT_BARRIER", _WAIT_S)
 
 
 async def _command(agent: Agent, cmd: str, run_id: str) -> RunResult:

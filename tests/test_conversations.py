@@ -711,3 +711,57 @@ async def test_decisions_of_a_later_turn_are_recorded_like_any() -> None:
     start = next(e.seq for e in events if isinstance(e, UserMessage))
     later = [e for e in events if isinstance(e, Decision) and e.seq > start]
     assert [d.verdict for d in later] == ["execute", "execute"]
+
+
+async def test_a_compensated_conversation_undoes_every_turn_and_takes_no_more_messages() -> None:
+    from agentcore import Compensation
+
+    done: list[str] = []
+
+    @tool(effect="write", compensate=Compensation(lambda call: done.remove(call.args["note"])))
+    def write_note(note: str) -> str:
+        """Write a note.
+
+        Args:
+            note: the note.
+        """
+        done.append(note)
+        return "written"
+
+    def model(messages: Sequence[Message]) -> dict[str, Any]:
+        if any("write_note returned" in m.content for m in since_last_message(messages)):
+            return {"type": "finish", "thought": "t", "answer": "noted"}
+        args = {"note": said(messages)[-1]}
+        return {"type": "tool", "thought": "t", "tool": "write_note", "args": args}
+
+    policy = Policy(plan_before_writes=False, compensate_completed=True)
+    agent = Agent(
+        tools=[write_note], model=ScriptedModel(model), store=MemoryStore(), policy=policy
+    )
+    run = await agent.run("first")
+    await agent.reply(run.run_id, "second")
+    assert done == ["first", "second"]
+    undone = await agent.compensate(run.run_id, by="ops")
+    assert undone.status is RunStatus.CANCELLED and done == []  # both turns' effects
+    with pytest.raises(NotAcceptingRepliesError, match="closed by a person"):
+        await agent.reply(run.run_id, "third")
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ("x" * 1_000_001, LimitExceededError),  # past the longest string a run records
+        ("lone \ud800 surrogate", LimitExceededError),
+    ],
+)
+async def test_a_hostile_message_is_refused_and_records_nothing(
+    message: str, error: type[Exception]
+) -> None:
+    agent = bot()
+    run = await agent.run("Where is A-1")
+    before = len(await agent.transcript(run.run_id))
+    with pytest.raises(error):
+        await agent.reply(run.run_id, message)
+    assert len(await agent.transcript(run.run_id)) == before
+    again = await agent.reply(run.run_id, "and B-2")  # the run still takes a good one
+    assert again.status is RunStatus.COMPLETED

@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import importlib.metadata
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -37,7 +38,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Generator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from agentcore.contracts.errors import ConfigurationError
 
@@ -135,13 +136,23 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
         proc.wait()
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, alias: str) -> bool:
+    """Whether ``GET url`` (``/v1/models``) answers 200 listing the model ``alias``: our
+    server, not another process that took the port while ours was loading its model (its
+    bind then fails, and the port is chosen again)."""
     try:
         with _DIRECT.open(url, timeout=2.0) as resp:  # our loopback URL
             status: int = resp.status
-            return status == 200
-    except (urllib.error.URLError, OSError):
+            body: object = json.loads(resp.read(1_000_000) or b"null")
+    except (urllib.error.URLError, OSError, ValueError):
         return False
+    if status != 200 or not isinstance(body, dict):
+        return False
+    models = cast("dict[str, object]", body).get("data")
+    return isinstance(models, list) and any(
+        isinstance(m, dict) and cast("dict[str, object]", m).get("id") == alias
+        for m in cast("list[object]", models)
+    )
 
 
 _PR_SET_PDEATHSIG = 1
@@ -184,7 +195,8 @@ def _wait_ready(
     timeout_s: float,
 ) -> None:
     deadline = time.monotonic() + timeout_s
-    while not _answers(models_url):
+    alias = command[command.index("--model_alias") + 1]
+    while not _answers(models_url, alias):
         code = proc.poll()
         if code is not None:
             raise ServerStartError(

@@ -198,3 +198,41 @@ def test_local_route_needs_an_api_base(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     with pytest.raises(ConfigurationError, match="Valid: 'llama_cpp_python'"):
         LocalAdapter("m", api_base="http://x", server="lmstudio")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("body", "ready"),
+    [
+        ({"object": "list", "data": [{"id": "local/smollm2", "object": "model"}]}, True),
+        ({"object": "list", "data": [{"id": "gpt-4.1-mini", "object": "model"}]}, False),
+        ({"data": []}, False),
+        ("not a models list", False),
+    ],
+)
+def test_a_llama_server_is_ready_only_when_it_lists_its_own_model(body: Any, ready: bool) -> None:
+    """Another process that took the port while ours loaded its model (a loopback fake that
+    answers ``/v1/models``) is not taken for our server."""
+    import http.server
+    import threading
+
+    from agentcore.adapters._llama_server import _answers  # pyright: ignore[reportPrivateUsage]
+
+    payload = json.dumps(body).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/models"
+        assert _answers(url, "local/smollm2") is ready
+    finally:
+        server.shutdown()

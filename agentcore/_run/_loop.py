@@ -260,12 +260,8 @@ class Driver:
         """Fold ``event`` (redacted) into the state and queue it for the next flush."""
         if self.redactor:
             event = self.redactor.event(event)
-        self.state.apply(event)
-        self.events.append(event)
+        self._fold(event)
         self.unflushed.append(event)
-        self.obs.event(event)
-        if self.sink is not None:
-            self.sink(event)
         if self.state.charged and (back := released(self.state, event)) is not None:
             call_id, charges, why = back  # in the same append as the event that says why
             self.record(
@@ -281,6 +277,11 @@ class Driver:
             event = self.redactor.event(event)
         lease = None if self.own is None else self.own.lease
         await self.setup.store.append(self.state.run_id, event.seq, [event], lease=lease)
+        self._fold(event)
+
+    def _fold(self, event: Event) -> None:
+        """Fold a recorded event into the state and the history, and tell the observer and
+        the stream (``record`` and ``commit`` both)."""
         self.state.apply(event)
         self.events.append(event)
         self.obs.event(event)
